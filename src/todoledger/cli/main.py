@@ -1,0 +1,413 @@
+"""The `todoledger` command: thin over `todoledger.service.Ledger`.
+
+Heavy interfaces (MCP, install, ingest) register by name and are imported
+only when their command runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from todoledger.core.model import LedgerError, LintError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LAZY_COMMANDS: dict[str, str] = {
+    "install": "todoledger.cli.cmd_install:install",
+    "mcp": "todoledger.cli.cmd_mcp:mcp",
+    "serve": "todoledger.cli.cmd_mcp:serve",
+    "ingest": "todoledger.cli.cmd_ingest:ingest",
+    "report": "todoledger.cli.cmd_ingest:report",
+    "stats": "todoledger.cli.cmd_ingest:stats",
+}
+
+
+class LedgerGroup(click.Group):
+    """Adds lazily imported commands and turns refusals into one clear line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS:
+            module, attr = LAZY_COMMANDS[cmd_name].split(":")
+            try:
+                command: click.Command = getattr(importlib.import_module(module), attr)
+            except ImportError as exc:
+                raise click.ClickException(f"{cmd_name} is unavailable: {exc}") from None
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LintError as exc:
+            for finding in exc.findings:
+                click.echo(finding.line(), err=True)
+            raise click.ClickException(str(exc)) from None
+        except LedgerError as exc:
+            raise click.ClickException(str(exc)) from None
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, KeyboardInterrupt):
+            raise
+        except BrokenPipeError:
+            sys.exit(0)
+        except Exception as exc:
+            if os.environ.get("TODOLEDGER_DEBUG"):
+                raise
+            raise click.ClickException(
+                f"internal error: {type(exc).__name__}: {exc} (set TODOLEDGER_DEBUG=1 for details)"
+            ) from None
+
+
+def common(func: F) -> F:
+    """--plan, --writer and --json on every command."""
+
+    @click.option("--plan", "plan", envvar="TODOLEDGER_PLAN", default=None, help="Plan name (default: main).")
+    @click.option("--writer", "writer", default=None, help="Who makes the change (default: cli:<user>).")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def ledger() -> Any:
+    from todoledger.service import Ledger
+
+    return Ledger()
+
+
+def reader() -> Any:
+    from todoledger.service import Ledger
+
+    return Ledger(create=False)
+
+
+def emit(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@click.group(cls=LedgerGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="todoledger")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """A durable, shared, verifiable ledger for coding agents' todo lists.
+
+    With no command, shows the plan.
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(show)
+
+
+@cli.command()
+@common
+@click.option("--all", "show_all", is_flag=True, help="Also list every plan in the ledger.")
+def show(plan: str | None, writer: str | None, as_json: bool, show_all: bool = False) -> None:
+    """Show a plan: items, status, priority, dependencies."""
+    with reader() as lg:
+        view = lg.show(plan, writer=writer) if writer else lg.show(plan)
+        if as_json:
+            emit(view)
+            return
+        from todoledger.cli import render
+
+        render.plan(view, lg.location)
+        if show_all:
+            render.plans(lg.plans())
+
+
+@cli.command()
+@common
+def plans(plan: str | None, writer: str | None, as_json: bool) -> None:
+    """List the plans in the ledger."""
+    with reader() as lg:
+        rows = lg.plans()
+    if as_json:
+        emit(rows)
+    else:
+        from todoledger.cli import render
+
+        render.plans(rows)
+
+
+@cli.command("next")
+@common
+@click.option("--claim", is_flag=True, help="Atomically mark the first ready item in_progress for the writer.")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
+def next_cmd(plan: str | None, writer: str | None, as_json: bool, claim: bool, limit: int) -> None:
+    """Ready items: dependencies met, by priority then order."""
+    with ledger() if claim else reader() as lg:
+        rows = lg.next(plan, limit=limit, claim=claim, writer=writer)
+    if as_json:
+        emit(rows)
+        return
+    from todoledger.cli import render
+
+    render.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
+
+
+def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *extra: Callable[[F], F]) -> None:
+    def command(ref: str, plan: str | None, writer: str | None, as_json: bool, **kw: Any) -> None:
+        with ledger() as lg:
+            row = call(lg, ref, plan=plan, writer=writer, **kw)
+        if as_json:
+            emit(row)
+        else:
+            from todoledger.cli import render
+
+            render.changed(row)
+
+    command.__doc__ = doc
+    wrapped: Any = common(command)
+    for option in extra:
+        wrapped = option(wrapped)
+    cli.command(name)(click.argument("ref", metavar="ID")(wrapped))
+
+
+_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw))
+_item_command(
+    "done",
+    "Mark an item completed, with evidence.",
+    lambda lg, ref, **kw: lg.done(ref, **kw),
+    click.option("--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."),
+)
+_item_command(
+    "cancel",
+    "Cancel an item.",
+    lambda lg, ref, **kw: lg.cancel(ref, **kw),
+    click.option("--reason", default=None, help="Why it is cancelled."),
+)
+_item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref, **kw: lg.restore(ref, **kw))
+
+
+@cli.command()
+@common
+@click.argument("text")
+@click.option("--parent", default=None, help="The phase this item belongs to.")
+@click.option("--after", default=None, help="Place it after this item.")
+@click.option("--priority", type=click.Choice(["high", "medium", "low"]), default=None)
+@click.option("--depends-on", "depends_on", multiple=True, help="An item this one waits for (repeatable).")
+def add(
+    text: str,
+    plan: str | None,
+    writer: str | None,
+    as_json: bool,
+    parent: str | None,
+    after: str | None,
+    priority: str | None,
+    depends_on: tuple[str, ...],
+) -> None:
+    """Add an item."""
+    with ledger() as lg:
+        row = lg.add(text, plan=plan, writer=writer, parent=parent, after=after, priority=priority, depends_on=depends_on)
+    if as_json:
+        emit(row)
+    else:
+        from todoledger.cli import render
+
+        render.changed(row, verb="added")
+
+
+@cli.group()
+def dep() -> None:
+    """Dependencies: an item waits for another."""
+
+
+@dep.command("add")
+@common
+@click.argument("ref", metavar="ID")
+@click.argument("blocker", metavar="BLOCKER")
+def dep_add(ref: str, blocker: str, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """ID waits for BLOCKER."""
+    with ledger() as lg:
+        row = lg.dep_add(ref, blocker, plan=plan, writer=writer)
+    emit(row) if as_json else click.echo(f"{row['id']} now waits for {', '.join(row['depends_on'])}")
+
+
+@dep.command("remove")
+@common
+@click.argument("ref", metavar="ID")
+@click.argument("blocker", metavar="BLOCKER")
+def dep_remove(ref: str, blocker: str, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """ID no longer waits for BLOCKER."""
+    with ledger() as lg:
+        row = lg.dep_remove(ref, blocker, plan=plan, writer=writer)
+    emit(row) if as_json else click.echo(f"{row['id']} waits for {', '.join(row['depends_on']) or 'nothing'}")
+
+
+@cli.command()
+@common
+@click.argument("ref", metavar="[ID]", required=False)
+def history(ref: str | None, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """The story of a plan or an item, timestamped."""
+    with reader() as lg:
+        events = lg.history(plan, ref)
+    if as_json:
+        emit(events)
+    else:
+        from todoledger.cli import render
+
+        render.history(events)
+
+
+@cli.command()
+@common
+def undo(plan: str | None, writer: str | None, as_json: bool) -> None:
+    """Reverse the plan's last change (by appending inverse events)."""
+    with ledger() as lg:
+        row = lg.undo(plan, writer=writer)
+    if as_json:
+        emit(row)
+    else:
+        click.echo(f"undid op {row['undone_op']} ({row['kind']} by {row['writer']} at {row['at']}): {row['summary'] or ''}")
+
+
+@cli.command()
+@common
+@click.argument("dest", type=click.File("w", encoding="utf-8"), default="-")
+def export(dest: Any, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """Write the plan as JSON Lines (one item a line, stable order)."""
+    with reader() as lg:
+        for line in lg.export(plan):
+            dest.write(line + "\n")
+
+
+@cli.command("import")
+@common
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """Make the plan match a JSON Lines export."""
+    try:
+        lines = source.readlines()
+    except UnicodeDecodeError:
+        raise LedgerError("input is not UTF-8 text") from None
+    with ledger() as lg:
+        row = lg.import_jsonl(lines, plan=plan, writer=writer)
+    emit(row) if as_json else click.echo(
+        f"imported {row['records']} items into {row['plan']!r}: {row['added']} added, {row['changed']} changed"
+    )
+
+
+@cli.command()
+@common
+def prime(plan: str | None, writer: str | None, as_json: bool) -> None:
+    """The recovery point: what is in progress, ready next, recently done."""
+    with reader() as lg:
+        text = lg.prime(plan)
+    emit({"plan": plan or os.environ.get("TODOLEDGER_PLAN") or "main", "text": text}) if as_json else click.echo(
+        text, nl=False
+    )
+
+
+def _read_payload(source: str) -> bytes:
+    from todoledger.core.model import MAX_PAYLOAD_BYTES, LimitError
+
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        else:
+            with open(source, "rb") as fh:
+                data = fh.read(MAX_PAYLOAD_BYTES + 1)
+    except OSError as exc:
+        raise LedgerError(f"{source}: {exc.strerror}") from None
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise LimitError(f"payload is over {MAX_PAYLOAD_BYTES // (1024 * 1024)} MB; the limit is 2 MB")
+    return data
+
+
+DIALECT_CHOICE = click.Choice(["auto", "opencode", "claude-code", "claude-tasks", "codex", "gemini"])
+
+
+@cli.command()
+@common
+@click.option("--dialect", type=DIALECT_CHOICE, default="auto", show_default=True)
+@click.argument("source", metavar="[FILE|-]", default="-")
+def write(source: str, plan: str | None, writer: str | None, as_json: bool, dialect: str) -> None:
+    """Record an agent's whole todo list, in its own format."""
+    data = _read_payload(source)
+    with ledger() as lg:
+        result = lg.write(data, plan=plan, writer=writer, dialect=dialect)
+    if as_json:
+        emit(result.as_dict())
+        return
+    from todoledger.cli import render
+
+    render.write_result(result.as_dict())
+
+
+@cli.command()
+@common
+@click.option("--dialect", type=DIALECT_CHOICE, default="auto", show_default=True)
+@click.argument("source", metavar="[FILE|-]", default="-")
+def lint(source: str, plan: str | None, writer: str | None, as_json: bool, dialect: str) -> None:
+    """Check a payload without writing it; exits 1 on errors."""
+    from todoledger.core.lint import lint_payload
+
+    findings = lint_payload(_read_payload(source), dialect)
+    if as_json:
+        emit([f.as_dict() for f in findings])
+    else:
+        for f in findings:
+            click.echo(f.line())
+        if not findings:
+            click.echo("ok: no findings")
+    if any(f.level == "error" for f in findings):
+        sys.exit(1)
+
+
+@cli.command()
+@common
+def check(plan: str | None, writer: str | None, as_json: bool) -> None:
+    """Verify the ledger: state equals the replay of its events."""
+    with reader() as lg:
+        problems = lg.check(plan)
+        integrity = lg.store.query("PRAGMA integrity_check")[0][0] if lg.store.backend == "sqlite" else "ok"
+    if as_json:
+        emit({"ok": not problems and integrity == "ok", "integrity": integrity, "problems": problems})
+    else:
+        for p in problems:
+            click.echo(p)
+        click.echo(f"integrity: {integrity}; replay: {'ok' if not problems else f'{len(problems)} differences'}")
+    if problems or integrity != "ok":
+        sys.exit(1)
+
+
+@cli.command()
+@common
+@click.option("--reset", is_flag=True, help="Rebuild the demo plan from scratch.")
+def demo(plan: str | None, writer: str | None, as_json: bool, reset: bool) -> None:
+    """Load the speculative-decoding campaign from the seeds as a demo plan and show it."""
+    from todoledger.demo import DEMO_PLAN, load_demo
+
+    name = plan or DEMO_PLAN
+    with ledger() as lg:
+        created = load_demo(lg, plan=name, reset=reset)
+        view = lg.show(name)
+        if as_json:
+            emit(view)
+            return
+        from todoledger.cli import render
+
+        if not created:
+            click.echo(f"(demo plan {name!r} already loaded; --reset rebuilds it)")
+        render.plan(view, lg.location)
+        render.history(lg.history(name)[-12:], title="latest changes")
+        click.echo(f"\nTry: todoledger next --plan {name}   todoledger history --plan {name}   todoledger prime --plan {name}")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("agent")
+def hook(agent: str) -> None:
+    """Hook entry for agents (reads the agent's hook JSON on stdin; never fails)."""
+    from todoledger.hooks import run_hook
+
+    sys.exit(run_hook([agent]))

@@ -1,0 +1,277 @@
+"""Merge one writer's list into a plan: match, three-way merge, drop, reorder.
+
+Pure: the service loads the relevant rows, calls `merge`, and applies the
+result in one transaction. The rules (see docs/ARCHITECTURE.md):
+
+- match by the writer's own id, then exact content, then a close rewording
+  (only among the items the writer has seen, and never across numbers:
+  "Benchmark 10 tokens" is not a rewording of "Benchmark 5 tokens");
+- per field, base (what the writer saw) vs current vs incoming: a field the
+  writer did not change never overwrites someone else's newer change;
+- items the writer saw but left out are dropped; others are never touched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, Incoming, Item
+
+MERGED_FIELDS = ("content", "status", "priority", "active_form")
+REWORD_THRESHOLD = 0.72
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a writer last saw of an item."""
+
+    content: str | None
+    status: str | None
+    priority: str | None
+    active_form: str | None
+
+    @classmethod
+    def of(cls, item: Item) -> Seen:
+        return cls(item.content, item.status, item.priority, item.active_form)
+
+    def get(self, name: str) -> str | None:
+        value: str | None = getattr(self, name)
+        return value
+
+
+@dataclass
+class Create:
+    index: int
+    item: Item
+
+
+@dataclass
+class SetField:
+    item: str
+    field: str
+    old: Any
+    new: Any
+
+
+@dataclass
+class Conflict:
+    item: str
+    field: str
+    kept: Any
+    rejected: Any
+    winner: str  # "ledger" (current kept) or "writer" (incoming applied)
+
+
+@dataclass
+class Merge:
+    matches: list[str] = field(default_factory=list)  # ledger id per incoming entry
+    creates: list[Create] = field(default_factory=list)
+    sets: list[SetField] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # left out of a whole list
+    base: dict[str, Seen] = field(default_factory=dict)  # the writer's new base (replaces or updates)
+    aliases: dict[str, str] = field(default_factory=dict)  # new ext id -> ledger id
+    reordered: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.creates or self.sets or self.conflicts or self.dropped)
+
+
+def normalise(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def is_rewording(a: str, b: str) -> bool:
+    na, nb = normalise(a), normalise(b)
+    if _NUMBER.findall(na) != _NUMBER.findall(nb):
+        return False
+    matcher = SequenceMatcher(None, na, nb, autojunk=False)
+    return matcher.quick_ratio() >= REWORD_THRESHOLD and matcher.ratio() >= REWORD_THRESHOLD
+
+
+@dataclass
+class MergeInput:
+    writer: str
+    at: str
+    incoming: list[Incoming]
+    known: dict[str, Item]  # current state of every item the merge may touch
+    base: dict[str, Seen]  # the writer's base (ids within `known` or gone)
+    aliases: dict[str, str]  # writer's ext id -> ledger id
+    whole: bool = True
+    tail_position: float = 0.0  # largest position in the plan
+    new_id: Callable[[], str] = lambda: ""
+
+
+def merge(inp: MergeInput) -> Merge:
+    out = Merge()
+    matches = _match(inp)
+    taken: set[str] = set()
+    for index, entry in enumerate(inp.incoming):
+        item_id = matches[index]
+        if item_id is None:
+            item = _create(inp, entry, index)
+            out.creates.append(Create(index, item))
+            item_id = item.id
+        else:
+            _merge_fields(inp, out, inp.known[item_id], entry)
+        taken.add(item_id)
+        out.matches.append(item_id)
+        if entry.ext_id and inp.aliases.get(entry.ext_id) != item_id and entry.ext_id != item_id:
+            out.aliases[entry.ext_id] = item_id
+    if inp.whole:
+        for item_id in inp.base:
+            if item_id not in taken and item_id in inp.known:
+                _drop(inp, out, inp.known[item_id])
+    _positions(inp, out)
+    return out
+
+
+def _match(inp: MergeInput) -> list[str | None]:
+    found: list[str | None] = [None] * len(inp.incoming)
+    used: set[str] = set()
+
+    def claim(index: int, item_id: str) -> None:
+        found[index] = item_id
+        used.add(item_id)
+
+    for i, entry in enumerate(inp.incoming):
+        ext = entry.ext_id
+        if not ext:
+            continue
+        target = ext if ext in inp.known and ext not in inp.aliases else inp.aliases.get(ext)
+        if target and target in inp.known and target not in used:
+            claim(i, target)
+    # Exact content: the writer's own items first, then open items of others.
+    by_content: dict[str, list[str]] = {}
+    ordered = sorted(inp.known.values(), key=lambda it: (it.id not in inp.base, it.position))
+    for item in ordered:
+        if item.id in inp.base or item.status in OPEN_STATUSES:
+            by_content.setdefault(normalise(item.content), []).append(item.id)
+    for i, entry in enumerate(inp.incoming):
+        if found[i] is not None or not entry.content:
+            continue
+        for candidate in by_content.get(normalise(entry.content), []):
+            if candidate not in used:
+                claim(i, candidate)
+                break
+    # Close rewording: only items the writer has seen, best score first.
+    spare = [b for b in inp.base if b not in used and b in inp.known]
+    pending = [i for i, e in enumerate(inp.incoming) if found[i] is None and e.content and not e.ext_id]
+    if spare and pending:
+        scored: list[tuple[float, int, int, str]] = []
+        for i in pending:
+            text = inp.incoming[i].content or ""
+            for rank, item_id in enumerate(spare):
+                if is_rewording(text, inp.known[item_id].content):
+                    ratio = SequenceMatcher(None, normalise(text), normalise(inp.known[item_id].content)).ratio()
+                    scored.append((-ratio, abs(rank - i), i, item_id))
+        for _, _, i, item_id in sorted(scored):
+            if found[i] is None and item_id not in used:
+                claim(i, item_id)
+    return found
+
+
+def _create(inp: MergeInput, entry: Incoming, index: int) -> Item:
+    status = entry.status or "pending"
+    return Item(
+        id=inp.new_id(),
+        plan="",
+        content=entry.content or "",
+        status=status,
+        priority=entry.priority or DEFAULT_PRIORITY,
+        active_form=entry.active_form,
+        notes=entry.notes,
+        reason=entry.reason if status == "cancelled" else None,
+        created_by=inp.writer,
+        updated_by=inp.writer,
+        created_at=inp.at,
+        updated_at=inp.at,
+    )
+
+
+def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> None:
+    seen = inp.base.get(item.id)
+    incoming: dict[str, Any] = {
+        "content": entry.content,
+        "status": entry.status,
+        "priority": entry.priority,
+        "active_form": entry.active_form,
+    }
+    after: dict[str, Any] = {}
+    for name in MERGED_FIELDS:
+        new = incoming[name]
+        cur = getattr(item, name)
+        after[name] = cur
+        if new is None or new == cur:
+            continue
+        old = seen.get(name) if seen else None
+        if seen is None or old == cur:
+            out.sets.append(SetField(item.id, name, cur, new))
+            after[name] = new
+        elif new == old:
+            # A stale echo: the writer repeats what it saw; the newer change stays.
+            out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
+            after[name] = old  # the writer still believes its old value
+        else:
+            out.conflicts.append(Conflict(item.id, name, new, cur, "writer"))
+            out.sets.append(SetField(item.id, name, cur, new))
+            after[name] = new
+    for name, value in (("notes", entry.notes),):
+        if value is not None and value != getattr(item, name):
+            out.sets.append(SetField(item.id, name, getattr(item, name), value))
+    status_after = after["status"]
+    if entry.status == "cancelled" and entry.reason and status_after == "cancelled" and item.reason != entry.reason:
+        out.sets.append(SetField(item.id, "reason", item.reason, entry.reason))
+    elif item.reason and status_after in OPEN_STATUSES and item.status == "cancelled":
+        out.sets.append(SetField(item.id, "reason", item.reason, None))
+    out.base[item.id] = Seen(after["content"], after["status"], after["priority"], after["active_form"])
+
+
+def _drop(inp: MergeInput, out: Merge, item: Item) -> None:
+    seen = inp.base[item.id]
+    out.dropped.append(item.id)
+    if item.status not in OPEN_STATUSES:
+        return  # finished work stays finished; the writer merely stopped listing it
+    if seen.status != item.status or seen.content != item.content:
+        # Someone changed it since this writer looked: do not cancel their work.
+        out.conflicts.append(Conflict(item.id, "dropped", item.status, "cancelled", "ledger"))
+        return
+    out.sets.append(SetField(item.id, "status", item.status, "cancelled"))
+    out.sets.append(SetField(item.id, "reason", item.reason, f"dropped by {inp.writer}"))
+
+
+def _positions(inp: MergeInput, out: Merge) -> None:
+    """Keep the writer's order with as few moves as possible."""
+    created = {c.item.id: c.item for c in out.creates}
+    current = [inp.known[i].position for i in out.matches if i not in created]
+    existing = [i for i in out.matches if i not in created]
+    if any(b <= a for a, b in zip(current, current[1:], strict=False)):
+        for item_id, pos in zip(existing, sorted(current), strict=True):
+            if inp.known[item_id].position != pos:
+                out.sets.append(SetField(item_id, "position", inp.known[item_id].position, pos))
+                out.reordered.append(item_id)
+    moved = {s.item: s.new for s in out.sets if s.field == "position"}
+    pos_of = {i: moved.get(i, inp.known[i].position) for i in existing}
+    tail = inp.tail_position
+    ids = out.matches
+    for index, item_id in enumerate(ids):
+        if item_id not in created:
+            continue
+        lo = next((pos_of[ids[j]] for j in range(index - 1, -1, -1) if ids[j] in pos_of), None)
+        hi = next((pos_of[ids[j]] for j in range(index + 1, len(ids)) if ids[j] in pos_of and ids[j] not in created), None)
+        if hi is None:
+            tail = max(tail, lo if lo is not None else tail) + 1.0
+            position = tail
+        elif lo is None:
+            position = hi - 1.0
+        else:
+            position = (lo + hi) / 2
+        created[item_id].position = position
+        pos_of[item_id] = position

@@ -1,0 +1,21 @@
+"""Short item ids that stay unique when several writers add items at once.
+
+Random rather than sequential: two processes never need to agree on a
+counter, and the store's primary key catches the rare collision.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+# Crockford-style alphabet without look-alikes (i, l, o, u), lowercase for typing.
+ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+ID_LENGTH = 6
+
+
+def new_id() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(ID_LENGTH))
+
+
+def looks_like_id(text: str) -> bool:
+    return len(text) == ID_LENGTH and all(c in ALPHABET for c in text)

@@ -1,0 +1,22 @@
+"""Timestamps: ISO 8601 in UTC with milliseconds, sortable as text."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def normalise(value: str | int | float) -> str:
+    """Accept ISO strings and epoch seconds/milliseconds from transcripts."""
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 1e11 else value
+        stamp = dt.datetime.fromtimestamp(seconds, dt.UTC)
+    else:
+        stamp = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=dt.UTC)
+        stamp = stamp.astimezone(dt.UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -1,0 +1,38 @@
+"""Claude Code: mirror TodoWrite / TaskCreate / TaskUpdate, prime on SessionStart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TOOL_DIALECTS = {"TodoWrite": "claude-code", "TaskCreate": "claude-tasks", "TaskUpdate": "claude-tasks"}
+
+
+def writer_of(event: dict[str, Any]) -> str:
+    writer = f"claude-code:{event.get('session_id') or 'unknown'}"
+    agent = event.get("agent_id")
+    return f"{writer}:{agent}" if agent else writer
+
+
+def handle(event: dict[str, Any], cwd: Path | None) -> str | None:
+    from todoledger.service import Ledger
+
+    name = event.get("hook_event_name")
+    if name == "SessionStart":
+        with Ledger(cwd=cwd, create=False) as ledger:
+            return ledger.prime()
+    if name != "PostToolUse":
+        return None
+    tool = event.get("tool_name")
+    dialect = TOOL_DIALECTS.get(str(tool))
+    if dialect is None:
+        return None
+    payload = event.get("tool_input")
+    response = event.get("tool_response")
+    if tool == "TodoWrite" and not isinstance(payload, dict) and isinstance(response, dict):
+        payload = {"todos": response.get("newTodos")}
+    if not isinstance(payload, dict):
+        raise ValueError(f"{tool}: tool_input is not an object")
+    with Ledger(cwd=cwd) as ledger:
+        ledger.write(payload, writer=writer_of(event), dialect=dialect, response=response)
+    return None

@@ -1,0 +1,719 @@
+"""The service layer: every interface (CLI, hooks, MCP, ingest) calls `Ledger`.
+
+It is also the public Python API:
+
+    from todoledger import Ledger
+    with Ledger("plan.db") as ledger:
+        ledger.write({"todos": [{"content": "Train", "status": "pending"}]}, writer="me")
+        print(ledger.show()["items"])
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from todoledger.core import graph
+from todoledger.core.diff import MergeInput, Seen, merge
+from todoledger.core.ids import new_id
+from todoledger.core.model import (
+    ANNOTATIONS,
+    CREATED,
+    DEFAULT_PLAN,
+    DEFAULT_PRIORITY,
+    MAX_CONTENT_CHARS,
+    MAX_NOTES_CHARS,
+    OPEN_STATUSES,
+    PRIORITIES,
+    REMOVED,
+    STATE_FIELDS,
+    STATUSES,
+    Finding,
+    Item,
+    LedgerError,
+    ParsedWrite,
+)
+from todoledger.core.timefmt import now
+from todoledger.store.base import Store
+from todoledger.store.repo import Repo, Writes
+
+
+def default_writer() -> str:
+    env = os.environ.get("TODOLEDGER_WRITER")
+    if env:
+        return env
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # getpass raises a bare KeyError/OSError without a passwd entry
+        return "cli"
+
+
+def default_plan() -> str:
+    return os.environ.get("TODOLEDGER_PLAN") or DEFAULT_PLAN
+
+
+@dataclass
+class WriteResult:
+    plan: str
+    dialect: str
+    revision: int
+    ids: list[str]
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    skipped: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "dialect": self.dialect,
+            "revision": self.revision,
+            "ids": self.ids,
+            "changes": self.changes,
+            "warnings": [w.as_dict() for w in self.warnings],
+            "skipped": self.skipped,
+        }
+
+
+class Ledger:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        store: Store | None = None,
+        cwd: Path | None = None,
+        create: bool = True,
+    ) -> None:
+        if store is None:
+            from todoledger.store.locate import ledger_path
+            from todoledger.store.sqlite import SQLiteStore
+
+            target = Path(path) if path is not None else ledger_path(cwd)
+            store = SQLiteStore(target, create=create)
+        self.store = store
+        self.repo = Repo(store)
+
+    @property
+    def location(self) -> str:
+        return self.store.location
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # reading ---------------------------------------------------------------
+    def plans(self) -> list[dict[str, Any]]:
+        with self.store.read():
+            return [
+                {"plan": r[0], "revision": r[1], "updated_at": r[2], "items": r[3], "open": r[4]}
+                for r in self.repo.plans()
+            ]
+
+    def items(self, plan: str | None = None) -> list[dict[str, Any]]:
+        return list(self.show(plan)["items"])
+
+    def show(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
+        """The plan with derived `blocked`/`ready`. Given a writer, the items
+        join its base: it has now seen them."""
+        plan = plan or default_plan()
+        if writer is not None:
+            with self.store.write():
+                items = self.repo.items(plan)
+                if items:
+                    self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items}, replace=False)
+                revision = self.repo.revision(plan)
+        else:
+            with self.store.read():
+                items = self.repo.items(plan)
+                revision = self.repo.revision(plan)
+        derived = graph.derive(items)
+        rows = []
+        for it in items:
+            row = it.as_dict()
+            row["blocked"], row["ready"] = derived[it.id]
+            rows.append(row)
+        return {"plan": plan, "revision": revision, "items": rows}
+
+    def get(self, ref: str, plan: str | None = None) -> dict[str, Any]:
+        plan = plan or default_plan()
+        with self.store.read():
+            item = self._require(plan, ref)
+        return item.as_dict()
+
+    def next(
+        self, plan: str | None = None, *, limit: int = 5, claim: bool = False, writer: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Ready items by priority then order; `claim` atomically starts the first."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        if not claim:
+            with self.store.read():
+                return [i.as_dict() | {"ready": True} for i in self._ready(plan, limit)]
+        with self.store.write():
+            ready = self._ready(plan, 1)
+            if not ready:
+                return []
+            item = ready[0]
+            at = now()
+            w = self._op(plan, writer, at, "claim", summary=f"claimed {item.id}")
+            w.set(item.id, "status", item.status, "in_progress")
+            self.repo.save_base(plan, writer, {item.id: Seen(item.content, "in_progress", item.priority, item.active_form)}, replace=False)
+            item.status, item.updated_by, item.updated_at = "in_progress", writer, at
+            return [item.as_dict() | {"ready": False, "claimed": True}]
+
+    def _ready(self, plan: str, limit: int) -> list[Item]:
+        out: list[Item] = []
+        fetch = limit + 8
+        while True:
+            ids = self.repo.ready_candidates(plan, fetch)
+            found = self.repo.items_by_id(ids)
+            out = [found[i] for i in ids if not self._ancestor_blocked(found[i])][:limit]
+            if len(out) >= limit or len(ids) < fetch:
+                return out
+            fetch *= 4
+
+    def _ancestor_blocked(self, item: Item) -> bool:
+        parent, depth = item.parent, 0
+        while parent and depth < 64:
+            blockers = self.repo.items_by_id(self.repo.blockers(parent))
+            if any(b.status in OPEN_STATUSES for b in blockers.values()):
+                return True
+            parent, depth = self.repo.parent_of(parent), depth + 1
+        return False
+
+    def history(self, plan: str | None = None, item: str | None = None) -> list[dict[str, Any]]:
+        plan = plan or default_plan()
+        with self.store.read():
+            item_id = self._require(plan, item).id if item else None
+            return [e.as_dict() for e in self.repo.events(plan, item_id)]
+
+    def ops(self, plan: str | None = None) -> list[dict[str, Any]]:
+        plan = plan or default_plan()
+        with self.store.read():
+            return [
+                {
+                    "op": r[0],
+                    "writer": r[1],
+                    "at": r[2],
+                    "kind": r[3],
+                    "dialect": r[4],
+                    "summary": r[5],
+                    "warnings": json.loads(r[6]) if r[6] else [],
+                    "undone_by": r[7],
+                }
+                for r in self.repo.ops(plan)
+            ]
+
+    def check(self, plan: str | None = None) -> list[str]:
+        """Differences between the stored state and the replay of its events."""
+        from todoledger.core.replay import replay
+
+        plans = [plan] if plan else [p["plan"] for p in self.plans()]
+        problems: list[str] = []
+        with self.store.read():
+            for name in plans:
+                stored = {i.id: i for i in self.repo.items(name)}
+                replayed = replay(self.repo.events(name))
+                for item_id in sorted(set(stored) | set(replayed)):
+                    a, b = stored.get(item_id), replayed.get(item_id)
+                    if a is None or b is None:
+                        problems.append(f"{name}/{item_id}: {'missing from state' if a is None else 'not in events'}")
+                        continue
+                    b.plan = a.plan
+                    da, db = a.as_dict(), b.as_dict()
+                    da["depends_on"], db["depends_on"] = sorted(da["depends_on"]), sorted(db["depends_on"])
+                    for key in da:
+                        if da[key] != db[key]:
+                            problems.append(f"{name}/{item_id}: {key} is {da[key]!r}, events say {db[key]!r}")
+        return problems
+
+    # whole-list writes -----------------------------------------------------
+    def write(
+        self,
+        payload: str | bytes | dict[str, Any] | list[Any],
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        dialect: str = "auto",
+        response: Any = None,
+        at: str | None = None,
+        source_key: str | None = None,
+    ) -> WriteResult:
+        from todoledger.dialects import parse
+
+        parsed = parse(payload, dialect, response=response)
+        return self.apply(parsed, plan=plan, writer=writer, at=at, source_key=source_key)
+
+    def apply(
+        self,
+        parsed: ParsedWrite,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        at: str | None = None,
+        source_key: str | None = None,
+    ) -> WriteResult:
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        at = at or now()
+        warnings = [f for f in parsed.findings if f.level == "warning"]
+        with self.store.write():
+            if source_key and self.repo.has_source(source_key):
+                return WriteResult(plan, parsed.dialect, self.repo.revision(plan), [], skipped=True)
+            base = self.repo.base(plan, writer)
+            aliases = self.repo.aliases(plan, writer)
+            wanted = set(base)
+            for entry in parsed.items:
+                if entry.ext_id:
+                    wanted.add(entry.ext_id)
+                    if entry.ext_id in aliases:
+                        wanted.add(aliases[entry.ext_id])
+            contents = [e.content for e in parsed.items if e.content]
+            wanted.update(self.repo.open_ids_by_content(plan, contents))
+            known = {i: it for i, it in self.repo.items_by_id(sorted(wanted)).items() if it.plan == plan}
+            self._check_patch_targets(parsed, known, aliases)
+            result = merge(
+                MergeInput(
+                    writer=writer,
+                    at=at,
+                    incoming=parsed.items,
+                    known=known,
+                    base={k: v for k, v in base.items() if k in known},
+                    aliases=aliases,
+                    whole=parsed.whole,
+                    tail_position=self.repo.tail_position(plan),
+                    new_id=lambda: self._fresh_id(known),
+                )
+            )
+            changes: list[dict[str, Any]] = []
+            w = self._op(
+                plan,
+                writer,
+                at,
+                "write",
+                dialect=parsed.dialect,
+                warnings=[f.as_dict() for f in warnings],
+                source_key=source_key,
+            )
+            for create in result.creates:
+                create.item.plan = plan
+                w.create(create.item)
+                changes.append({"kind": "added", "item": create.item.id, "content": create.item.content})
+            for s in result.sets:
+                w.set(s.item, s.field, s.old, s.new)
+                changes.append(_describe(s.item, s.field, s.old, s.new, writer))
+            for c in result.conflicts:
+                detail = {"field": c.field, "kept": c.kept, "rejected": c.rejected, "winner": c.winner}
+                if not self._repeat_conflict(plan, c.item, writer, detail):
+                    w.annotate(c.item, "conflict", None, detail)
+                changes.append({"kind": "conflict", "item": c.item} | detail)
+            for item_id in result.dropped:
+                w.annotate(item_id, "dropped", None, writer)
+                if not any(ch["kind"] == "dropped" and ch["item"] == item_id for ch in changes):
+                    changes.append({"kind": "dropped", "item": item_id})
+            self._apply_links(w, parsed, result.matches, known, aliases | result.aliases)
+            new_base = dict(result.base)
+            for create in result.creates:
+                new_base[create.item.id] = Seen.of(create.item)
+            if parsed.whole:
+                self.repo.save_base(plan, writer, new_base, replace=True)
+            else:
+                self.repo.save_base(plan, writer, new_base, replace=False)
+            for created in result.creates:
+                entry = parsed.items[created.index]
+                if entry.ext_id and entry.ext_id != created.item.id:
+                    result.aliases[entry.ext_id] = created.item.id
+            self.repo.save_aliases(plan, writer, result.aliases)
+            revision = self.repo.touch_plan(plan, at) if w.count or not self.repo.plan_exists(plan) else self.repo.revision(plan)
+            if changes:
+                self.repo.db.execute(
+                    "UPDATE ops SET summary = ? WHERE op = ?", (_summary(changes), w.op)
+                )
+        return WriteResult(plan, parsed.dialect, revision, result.matches, changes, warnings)
+
+    def _check_patch_targets(self, parsed: ParsedWrite, known: dict[str, Item], aliases: dict[str, str]) -> None:
+        if parsed.whole:
+            return
+        for entry in parsed.items:
+            target = entry.ext_id and (aliases.get(entry.ext_id) or (entry.ext_id if entry.ext_id in known else None))
+            if entry.ext_id and not target and not entry.content:
+                raise LedgerError(f"{entry.where or 'task'}: unknown task id {entry.ext_id!r} and no subject to create it")
+
+    def _apply_links(
+        self,
+        w: Writes,
+        parsed: ParsedWrite,
+        matches: list[str],
+        known: dict[str, Item],
+        aliases: dict[str, str],
+    ) -> None:
+        def resolve(ref: str) -> str | None:
+            if ref in aliases:
+                return aliases[ref]
+            return ref if ref in known or self.repo.item(ref) else None
+
+        for entry, item_id in zip(parsed.items, matches, strict=True):
+            for blocker_ref in entry.blocked_by:
+                blocker = resolve(blocker_ref)
+                if blocker:
+                    self._add_dep(w, item_id, blocker)
+            for dependent_ref in entry.blocks:
+                dependent = resolve(dependent_ref)
+                if dependent:
+                    self._add_dep(w, dependent, item_id)
+
+    def _add_dep(self, w: Writes, item_id: str, blocker: str) -> None:
+        graph.check_new_dependency(item_id, blocker, self.repo.blockers)
+        current = self.repo.blockers(item_id)
+        if blocker not in current:
+            w.set(item_id, "depends_on", sorted(current), sorted([*current, blocker]))
+
+    def _repeat_conflict(self, plan: str, item: str, writer: str, detail: dict[str, Any]) -> bool:
+        rows = self.repo.db.query(
+            "SELECT field, new, writer FROM events WHERE item = ? ORDER BY seq DESC LIMIT 1", (item,)
+        )
+        if not rows or rows[0][0] != "conflict" or rows[0][2] != writer:
+            return False
+        return bool(json.loads(rows[0][1]) == detail)
+
+    def _fresh_id(self, taken: dict[str, Item]) -> str:
+        while True:
+            candidate = new_id()
+            if candidate not in taken and self.repo.item(candidate) is None:
+                return candidate
+
+    def _op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
+        op = self.repo.new_op(plan, writer, at, kind, **extra)
+        return Writes(self.repo, plan, writer, at, op)
+
+    # single-item commands --------------------------------------------------
+    def _require(self, plan: str, ref: str) -> Item:
+        item = self.repo.item(ref)
+        if item is not None and item.plan == plan:
+            return item
+        ids = self.repo.ids_with_prefix(plan, ref) if len(ref) >= 2 else []
+        if len(ids) == 1:
+            found = self.repo.item(ids[0])
+            assert found is not None
+            return found
+        if len(ids) > 1:
+            raise LedgerError(f"item {ref!r} is ambiguous in plan {plan!r}: {', '.join(sorted(ids)[:5])}")
+        raise LedgerError(f"no item {ref!r} in plan {plan!r}")
+
+    def update(
+        self,
+        ref: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        kind: str = "update",
+        at: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Change one item's fields (content, status, priority, active_form,
+        parent, evidence, reason, notes) and dependencies (`add_blocker`,
+        `remove_blocker`)."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        at = at or now()
+        with self.store.write():
+            item = self._require(plan, ref)
+            w = self._op(plan, writer, at, kind, summary=f"{kind} {item.id}")
+            self._update_item(w, plan, item, fields)
+            self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))}, replace=False)
+            if w.count:
+                self.repo.touch_plan(plan, at)
+            return self._require(plan, item.id).as_dict()
+
+    def _update_item(self, w: Writes, plan: str, item: Item, fields: dict[str, Any]) -> None:
+        add_blocker = fields.pop("add_blocker", None)
+        remove_blocker = fields.pop("remove_blocker", None)
+        for name, value in fields.items():
+            if value is None or name not in STATE_FIELDS:
+                if name not in STATE_FIELDS:
+                    raise LedgerError(f"unknown field {name!r}")
+                continue
+            value = _validate(name, value)
+            if name == "parent":
+                value = self._require(plan, value).id if value else None
+                if value:
+                    graph.check_new_parent(item.id, value, self.repo.parent_of)
+            old = getattr(item, name)
+            if name == "status" and value in OPEN_STATUSES and item.status == "cancelled" and item.reason:
+                w.set(item.id, "reason", item.reason, None)
+            w.set(item.id, name, old, value)
+            setattr(item, name, value)
+        if add_blocker:
+            self._add_dep(w, item.id, self._require(plan, add_blocker).id)
+        if remove_blocker:
+            blocker = self._require(plan, remove_blocker).id
+            current = self.repo.blockers(item.id)
+            if blocker not in current:
+                raise LedgerError(f"{item.id} does not wait for {blocker}")
+            w.set(item.id, "depends_on", sorted(current), sorted(b for b in current if b != blocker))
+
+    def start(self, ref: str, **kw: Any) -> dict[str, Any]:
+        return self.update(ref, status="in_progress", kind="start", **kw)
+
+    def done(self, ref: str, *, evidence: str | None = None, **kw: Any) -> dict[str, Any]:
+        return self.update(ref, status="completed", evidence=evidence, kind="done", **kw)
+
+    def cancel(self, ref: str, *, reason: str | None = None, **kw: Any) -> dict[str, Any]:
+        return self.update(ref, status="cancelled", reason=reason or "cancelled", kind="cancel", **kw)
+
+    def restore(self, ref: str, *, plan: str | None = None, writer: str | None = None) -> dict[str, Any]:
+        """Bring back a dropped or cancelled item with the status it had before."""
+        plan = plan or default_plan()
+        with self.store.read():
+            item = self._require(plan, ref)
+            if item.status != "cancelled":
+                raise LedgerError(f"{item.id} is {item.status}, not cancelled: nothing to restore")
+            previous = "pending"
+            for ev in reversed(self.repo.events(plan, item.id)):
+                if ev.field == "status" and ev.new == "cancelled":
+                    previous = ev.old or "pending"
+                    break
+        return self.update(item.id, plan=plan, writer=writer, status=previous, kind="restore")
+
+    def add(
+        self,
+        content: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        parent: str | None = None,
+        after: str | None = None,
+        priority: str | None = None,
+        status: str = "pending",
+        depends_on: Iterable[str] = (),
+        notes: str | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        at = at or now()
+        content = _validate("content", content)
+        priority = _validate("priority", priority or DEFAULT_PRIORITY)
+        status = _validate("status", status)
+        with self.store.write():
+            parent_id = self._require(plan, parent).id if parent else None
+            blockers = sorted({self._require(plan, d).id for d in depends_on})
+            position = self._position_after(plan, after, parent_id)
+            item = Item(
+                id=self._fresh_id({}),
+                plan=plan,
+                content=content,
+                status=status,
+                priority=priority,
+                parent=parent_id,
+                position=position,
+                depends_on=blockers,
+                notes=notes,
+            )
+            w = self._op(plan, writer, at, "add", summary=f"added {item.id}")
+            w.create(item)
+            self.repo.save_base(plan, writer, {item.id: Seen.of(item)}, replace=False)
+            self.repo.touch_plan(plan, at)
+            created = self._require(plan, item.id)
+        return created.as_dict()
+
+    def _position_after(self, plan: str, after: str | None, parent: str | None) -> float:
+        anchor = self._require(plan, after) if after else None
+        if anchor is None and parent:
+            kids = [i for i in self.repo.items(plan) if i.parent == parent]
+            anchor = kids[-1] if kids else self._require(plan, parent)
+        if anchor is None:
+            return self.repo.tail_position(plan) + 1.0
+        rows = self.repo.db.query(
+            "SELECT MIN(position) FROM items WHERE plan = ? AND position > ?", (plan, anchor.position)
+        )
+        following = rows[0][0]
+        return anchor.position + 1.0 if following is None else (anchor.position + float(following)) / 2
+
+    def dep_add(self, ref: str, blocker: str, **kw: Any) -> dict[str, Any]:
+        return self.update(ref, add_blocker=blocker, kind="dep", **kw)
+
+    def dep_remove(self, ref: str, blocker: str, **kw: Any) -> dict[str, Any]:
+        return self.update(ref, remove_blocker=blocker, kind="dep", **kw)
+
+    def clear(self, plan: str | None = None, *, writer: str | None = None) -> int:
+        """Remove every item of a plan (recorded, so `undo` brings them back)."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        at = now()
+        with self.store.write():
+            items = self.repo.items(plan)
+            w = self._op(plan, writer, at, "clear", summary=f"cleared {len(items)} items")
+            for item in items:
+                w.remove(item)
+            self.repo.db.execute("DELETE FROM writer_base WHERE plan = ?", (plan,))
+            self.repo.db.execute("DELETE FROM aliases WHERE plan = ?", (plan,))
+            if items:
+                self.repo.touch_plan(plan, at)
+        return len(items)
+
+    # undo ------------------------------------------------------------------
+    def undo(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
+        """Reverse the plan's last change by appending inverse events."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        at = now()
+        with self.store.write():
+            last = self.repo.last_undoable(plan)
+            if last is None:
+                raise LedgerError(f"nothing to undo in plan {plan!r}")
+            op, kind, by, when, summary = last
+            w = self._op(plan, writer, at, "undo", summary=f"undo op {op} ({kind} by {by} at {when})")
+            reverted = 0
+            for ev in reversed(self.repo.events(plan, op=op)):
+                if ev.item is None or ev.field in ANNOTATIONS:
+                    continue
+                reverted += 1
+                if ev.field == CREATED:
+                    current = self.repo.item(ev.item)
+                    if current is not None:
+                        w.remove(current)
+                elif ev.field == REMOVED:
+                    fields = dict(ev.old)
+                    restored = Item(id=ev.item, plan=plan, content=fields.get("content", ""))
+                    for name in STATE_FIELDS:
+                        if name in fields and fields[name] is not None:
+                            setattr(restored, name, fields[name])
+                    w.create(restored)
+                else:
+                    current = self.repo.item(ev.item)
+                    if current is not None:
+                        w.set(ev.item, ev.field, _current_value(current, ev.field), ev.old)
+            self.repo.mark_undone(op, w.op)
+            self.repo.touch_plan(plan, at)
+        return {"plan": plan, "undone_op": op, "kind": kind, "writer": by, "at": when, "summary": summary, "events": reverted}
+
+    # export / import -------------------------------------------------------
+    def export(self, plan: str | None = None) -> Iterator[str]:
+        """JSON Lines, one item a line in plan order, keys sorted: diffs well in git."""
+        plan = plan or default_plan()
+        with self.store.read():
+            items = self.repo.items(plan)
+        for it in items:
+            record = {k: v for k, v in it.as_dict().items() if k not in ("created_at", "updated_at", "updated_by")}
+            record = {k: v for k, v in record.items() if v not in (None, [])}
+            yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+    def import_jsonl(
+        self, lines: Iterable[str], *, plan: str | None = None, writer: str | None = None
+    ) -> dict[str, Any]:
+        """Make the plan's items match an export; unchanged items cost nothing,
+        so importing the same file twice changes nothing."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        records: list[dict[str, Any]] = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LedgerError(f"line {number}: invalid JSON ({exc.msg})") from None
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not isinstance(record.get("content"), str):
+                raise LedgerError(f"line {number}: an item record needs a string \"id\" and \"content\"")
+            for name in ("status", "priority", "content"):
+                if name in record:
+                    try:
+                        record[name] = _validate(name, record[name])
+                    except LedgerError as exc:
+                        raise LedgerError(f"line {number}: {exc}") from None
+            records.append(record)
+        at = now()
+        added = changed = 0
+        with self.store.write():
+            w = self._op(plan, writer, at, "import", summary=f"import {len(records)} items")
+            existing = self.repo.items_by_id([r["id"] for r in records])
+            for r in records:
+                if r["id"] in existing and existing[r["id"]].plan != plan:
+                    raise LedgerError(f"item {r['id']} belongs to plan {existing[r['id']].plan!r}")
+            for r in records:
+                current = existing.get(r["id"])
+                if current is None:
+                    item = Item(id=r["id"], plan=plan, content=r["content"])
+                    for name in STATE_FIELDS:
+                        if name in r and name != "depends_on":
+                            setattr(item, name, r[name])
+                    w.create(item)
+                    added += 1
+                else:
+                    before = w.count
+                    for name in STATE_FIELDS:
+                        if name == "depends_on":
+                            continue
+                        w.set(current.id, name, getattr(current, name), r.get(name, _default(name)))
+                    changed += w.count > before
+            for r in records:
+                blockers = sorted(r.get("depends_on") or [])
+                current_deps = sorted(self.repo.blockers(r["id"]))
+                if blockers != current_deps:
+                    for b in blockers:
+                        if b not in current_deps:
+                            graph.check_new_dependency(r["id"], b, self.repo.blockers)
+                    w.set(r["id"], "depends_on", current_deps, blockers)
+            if w.count:
+                self.repo.touch_plan(plan, at)
+        return {"plan": plan, "records": len(records), "added": added, "changed": changed}
+
+    # recovery --------------------------------------------------------------
+    def prime(self, plan: str | None = None, *, recent: int = 5) -> str:
+        from todoledger.core.prime import render_prime
+
+        view = self.show(plan)
+        return render_prime(view, recent=recent)
+
+
+def _validate(name: str, value: Any) -> Any:
+    if name == "status":
+        if value not in STATUSES:
+            raise LedgerError(f"status must be one of {', '.join(STATUSES)}, not {value!r}")
+    elif name == "priority":
+        if value not in PRIORITIES:
+            raise LedgerError(f"priority must be one of {', '.join(PRIORITIES)}, not {value!r}")
+    elif name == "content":
+        if not isinstance(value, str) or not value.strip():
+            raise LedgerError("content must not be empty")
+        if len(value) > MAX_CONTENT_CHARS:
+            raise LedgerError(f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
+    elif name in ("notes", "evidence", "reason") and (not isinstance(value, str) or len(value) > MAX_NOTES_CHARS):
+        raise LedgerError(f"{name} must be text of at most {MAX_NOTES_CHARS} characters")
+    return value
+
+
+def _default(name: str) -> Any:
+    return {"status": "pending", "priority": DEFAULT_PRIORITY, "position": 0.0}.get(name)
+
+
+def _current_value(item: Item, name: str) -> Any:
+    value = getattr(item, name)
+    return sorted(value) if name == "depends_on" else value
+
+
+def _describe(item: str, name: str, old: Any, new: Any, writer: str) -> dict[str, Any]:
+    if name == "status" and new == "cancelled":
+        return {"kind": "status", "item": item, "old": old, "new": new}
+    kind = {"content": "reworded", "position": "reordered", "priority": "priority"}.get(name, name)
+    return {"kind": kind, "item": item, "old": old, "new": new}
+
+
+def _summary(changes: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for ch in changes:
+        counts[ch["kind"]] = counts.get(ch["kind"], 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in counts.items())

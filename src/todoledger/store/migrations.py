@@ -1,0 +1,59 @@
+"""Named schema migrations, applied in order; the count is the schema version.
+
+The SQL is portable (SQLite and PostgreSQL) except where a backend passes
+its own spelling for an auto-numbered key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Executor(Protocol):
+    serial_key: str  # "INTEGER PRIMARY KEY" or "BIGSERIAL PRIMARY KEY"
+
+    def execute_script(self, statements: list[str]) -> None: ...
+
+
+def m001_initial(db: Executor) -> None:
+    key = db.serial_key
+    db.execute_script(
+        [
+            "CREATE TABLE plans (name TEXT PRIMARY KEY, revision INTEGER NOT NULL DEFAULT 0,"
+            " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+            "CREATE TABLE items (id TEXT PRIMARY KEY, plan TEXT NOT NULL, content TEXT NOT NULL,"
+            " status TEXT NOT NULL, priority TEXT NOT NULL, prank INTEGER NOT NULL,"
+            " active_form TEXT, parent TEXT, position REAL NOT NULL, evidence TEXT, reason TEXT,"
+            " notes TEXT, created_by TEXT NOT NULL, updated_by TEXT NOT NULL,"
+            " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, created_seq INTEGER NOT NULL)",
+            "CREATE INDEX items_plan_position ON items (plan, position, created_seq)",
+            "CREATE INDEX items_plan_content ON items (plan, content)",
+            "CREATE INDEX items_ready ON items (plan, status, prank, position)",
+            "CREATE INDEX items_parent ON items (parent)",
+            "CREATE TABLE deps (plan TEXT NOT NULL, item TEXT NOT NULL, blocker TEXT NOT NULL,"
+            " PRIMARY KEY (item, blocker))",
+            "CREATE INDEX deps_blocker ON deps (blocker)",
+            f"CREATE TABLE ops (op {key}, plan TEXT NOT NULL, writer TEXT NOT NULL, at TEXT NOT NULL,"
+            " kind TEXT NOT NULL, dialect TEXT, summary TEXT, warnings TEXT, source_key TEXT UNIQUE,"
+            " undone_by INTEGER)",
+            "CREATE INDEX ops_plan ON ops (plan, op)",
+            f"CREATE TABLE events (seq {key}, op INTEGER NOT NULL, plan TEXT NOT NULL, item TEXT,"
+            " field TEXT NOT NULL, old TEXT, new TEXT, writer TEXT NOT NULL, at TEXT NOT NULL)",
+            "CREATE INDEX events_plan ON events (plan, seq)",
+            "CREATE INDEX events_item ON events (item, seq)",
+            "CREATE INDEX events_op ON events (op)",
+            "CREATE TABLE writer_base (plan TEXT NOT NULL, writer TEXT NOT NULL, item TEXT NOT NULL,"
+            " content TEXT, status TEXT, priority TEXT, active_form TEXT,"
+            " PRIMARY KEY (plan, writer, item))",
+            "CREATE TABLE aliases (plan TEXT NOT NULL, writer TEXT NOT NULL, ext_id TEXT NOT NULL,"
+            " item TEXT NOT NULL, PRIMARY KEY (plan, writer, ext_id))",
+            "CREATE TABLE cursors (source TEXT PRIMARY KEY, position INTEGER NOT NULL, updated_at TEXT NOT NULL)",
+        ]
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [
+    ("initial", m001_initial),
+]
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,336 @@
+"""The ledger's queries, in portable SQL over any `Store`.
+
+Every state change goes through `Writes`, which appends the event in the
+same transaction, so state and history cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from todoledger.core.diff import Seen
+from todoledger.core.model import CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
+from todoledger.store.base import Row, Store
+
+ITEM_COLUMNS = (
+    "id, plan, content, status, priority, active_form, parent, position, evidence, reason, notes,"
+    " created_by, updated_by, created_at, updated_at"
+)
+_SCALAR_FIELDS = frozenset(STATE_FIELDS) - {"depends_on"}
+
+
+def encode(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _item(row: Row) -> Item:
+    return Item(
+        id=row[0],
+        plan=row[1],
+        content=row[2],
+        status=row[3],
+        priority=row[4],
+        active_form=row[5],
+        parent=row[6],
+        position=row[7],
+        evidence=row[8],
+        reason=row[9],
+        notes=row[10],
+        created_by=row[11],
+        updated_by=row[12],
+        created_at=row[13],
+        updated_at=row[14],
+    )
+
+
+def _chunks(values: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+class Repo:
+    def __init__(self, store: Store) -> None:
+        self.db = store
+
+    # plans -----------------------------------------------------------------
+    def plans(self) -> list[Row]:
+        return self.db.query(
+            "SELECT p.name, p.revision, p.updated_at,"
+            " (SELECT COUNT(*) FROM items i WHERE i.plan = p.name),"
+            " (SELECT COUNT(*) FROM items i WHERE i.plan = p.name AND i.status IN ('pending', 'in_progress'))"
+            " FROM plans p ORDER BY p.name"
+        )
+
+    def revision(self, plan: str) -> int:
+        rows = self.db.query("SELECT revision FROM plans WHERE name = ?", (plan,))
+        return int(rows[0][0]) if rows else 0
+
+    def plan_exists(self, plan: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM plans WHERE name = ?", (plan,)))
+
+    def touch_plan(self, plan: str, at: str) -> int:
+        if not self.plan_exists(plan):
+            self.db.execute(
+                "INSERT INTO plans (name, revision, created_at, updated_at) VALUES (?, 0, ?, ?)", (plan, at, at)
+            )
+        self.db.execute("UPDATE plans SET revision = revision + 1, updated_at = ? WHERE name = ?", (at, plan))
+        return self.revision(plan)
+
+    # items -----------------------------------------------------------------
+    def items(self, plan: str) -> list[Item]:
+        items = [
+            _item(r)
+            for r in self.db.query(
+                f"SELECT {ITEM_COLUMNS} FROM items WHERE plan = ? ORDER BY position, created_seq", (plan,)
+            )
+        ]
+        deps: dict[str, list[str]] = {}
+        for item, blocker in self.db.query("SELECT item, blocker FROM deps WHERE plan = ? ORDER BY blocker", (plan,)):
+            deps.setdefault(item, []).append(blocker)
+        for it in items:
+            it.depends_on = deps.get(it.id, [])
+        return items
+
+    def items_by_id(self, ids: Sequence[str]) -> dict[str, Item]:
+        found: dict[str, Item] = {}
+        for chunk in _chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.query(f"SELECT {ITEM_COLUMNS} FROM items WHERE id IN ({marks})", chunk):
+                found[row[0]] = _item(row)
+            for item, blocker in self.db.query(
+                f"SELECT item, blocker FROM deps WHERE item IN ({marks}) ORDER BY blocker", chunk
+            ):
+                if item in found:
+                    found[item].depends_on.append(blocker)
+        return found
+
+    def item(self, item_id: str) -> Item | None:
+        return self.items_by_id([item_id]).get(item_id)
+
+    def ids_with_prefix(self, plan: str, prefix: str) -> list[str]:
+        return [r[0] for r in self.db.query("SELECT id FROM items WHERE plan = ? AND id LIKE ?", (plan, prefix + "%"))]
+
+    def open_ids_by_content(self, plan: str, contents: Sequence[str]) -> list[str]:
+        found: list[str] = []
+        for chunk in _chunks(list(dict.fromkeys(contents))):
+            marks = ",".join("?" * len(chunk))
+            found += [
+                r[0]
+                for r in self.db.query(
+                    f"SELECT id FROM items WHERE plan = ? AND content IN ({marks})"
+                    " AND status IN ('pending', 'in_progress')",
+                    (plan, *chunk),
+                )
+            ]
+        return found
+
+    def tail_position(self, plan: str) -> float:
+        rows = self.db.query("SELECT MAX(position) FROM items WHERE plan = ?", (plan,))
+        return float(rows[0][0]) if rows and rows[0][0] is not None else 0.0
+
+    def dependents(self, item_id: str) -> list[str]:
+        return [r[0] for r in self.db.query("SELECT item FROM deps WHERE blocker = ?", (item_id,))]
+
+    def blockers(self, item_id: str) -> list[str]:
+        return [r[0] for r in self.db.query("SELECT blocker FROM deps WHERE item = ?", (item_id,))]
+
+    def parent_of(self, item_id: str) -> str | None:
+        rows = self.db.query("SELECT parent FROM items WHERE id = ?", (item_id,))
+        return rows[0][0] if rows else None
+
+    def ready_candidates(self, plan: str, limit: int) -> list[str]:
+        return [
+            r[0]
+            for r in self.db.query(
+                "SELECT i.id FROM items i WHERE i.plan = ? AND i.status = 'pending'"
+                " AND NOT EXISTS (SELECT 1 FROM deps d JOIN items b ON b.id = d.blocker"
+                "   WHERE d.item = i.id AND b.status IN ('pending', 'in_progress'))"
+                " AND NOT EXISTS (SELECT 1 FROM items c WHERE c.parent = i.id"
+                "   AND c.status IN ('pending', 'in_progress'))"
+                " ORDER BY i.prank, i.position, i.created_seq LIMIT ?",
+                (plan, limit),
+            )
+        ]
+
+    # writer views ----------------------------------------------------------
+    def base(self, plan: str, writer: str) -> dict[str, Seen]:
+        return {
+            r[0]: Seen(r[1], r[2], r[3], r[4])
+            for r in self.db.query(
+                "SELECT item, content, status, priority, active_form FROM writer_base WHERE plan = ? AND writer = ?",
+                (plan, writer),
+            )
+        }
+
+    def save_base(self, plan: str, writer: str, seen: dict[str, Seen], *, replace: bool) -> None:
+        if replace:
+            self.db.execute("DELETE FROM writer_base WHERE plan = ? AND writer = ?", (plan, writer))
+        self.db.executemany(
+            "INSERT INTO writer_base (plan, writer, item, content, status, priority, active_form)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (plan, writer, item) DO UPDATE SET"
+            " content = excluded.content, status = excluded.status, priority = excluded.priority,"
+            " active_form = excluded.active_form",
+            [(plan, writer, i, s.content, s.status, s.priority, s.active_form) for i, s in seen.items()],
+        )
+
+    def forget_base(self, plan: str, writer: str, ids: Iterable[str]) -> None:
+        self.db.executemany(
+            "DELETE FROM writer_base WHERE plan = ? AND writer = ? AND item = ?", [(plan, writer, i) for i in ids]
+        )
+
+    def aliases(self, plan: str, writer: str) -> dict[str, str]:
+        return dict(
+            self.db.query("SELECT ext_id, item FROM aliases WHERE plan = ? AND writer = ?", (plan, writer))  # type: ignore[arg-type]
+        )
+
+    def save_aliases(self, plan: str, writer: str, aliases: dict[str, str]) -> None:
+        self.db.executemany(
+            "INSERT INTO aliases (plan, writer, ext_id, item) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (plan, writer, ext_id) DO UPDATE SET item = excluded.item",
+            [(plan, writer, e, i) for e, i in aliases.items()],
+        )
+
+    # ops and events --------------------------------------------------------
+    def has_source(self, key: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM ops WHERE source_key = ?", (key,)))
+
+    def new_op(
+        self,
+        plan: str,
+        writer: str,
+        at: str,
+        kind: str,
+        *,
+        dialect: str | None = None,
+        summary: str | None = None,
+        warnings: list[dict[str, str]] | None = None,
+        source_key: str | None = None,
+    ) -> int:
+        return self.db.execute(
+            "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (plan, writer, at, kind, dialect, summary, encode(warnings) if warnings else None, source_key),
+        )
+
+    def last_undoable(self, plan: str) -> Row | None:
+        rows = self.db.query(
+            "SELECT op, kind, writer, at, summary FROM ops WHERE plan = ? AND kind <> 'undo'"
+            " AND undone_by IS NULL AND EXISTS (SELECT 1 FROM events e WHERE e.op = ops.op)"
+            " ORDER BY op DESC LIMIT 1",
+            (plan,),
+        )
+        return rows[0] if rows else None
+
+    def mark_undone(self, op: int, by: int) -> None:
+        self.db.execute("UPDATE ops SET undone_by = ? WHERE op = ?", (by, op))
+
+    def events(self, plan: str, item: str | None = None, op: int | None = None) -> list[Event]:
+        sql = "SELECT seq, op, plan, item, field, old, new, writer, at FROM events WHERE plan = ?"
+        params: list[Any] = [plan]
+        if item is not None:
+            sql += " AND item = ?"
+            params.append(item)
+        if op is not None:
+            sql += " AND op = ?"
+            params.append(op)
+        return [
+            Event(r[0], r[1], r[2], r[3], r[4], decode(r[5]), decode(r[6]), r[7], r[8])
+            for r in self.db.query(sql + " ORDER BY seq", params)
+        ]
+
+    def ops(self, plan: str) -> list[Row]:
+        return self.db.query(
+            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by FROM ops WHERE plan = ? ORDER BY op",
+            (plan,),
+        )
+
+    def count_events(self, plan: str | None = None) -> int:
+        if plan is None:
+            return int(self.db.query("SELECT COUNT(*) FROM events")[0][0])
+        return int(self.db.query("SELECT COUNT(*) FROM events WHERE plan = ?", (plan,))[0][0])
+
+
+class Writes:
+    """One operation: every state change here is paired with its event."""
+
+    def __init__(self, repo: Repo, plan: str, writer: str, at: str, op: int) -> None:
+        self.repo, self.db = repo, repo.db
+        self.plan, self.writer, self.at, self.op = plan, writer, at, op
+        self.count = 0
+
+    def _event(self, item: str | None, name: str, old: Any, new: Any) -> int:
+        self.count += 1
+        return self.db.execute(
+            "INSERT INTO events (op, plan, item, field, old, new, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.op, self.plan, item, name, encode(old), encode(new), self.writer, self.at),
+        )
+
+    def annotate(self, item: str | None, name: str, old: Any, new: Any) -> None:
+        self._event(item, name, old, new)
+
+    def create(self, item: Item) -> None:
+        fields = {name: getattr(item, name) for name in STATE_FIELDS}
+        fields = {k: v for k, v in fields.items() if v not in (None, [])}
+        seq = self._event(item.id, CREATED, None, fields)
+        self.db.execute(
+            f"INSERT INTO items ({ITEM_COLUMNS}, prank, created_seq) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                item.id,
+                self.plan,
+                item.content,
+                item.status,
+                item.priority,
+                item.active_form,
+                item.parent,
+                item.position,
+                item.evidence,
+                item.reason,
+                item.notes,
+                self.writer,
+                self.writer,
+                self.at,
+                self.at,
+                PRIORITY_RANK[item.priority],
+                seq,
+            ),
+        )
+        self._set_deps(item.id, item.depends_on)
+
+    def set(self, item_id: str, name: str, old: Any, new: Any) -> None:
+        if old == new:
+            return
+        self._event(item_id, name, old, new)
+        if name == "depends_on":
+            self._set_deps(item_id, new or [])
+            self.db.execute(
+                "UPDATE items SET updated_by = ?, updated_at = ? WHERE id = ?", (self.writer, self.at, item_id)
+            )
+            return
+        if name not in _SCALAR_FIELDS:
+            raise ValueError(f"not a state field: {name}")
+        extra = ", prank = ?" if name == "priority" else ""
+        params: list[Any] = [new, self.writer, self.at]
+        if name == "priority":
+            params.append(PRIORITY_RANK[new])
+        self.db.execute(
+            f"UPDATE items SET {name} = ?, updated_by = ?, updated_at = ?{extra} WHERE id = ?", (*params, item_id)
+        )
+
+    def remove(self, item: Item) -> None:
+        fields = {name: getattr(item, name) for name in STATE_FIELDS}
+        self._event(item.id, REMOVED, fields, None)
+        self.db.execute("DELETE FROM items WHERE id = ?", (item.id,))
+        self.db.execute("DELETE FROM deps WHERE item = ?", (item.id,))
+
+    def _set_deps(self, item_id: str, blockers: Sequence[str]) -> None:
+        self.db.execute("DELETE FROM deps WHERE item = ?", (item_id,))
+        self.db.executemany(
+            "INSERT INTO deps (plan, item, blocker) VALUES (?, ?, ?)", [(self.plan, item_id, b) for b in blockers]
+        )

@@ -1,0 +1,124 @@
+"""SQLite backend: WAL, short BEGIN IMMEDIATE writes, named migrations."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from todoledger.core.model import LedgerError
+from todoledger.core.timefmt import now
+from todoledger.store.base import Row
+from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SQLiteStore:
+    backend = "sqlite"
+    serial_key = "INTEGER PRIMARY KEY"
+
+    def __init__(self, path: Path | None, *, create: bool = True) -> None:
+        """Open the ledger at `path`; with `create=False` a missing file is an
+        empty in-memory ledger, so reading never leaves files behind."""
+        self.path = path
+        if path is None or (not create and not path.exists()):
+            self.location = ":memory:"
+            self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            self.location = str(path)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.conn = sqlite3.connect(
+                    str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+                )
+                self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if mode != "wal":
+                    raise LedgerError(f"{path}: cannot switch the ledger to WAL mode (got {mode})")
+                self.conn.execute("PRAGMA synchronous=FULL")
+            except sqlite3.DatabaseError as exc:
+                raise LedgerError(f"{path}: not a usable ledger ({exc})") from None
+            except OSError as exc:
+                raise LedgerError(f"{path}: cannot open the ledger ({exc.strerror})") from None
+        self._depth = 0
+        self._migrate()
+
+    def _migrate(self) -> None:
+        try:
+            version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.location}: not a usable ledger ({exc})") from None
+        if version > SCHEMA_VERSION:
+            raise LedgerError(
+                f"{self.location} was written by a newer todoledger (schema {version}; this version"
+                f" knows up to {SCHEMA_VERSION}): upgrade todoledger to use it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        with self.write():
+            version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+            if version == 0:
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+            for name, step in MIGRATIONS[version:]:
+                step(self)
+                self.conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now()))
+            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def execute_script(self, statements: list[str]) -> None:
+        for statement in statements:
+            self.conn.execute(statement)
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        if self._depth:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        self._depth = 1
+        try:
+            yield
+        finally:
+            self._depth = 0
+            self.conn.execute("COMMIT")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cur = self.conn.execute(sql, params)
+        return cur.lastrowid or 0
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def iterate(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Row]:
+        yield from self.conn.execute(sql, params)
+
+    def close(self) -> None:
+        self.conn.close()

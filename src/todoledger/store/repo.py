@@ -221,7 +221,8 @@ class Repo:
     def last_undoable(self, plan: str) -> Row | None:
         rows = self.db.query(
             "SELECT op, kind, writer, at, summary FROM ops WHERE plan = ? AND kind <> 'undo'"
-            " AND undone_by IS NULL AND EXISTS (SELECT 1 FROM events e WHERE e.op = ops.op)"
+            " AND undone_by IS NULL AND EXISTS (SELECT 1 FROM events e WHERE e.op = ops.op"
+            " AND e.field NOT IN ('conflict', 'lint', 'dropped', 'reordered'))"
             " ORDER BY op DESC LIMIT 1",
             (plan,),
         )
@@ -246,7 +247,8 @@ class Repo:
 
     def ops(self, plan: str) -> list[Row]:
         return self.db.query(
-            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by FROM ops WHERE plan = ? ORDER BY op",
+            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key FROM ops"
+            " WHERE plan = ? ORDER BY op",
             (plan,),
         )
 

@@ -1,0 +1,114 @@
+"""`todoledger install AGENT`: merge our hooks and MCP server into an agent's config."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from pathlib import Path
+
+import click
+
+from todoledger.core.model import LedgerError
+from todoledger.install import AGENTS, FileChange, InstallResult, run
+
+
+@click.command("install")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.option("--dry-run", is_flag=True, help="Show what would change (with a diff); write nothing.")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Project root for project-scoped config (default: git root of the cwd, else the cwd).",
+)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Home directory for user-scoped config (default: ~).",
+)
+@click.option(
+    "--command",
+    "exe",
+    default="todoledger",
+    show_default=True,
+    help="How the agent should invoke todoledger (e.g. an absolute path).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def install(
+    agent: str, dry_run: bool, project: Path | None, home: Path | None, exe: str, as_json: bool
+) -> None:
+    """Add todoledger's hooks and MCP server to AGENT's config (merged, idempotent)."""
+    home_given = home is not None
+    project = (project or _git_root(Path.cwd())).resolve()
+    home = (home or Path.home()).resolve()
+    try:
+        result = run(agent, project=project, home=home, dry_run=dry_run, command=exe)
+    except LedgerError as e:
+        raise click.ClickException(str(e)) from e
+    if agent == "codex" and not home_given and os.environ.get("CODEX_HOME"):
+        # Codex then reads $CODEX_HOME/config.toml, not the ~/.codex one we merged into.
+        result.notes.append(
+            f"CODEX_HOME is set: Codex reads {os.environ['CODEX_HOME']}/config.toml; "
+            "copy the [mcp_servers.todoledger] table there"
+        )
+    if as_json:
+        click.echo(json.dumps(_as_dict(result), ensure_ascii=False, indent=2))
+    else:
+        _print_human(result, project)
+
+
+def _git_root(start: Path) -> Path:
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():  # a dir, or a file in worktrees/submodules
+            return folder
+    return start
+
+
+def _as_dict(result: InstallResult) -> dict[str, object]:
+    return {
+        "agent": result.agent,
+        "dry_run": result.dry_run,
+        "changes": [
+            {"path": str(c.path), "summary": c.summary, "created": c.created, "changed": c.changed}
+            for c in result.changes
+        ],
+        "notes": result.notes,
+    }
+
+
+def _print_human(result: InstallResult, project: Path) -> None:
+    for change in result.changes:
+        state = "created" if change.created else "updated" if change.changed else "unchanged"
+        verb = f"would be {state}" if result.dry_run and change.changed else state
+        click.echo(f"{_shown(change.path, project)} ({verb})")
+        for line in change.summary:
+            click.echo(f"  {line}")
+        if result.dry_run and change.changed:
+            click.echo(_diff(change, project), nl=False)
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    if result.dry_run:
+        click.echo("dry run: nothing was written")
+    elif not result.changed:
+        click.echo(f"todoledger is already installed for {result.agent}")
+
+
+def _shown(path: Path, project: Path) -> str:
+    try:
+        return str(path.relative_to(project))
+    except ValueError:
+        return str(path)
+
+
+def _diff(change: FileChange, project: Path) -> str:
+    name = _shown(change.path, project)
+    lines = difflib.unified_diff(
+        (change.before or "").splitlines(keepends=True),
+        change.after.splitlines(keepends=True),
+        fromfile="/dev/null" if change.created else f"a/{name}",
+        tofile=f"b/{name}",
+    )
+    # A file without a final newline would glue the diff's next header onto it.
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )

@@ -1,0 +1,101 @@
+"""Merge an MCP server into Codex's `config.toml`.
+
+A new server is appended as its own `[mcp_servers.<name>]` table at the end
+of the file: plain text, so the rest stays byte for byte. An existing entry
+is updated through tomlkit, which keeps comments and layout of everything
+else. Either way the result is re-read with `tomllib` and must equal the old
+document plus our keys, or nothing is written.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+import tomlkit.items
+
+from todoledger.core.model import LedgerError
+from todoledger.install.entries import same
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def ensure_server(text: str, label: str, name: str, entry: dict[str, Any], describe: str) -> tuple[str, str]:
+    """Return (new text, summary line) with `mcp_servers.<name>` containing `entry`."""
+    doc, expected = _parse(text, label)
+    where = f"mcp_servers.{name}"
+    servers = doc.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise LedgerError(f"{label}: `mcp_servers` is not a table; fix it by hand (nothing was changed)")
+    current = servers.get(name) if servers is not None else None
+    if current is not None and not isinstance(current, dict):
+        raise LedgerError(f"{label}: `{where}` is not a table; fix it by hand (nothing was changed)")
+
+    expected.setdefault("mcp_servers", {}).setdefault(name, {}).update(entry)
+
+    if current is None:
+        new = _append_table(text, name, entry)
+        if servers is not None and not _equal(new, expected):
+            # e.g. `mcp_servers = { ... }` inline: a later header may not extend it.
+            servers[name] = _inline(entry)
+            new = doc.as_string()
+        summary = f"+ {where}: {describe}"
+    else:
+        changed = [k for k, v in entry.items() if k not in current or not same(_plain(current[k]), v)]
+        for key in changed:
+            current[key] = entry[key]
+        new = doc.as_string()
+        summary = f"~ {where}: updated {', '.join(changed)}" if changed else f"= {where}: already installed"
+
+    if not _equal(new, expected):
+        raise LedgerError(f"{label}: could not merge `{where}` safely; add it by hand (nothing was changed)")
+    return new, summary
+
+
+def _parse(text: str, label: str) -> tuple[tomlkit.TOMLDocument, dict[str, Any]]:
+    """The editable document and its plain value; both parsers must accept it."""
+    try:
+        return tomlkit.parse(text), tomllib.loads(text)
+    except tomlkit.exceptions.ParseError as e:
+        reason = str(e).rsplit(" at line ", 1)[0].replace("'\\x00'", "end of file")
+        where = f"line {e.line}, column {e.col}"
+    except tomllib.TOMLDecodeError as e:  # tomlkit is laxer in places
+        reason, _, where = str(e).partition(" (at ")
+        where = where.rstrip(")")
+    raise LedgerError(
+        f"{label}: cannot parse {where}: {reason}; fix the file and run again (nothing was changed)"
+    )
+
+
+def _append_table(text: str, name: str, entry: dict[str, Any]) -> str:
+    nl = "\r\n" if "\r\n" in text else "\n"
+    key = name if _BARE_KEY.fullmatch(name) else tomlkit.item(name).as_string()
+    lines = [f"[mcp_servers.{key}]"] + [f"{k} = {tomlkit.item(v).as_string()}" for k, v in entry.items()]
+    block = nl.join(lines) + nl
+    if not text.strip():
+        return block
+    if not text.endswith(("\n", "\r")):
+        text += nl
+    if not text.endswith(nl + nl) and not text.endswith("\n\n"):
+        text += nl  # a blank line between tables, as Codex's own docs write them
+    return text + block
+
+
+def _inline(entry: dict[str, Any]) -> tomlkit.items.InlineTable:
+    table = tomlkit.inline_table()
+    table.update(entry)
+    return table
+
+
+def _plain(value: Any) -> Any:
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _equal(text: str, expected: dict[str, Any]) -> bool:
+    try:
+        return same(tomllib.loads(text), expected)
+    except tomllib.TOMLDecodeError:
+        return False

@@ -1,0 +1,158 @@
+"""The real `todoledger` executable: output, --json documents, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import subprocess_env, todoledger_bin
+
+SEED_PAYLOAD = (
+    '{"todos":[{"content":"Check if SGLang EAGLE3 server is still running on container","priority":"high",'
+    '"status":"in_progress"},{"content":"SCP and run benchmark_eagle3.py on container (16 draft tokens)",'
+    '"priority":"high","status":"pending"},{"content":"Benchmark with 10 draft tokens","priority":"high",'
+    '"status":"pending"},{"content":"Benchmark with 5 draft tokens","priority":"high","status":"pending"}]}'
+)
+
+
+def run(db: Path, *args: str, stdin: str | bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    data = stdin.decode("utf-8", "replace") if isinstance(stdin, bytes) else stdin
+    proc = subprocess.run(
+        [todoledger_bin(), *args], input=data, capture_output=True, text=True, env=subprocess_env(db), timeout=60
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def run_json(db: Path, *args: str, stdin: str | None = None) -> Any:
+    return json.loads(run(db, *args, "--json", stdin=stdin).stdout)
+
+
+def test_write_show_next_done_history_undo(ledger_env: Path) -> None:
+    res = run_json(ledger_env, "write", "--writer", "opencode:s1", "-", stdin=SEED_PAYLOAD)
+    assert res["dialect"] == "opencode" and len(res["ids"]) == 4
+    view = run_json(ledger_env, "show")
+    assert view["plan"] == "main" and view["revision"] == 1
+    first = view["items"][0]
+    assert set(first) >= {"id", "content", "status", "priority", "parent", "depends_on", "blocked", "ready"}
+    assert first["status"] == "in_progress"
+    nxt = run_json(ledger_env, "next")
+    assert [n["content"] for n in nxt][:1] == ["SCP and run benchmark_eagle3.py on container (16 draft tokens)"]
+    done = run_json(ledger_env, "done", first["id"], "--evidence", "GET /health 200")
+    assert done["status"] == "completed" and done["evidence"] == "GET /health 200"
+    hist = run_json(ledger_env, "history", first["id"])
+    assert [(h["field"], h["new"]) for h in hist][-2:] == [("status", "completed"), ("evidence", "GET /health 200")]
+    assert set(hist[0]) >= {"at", "item", "field", "old", "new", "writer"}
+    undo = run_json(ledger_env, "undo")
+    assert undo["kind"] == "done"
+    assert run_json(ledger_env, "show")["items"][0]["status"] == "in_progress"
+    human = run(ledger_env, "show").stdout
+    assert "Check if SGLang EAGLE3" in human and "revision" in human
+
+
+def test_default_command_shows_the_plan(ledger_env: Path) -> None:
+    run(ledger_env, "add", "Train EAGLE-3 (4 GPUs, 5 epochs)", "--priority", "high")
+    assert "Train EAGLE-3" in run(ledger_env).stdout
+
+
+def test_add_with_parent_after_and_dependencies(ledger_env: Path) -> None:
+    phase = run_json(ledger_env, "add", "Phase 0: Quick probe")
+    one = run_json(ledger_env, "add", "Phase 0.1: Kill servers", "--parent", phase["id"])
+    three = run_json(ledger_env, "add", "Phase 0.3: Launch", "--parent", phase["id"])
+    two = run_json(ledger_env, "add", "Phase 0.2: Prepare drafter", "--after", one["id"], "--parent", phase["id"])
+    run(ledger_env, "dep", "add", three["id"], two["id"])
+    items = run_json(ledger_env, "show")["items"]
+    assert [i["content"] for i in items] == ["Phase 0: Quick probe", "Phase 0.1: Kill servers", "Phase 0.2: Prepare drafter", "Phase 0.3: Launch"]
+    assert items[3]["depends_on"] == [two["id"]] and items[3]["blocked"] is True
+    cycle = run(ledger_env, "dep", "add", two["id"], three["id"], check=False)
+    assert cycle.returncode == 1
+    assert cycle.stderr.strip() == f"Error: dependency cycle: {two['id']} -> {three['id']} -> {two['id']} (each waits for the next)"
+
+
+def test_claim_marks_in_progress_for_writer(ledger_env: Path) -> None:
+    run(ledger_env, "add", "A")
+    claimed = run_json(ledger_env, "next", "--claim", "--writer", "agent-7")
+    assert claimed[0]["status"] == "in_progress" and claimed[0]["updated_by"] == "agent-7"
+    assert run_json(ledger_env, "next", "--claim") == []
+
+
+def test_export_import_files(ledger_env: Path, tmp_path: Path) -> None:
+    run(ledger_env, "write", "-", stdin=SEED_PAYLOAD)
+    out = tmp_path / "plan.jsonl"
+    run(ledger_env, "export", str(out))
+    lines = out.read_text().splitlines()
+    assert len(lines) == 4
+    other = tmp_path / "other.db"
+    res = run_json(other, "import", str(out))
+    assert res["added"] == 4
+    run(other, "export", str(tmp_path / "again.jsonl"))
+    assert (tmp_path / "again.jsonl").read_text() == out.read_text()
+
+
+def test_prime_text(ledger_env: Path) -> None:
+    run(ledger_env, "write", "-", stdin=SEED_PAYLOAD)
+    text = run(ledger_env, "prime").stdout
+    assert text.startswith("todoledger plan 'main' (revision 1): 1 in_progress, 3 pending.")
+    assert "In progress:" in text and "Ready next:" in text
+
+
+def test_lint_reports_where_and_what(ledger_env: Path) -> None:
+    bad = '{"todos":[{"content":"Benchmark 16 speculative tokens","priority":"pending","priority":"high"}]}'
+    proc = run(ledger_env, "lint", "-", stdin=bad, check=False)
+    assert proc.returncode == 1
+    assert 'error: todos[0]: duplicate key "priority"' in proc.stdout
+    ok = run(ledger_env, "lint", "-", stdin=SEED_PAYLOAD)
+    assert ok.stdout.strip() == "ok: no findings"
+
+
+@pytest.mark.parametrize(
+    ("stdin", "args", "message"),
+    [
+        ("{not json", ("write", "-"), "invalid JSON"),
+        ('{"todos":[{"content":"x","priority":"pending","priority":"high"}]}', ("write", "-"), "duplicate key"),
+        ('{"items":[1]}', ("write", "-"), "unknown payload"),
+        ('{"todos":[]}', ("write", "--dialect", "klingon", "-"), "Invalid value for '--dialect'"),
+        ("\xff\xfe garbage", ("write", "-"), "invalid JSON"),
+        ("x" * (3 * 1024 * 1024), ("write", "-"), "limit is 2 MB"),
+        ("", ("done", "nosuch"), "no item 'nosuch'"),
+        ("", ("undo", "--plan", "empty"), "nothing to undo in plan 'empty'"),
+        ("{bad", ("import", "-"), "line 1: invalid JSON"),
+    ],
+)
+def test_bad_input_gets_one_clear_line_and_changes_nothing(ledger_env: Path, stdin: str, args: tuple[str, ...], message: str) -> None:
+    run(ledger_env, "add", "keep me")
+    before = run(ledger_env, "export").stdout
+    proc = run(ledger_env, *args, stdin=stdin, check=False)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert message in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error:") and message in proc.stderr
+    assert run(ledger_env, "export").stdout == before
+
+
+def test_no_traceback_on_corrupt_ledger(tmp_path: Path) -> None:
+    db = tmp_path / "corrupt.db"
+    db.write_bytes(b"this is not sqlite" * 100)
+    proc = run(db, "show", check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "not a usable ledger" in proc.stderr
+    assert db.read_bytes() == b"this is not sqlite" * 100
+
+
+def test_demo_command_shows_the_campaign(ledger_env: Path) -> None:
+    out = run(ledger_env, "demo").stdout
+    assert "Train EAGLE-3 (4 GPUs, 5 epochs)" in out and "latest changes" in out
+    again = run(ledger_env, "demo").stdout
+    assert "already loaded" in again
+
+
+def test_terminal_escapes_in_content_are_neutralised(ledger_env: Path) -> None:
+    run(ledger_env, "add", "evil \x1b[31mred\x1b[0m [bold]markup[/bold]")
+    out = run(ledger_env, "show").stdout
+    assert "\x1b[31m" not in out and "[bold]markup[/bold]" in out

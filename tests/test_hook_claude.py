@@ -1,0 +1,144 @@
+"""`todoledger hook claude-code` as Claude Code runs it: a subprocess fed hook JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import subprocess_env, todoledger_bin
+from todoledger import Ledger
+
+TODOS = [
+    {"content": "Train EAGLE-3 (4 GPUs, 5 epochs)", "status": "completed", "activeForm": "Training EAGLE-3"},
+    {"content": "Fix weight keys (layers.0 -> midlayer) for SGLang", "status": "in_progress", "activeForm": "Fixing weight keys"},
+    {"content": "Deploy SGLang with EAGLE3 drafter (16 spec tokens)", "status": "pending", "activeForm": "Deploying SGLang"},
+]
+
+
+def hook(env: dict[str, str], event: dict[str, Any] | str, agent: str = "claude-code") -> subprocess.CompletedProcess[str]:
+    data = event if isinstance(event, str) else json.dumps(event)
+    return subprocess.run(
+        [todoledger_bin(), "hook", agent], input=data, capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def post_tool(tool: str, tool_input: dict[str, Any], session: str = "s1", **extra: Any) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": os.getcwd(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        **extra,
+    }
+
+
+def test_todowrite_is_mirrored_and_session_start_primes(ledger_env: Path) -> None:
+    env = subprocess_env(ledger_env)
+    proc = hook(env, post_tool("TodoWrite", {"todos": TODOS}, tool_response={"oldTodos": [], "newTodos": TODOS}))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    with Ledger() as lg:
+        items = lg.show()["items"]
+    assert [(i["content"], i["status"], i["active_form"]) for i in items] == [
+        (t["content"], t["status"], t["activeForm"]) for t in TODOS
+    ]
+    assert {i["created_by"] for i in items} == {"claude-code:s1"}
+    start = hook(env, {"session_id": "s2", "hook_event_name": "SessionStart", "source": "compact", "cwd": os.getcwd()})
+    assert start.returncode == 0
+    assert start.stdout.startswith("todoledger plan 'main' (revision 1): 1 completed, 1 in_progress, 1 pending.")
+    assert "Fix weight keys" in start.stdout.split("In progress:")[1]
+
+
+def test_new_session_continues_the_plan_without_dropping(ledger_env: Path) -> None:
+    env = subprocess_env(ledger_env)
+    hook(env, post_tool("TodoWrite", {"todos": TODOS}, session="old"))
+    newer = [{"content": TODOS[2]["content"], "status": "in_progress", "activeForm": "Deploying"}]
+    hook(env, post_tool("TodoWrite", {"todos": newer}, session="new"))
+    with Ledger() as lg:
+        items = {i["content"]: i for i in lg.show()["items"]}
+    assert len(items) == 3
+    assert items[TODOS[2]["content"]]["status"] == "in_progress"
+    assert items[TODOS[1]["content"]]["status"] == "in_progress"
+
+
+def test_tasks_tools_with_every_id_spelling(ledger_env: Path) -> None:
+    env = subprocess_env(ledger_env)
+    hook(env, post_tool("TaskCreate", {"subject": "Extract hidden states", "description": "on /data"}, tool_response={"task": {"id": "1", "subject": "Extract hidden states"}}))
+    hook(env, post_tool("TaskCreate", {"subject": "Train drafter"}, tool_response={"task": {"id": "2", "subject": "Train drafter"}}))
+    hook(env, post_tool("TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]}))
+    hook(env, post_tool("TaskUpdate", {"id": "1", "status": "in_progress"}))
+    hook(env, post_tool("TaskUpdate", {"task_id": "1", "status": "completed"}))
+    with Ledger() as lg:
+        items = {i["content"]: i for i in lg.show()["items"]}
+    assert items["Extract hidden states"]["status"] == "completed"
+    assert items["Extract hidden states"]["notes"] == "on /data"
+    assert items["Train drafter"]["depends_on"] == [items["Extract hidden states"]["id"]]
+    assert items["Train drafter"]["ready"] is True
+
+
+def test_subagent_is_its_own_writer(ledger_env: Path) -> None:
+    env = subprocess_env(ledger_env)
+    hook(env, post_tool("TodoWrite", {"todos": TODOS[:1]}, agent_id="a7", agent_type="Explore"))
+    with Ledger() as lg:
+        assert lg.show()["items"][0]["created_by"] == "claude-code:s1:a7"
+
+
+def test_bad_input_never_breaks_the_agent_and_is_logged(ledger_env: Path, tmp_path: Path) -> None:
+    env = subprocess_env(ledger_env)
+    hook(env, post_tool("TodoWrite", {"todos": TODOS}))
+    with Ledger() as lg:
+        before = lg.show()
+    cases: list[Any] = [
+        "{not json",
+        "[1, 2]",
+        post_tool("TodoWrite", {"todos": [{"content": "x", "status": "pending", "status": "done"}]}),
+        post_tool("TodoWrite", {"todos": "nope"}),
+        post_tool("TaskUpdate", {"taskId": "404", "status": "completed"}),
+        "x" * (3 * 1024 * 1024),
+    ]
+    for case in cases:
+        proc = hook(env, case)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    with Ledger() as lg:
+        assert lg.show() == before
+    log = (ledger_env.parent / "hook.log").read_text()
+    assert "JSONDecodeError" in log and "unknown task id '404'" in log and "payload over" in log
+    unknown = hook(env, {}, agent="nosuchagent")
+    assert unknown.returncode == 0
+
+
+def test_ledger_found_from_the_event_cwd(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TODOLEDGER_DB"}
+    event = post_tool("TodoWrite", {"todos": TODOS})
+    event["cwd"] = str(project / "src")
+    proc = subprocess.run(
+        [todoledger_bin(), "hook", "claude-code"], input=json.dumps(event), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert proc.returncode == 0
+    with Ledger(project / ".todoledger" / "ledger.db") as lg:
+        assert len(lg.show()["items"]) == 3
+
+
+def test_hook_path_imports_no_cli_web_or_mcp_stack(ledger_env: Path) -> None:
+    code = (
+        "import sys, io, json\n"
+        "from todoledger.cli.entry import main\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(%r).encode()))\n"
+        "try:\n    main(['hook', 'claude-code'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('click', 'rich', 'mcp', 'starlette', 'uvicorn', 'pydantic', 'sqlalchemy') if m in sys.modules]\n"
+        "print(json.dumps(heavy))\n"
+    ) % (post_tool("TodoWrite", {"todos": TODOS}),)
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(ledger_env), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    with Ledger() as lg:
+        assert len(lg.show()["items"]) == 3

@@ -1,0 +1,96 @@
+"""Properties of whole-list merging, on a real (in-memory) SQLite store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from todoledger import Ledger
+from todoledger.core.diff import is_rewording
+from todoledger.store.sqlite import SQLiteStore
+
+WORDS = ["train", "deploy", "benchmark", "fix", "keys", "server", "tokens", "16", "10", "5", "check", "sweep"]
+contents = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
+statuses = st.sampled_from(["pending", "in_progress", "completed", "cancelled"])
+priorities = st.sampled_from(["high", "medium", "low"])
+
+
+@st.composite
+def todo_lists(draw: st.DrawFn) -> list[dict[str, str]]:
+    texts = draw(st.lists(contents, min_size=0, max_size=8, unique_by=lambda t: " ".join(t.split()).casefold()))
+    return [{"content": t, "status": draw(statuses), "priority": draw(priorities)} for t in texts]
+
+
+def fresh() -> Ledger:
+    return Ledger(store=SQLiteStore(None))
+
+
+def view_of(lg: Ledger, ids: list[str]) -> list[tuple[str, str, str]]:
+    items = {i["id"]: i for i in lg.show()["items"]}
+    return [(items[i]["content"], items[i]["status"], items[i]["priority"]) for i in ids]
+
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(first=todo_lists(), second=todo_lists())
+def test_write_reproduces_the_new_list(first: list[dict[str, str]], second: list[dict[str, str]]) -> None:
+    with fresh() as lg:
+        lg.write({"todos": first}, writer="w") if first else None
+        res = lg.write({"todos": second}, writer="w") if second else None
+        if res is None:
+            return
+        assert view_of(lg, res.ids) == [(t["content"], t["status"], t["priority"]) for t in second]
+        order = [i["id"] for i in lg.show()["items"]]
+        positions = [order.index(i) for i in res.ids]
+        assert positions == sorted(positions)
+        assert lg.check() == []
+
+
+@SETTINGS
+@given(mine=todo_lists(), theirs=todo_lists(), later=todo_lists())
+def test_a_writer_never_touches_items_outside_its_base(
+    mine: list[dict[str, str]], theirs: list[dict[str, str]], later: list[dict[str, str]]
+) -> None:
+    with fresh() as lg:
+        if theirs:
+            lg.write({"todos": theirs}, writer="other")
+        if mine:
+            lg.write({"todos": mine}, writer="me")
+        before = {i["id"]: i for i in lg.show()["items"]}
+        seen = set(lg.repo.base("main", "me"))
+        matched: set[str] = set()
+        if later:
+            matched = set(lg.write({"todos": later}, writer="me").ids)
+        after = {i["id"]: i for i in lg.show()["items"]}
+        for item_id, item in before.items():
+            if item_id not in seen and item_id not in matched:
+                assert after[item_id] == item
+
+
+@SETTINGS
+@given(lists=st.lists(todo_lists(), min_size=1, max_size=5), writers=st.lists(st.sampled_from("abc"), min_size=5, max_size=5))
+def test_state_always_equals_replay_and_undo_restores(lists: list[list[dict[str, str]]], writers: list[str]) -> None:
+    with fresh() as lg:
+        snapshots: list[Any] = []
+        for todos, writer in zip(lists, writers, strict=False):
+            if not todos:
+                continue
+            before = [(i["id"], i["content"], i["status"]) for i in lg.show()["items"]]
+            lg.write({"todos": todos}, writer=writer)
+            if [(i["id"], i["content"], i["status"]) for i in lg.show()["items"]] != before:
+                snapshots.append(before)
+            assert lg.check() == []
+        for snapshot in reversed(snapshots):
+            lg.undo()
+            assert sorted((i["id"], i["content"], i["status"]) for i in lg.show()["items"]) == sorted(snapshot)
+            assert lg.check() == []
+
+
+def test_rewording_rules() -> None:
+    assert is_rewording("Benchmark with 16 draft tokens", "Benchmark 16 draft tokens")
+    assert not is_rewording("Benchmark with 10 draft tokens", "Benchmark with 5 draft tokens")
+    assert not is_rewording("Train the drafter", "Deploy the server")

@@ -330,3 +330,15 @@ def test_demo_plan_has_pipeline_sweep_levels_assumptions_and_history(lg: Ledger)
     assert lg.check("demo") == []
     load_demo(lg, reset=True)
     assert len(lg.show("demo")["items"]) == len(items)
+
+
+def test_new_writer_relisting_finished_work_does_not_reopen_or_duplicate(lg: Ledger) -> None:
+    lg.write(todos(("Run tests", "in_progress")), writer="old-session")
+    lg.write(todos(("Run tests", "completed")), writer="old-session")
+    res = lg.write(todos(("Run tests", "pending"), ("Deploy", "pending")), writer="new-session")
+    items = lg.show()["items"]
+    assert [(i["content"], i["status"]) for i in items] == [("Run tests", "completed"), ("Deploy", "pending")]
+    assert [c["kind"] for c in res.changes if c["item"] == items[0]["id"]] == ["conflict"]
+    # Once the new session really moves it, its change applies.
+    lg.write(todos(("Run tests", "in_progress"), ("Deploy", "pending")), writer="new-session")
+    assert lg.show()["items"][0]["status"] == "in_progress"

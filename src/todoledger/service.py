@@ -212,6 +212,7 @@ class Ledger:
                     "summary": r[5],
                     "warnings": json.loads(r[6]) if r[6] else [],
                     "undone_by": r[7],
+                    "source_key": r[8],
                 }
                 for r in self.repo.ops(plan)
             ]
@@ -281,7 +282,7 @@ class Ledger:
                     if entry.ext_id in aliases:
                         wanted.add(aliases[entry.ext_id])
             contents = [e.content for e in parsed.items if e.content]
-            wanted.update(self.repo.open_ids_by_content(plan, contents))
+            wanted.update(self.repo.ids_by_content(plan, contents))
             known = {i: it for i, it in self.repo.items_by_id(sorted(wanted)).items() if it.plan == plan}
             self._check_patch_targets(parsed, known, aliases)
             result = merge(

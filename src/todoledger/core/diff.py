@@ -23,6 +23,7 @@ from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, Incoming, Ite
 
 MERGED_FIELDS = ("content", "status", "priority", "active_form")
 REWORD_THRESHOLD = 0.72
+STATUS_RANK = {"pending": 0, "in_progress": 1, "completed": 2, "cancelled": 2}
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
 
@@ -148,12 +149,14 @@ def _match(inp: MergeInput) -> list[str | None]:
         target = ext if ext in inp.known and ext not in inp.aliases else inp.aliases.get(ext)
         if target and target in inp.known and target not in used:
             claim(i, target)
-    # Exact content: the writer's own items first, then open items of others.
+    # Exact content: the writer's own items first, then others' open items,
+    # then others' finished ones (a new session re-listing finished work).
     by_content: dict[str, list[str]] = {}
-    ordered = sorted(inp.known.values(), key=lambda it: (it.id not in inp.base, it.position))
+    ordered = sorted(
+        inp.known.values(), key=lambda it: (it.id not in inp.base, it.status not in OPEN_STATUSES, it.position)
+    )
     for item in ordered:
-        if item.id in inp.base or item.status in OPEN_STATUSES:
-            by_content.setdefault(normalise(item.content), []).append(item.id)
+        by_content.setdefault(normalise(item.content), []).append(item.id)
     for i, entry in enumerate(inp.incoming):
         if found[i] is not None or not entry.content:
             continue
@@ -212,7 +215,12 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
         if new is None or new == cur:
             continue
         old = seen.get(name) if seen else None
-        if seen is None or old == cur:
+        if seen is None and name == "status" and STATUS_RANK[new] <= STATUS_RANK[cur]:
+            # First sight of someone else's item: the writer may move it on,
+            # but its unaware list must not move it back.
+            out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
+            after[name] = new
+        elif seen is None or old == cur:
             out.sets.append(SetField(item.id, name, cur, new))
             after[name] = new
         elif new == old:

@@ -95,6 +95,8 @@ def _envelope(d: dict[str, Any]) -> tuple[Any, _Path, Any, Any] | None:
     state = d.get("state")
     if isinstance(d.get("tool"), str) and isinstance(state, dict) and "input" in state:  # opencode part
         return d["tool"], ["state", "input"], state["input"], None
+    if d.get("type") == "response_item" and isinstance(d.get("payload"), dict):  # a Codex rollout line
+        return None, ["payload"], d["payload"], None
     if "name" in d or d.get("type") == "tool_use":
         for key in ("input", "arguments", "args"):
             if key in d:

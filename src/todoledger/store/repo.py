@@ -116,15 +116,14 @@ class Repo:
     def ids_with_prefix(self, plan: str, prefix: str) -> list[str]:
         return [r[0] for r in self.db.query("SELECT id FROM items WHERE plan = ? AND id LIKE ?", (plan, prefix + "%"))]
 
-    def open_ids_by_content(self, plan: str, contents: Sequence[str]) -> list[str]:
+    def ids_by_content(self, plan: str, contents: Sequence[str]) -> list[str]:
         found: list[str] = []
         for chunk in _chunks(list(dict.fromkeys(contents))):
             marks = ",".join("?" * len(chunk))
             found += [
                 r[0]
                 for r in self.db.query(
-                    f"SELECT id FROM items WHERE plan = ? AND content IN ({marks})"
-                    " AND status IN ('pending', 'in_progress')",
+                    f"SELECT id FROM items WHERE plan = ? AND content IN ({marks})",
                     (plan, *chunk),
                 )
             ]

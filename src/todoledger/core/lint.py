@@ -1,0 +1,200 @@
+"""Item-level checks over an agent's list, already read by its dialect.
+
+Pure functions. Errors make a write refused; warnings are kept with it.
+Findings name places in the agent's own terms (`plan[1].step` for Codex)
+so the agent that made the mistake can recognise it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from todoledger.core.model import (
+    MAX_CONTENT_CHARS,
+    MAX_ITEMS_PER_WRITE,
+    PRIORITIES,
+    STATUSES,
+    Finding,
+    Incoming,
+    LedgerError,
+    LimitError,
+    LintError,
+)
+
+__all__ = [
+    "CUT_LIMITS",
+    "check_item_count",
+    "content_key",
+    "field_where",
+    "lint_items",
+    "lint_payload",
+    "looks_truncated",
+]
+
+# Lengths at which tools and UIs commonly cut text; a text of exactly such a
+# length that stops mid-word was probably cut, not written that way.
+CUT_LIMITS: frozenset[int] = frozenset(
+    {40, 50, 60, 64, 70, 72, 75, 80, 100, 120, 128, 140, 150, 160, 200, 250, 255, 256, 280, 300, 500, 512}
+    | {1000, 1024}
+)
+
+# The key that holds an item's text in each dialect; lint speaks the agent's terms.
+_CONTENT_KEYS: dict[str, str] = {
+    "opencode": "content",
+    "claude-code": "content",
+    "claude-tasks": "subject",
+    "codex": "step",
+    "gemini": "description",
+}
+_SPACES = re.compile(r"\s+")
+_STATUS_LIST = ", ".join(STATUSES)
+_PRIORITY_LIST = ", ".join(PRIORITIES)
+
+
+def content_key(dialect: str) -> str:
+    return _CONTENT_KEYS.get(dialect, "content")
+
+
+def field_where(item_where: str, key: str) -> str:
+    """`todos[2]` + `status` -> `todos[2].status`; a patch's fields sit at the root."""
+    return f"{item_where}.{key}" if item_where and item_where != "$" else key
+
+
+def check_item_count(n: int) -> None:
+    if n > MAX_ITEMS_PER_WRITE:
+        raise LimitError(f"payload has {n:,} items; the limit is {MAX_ITEMS_PER_WRITE:,}")
+
+
+def looks_truncated(text: str) -> str | None:
+    """Why `text` looks cut off, or None."""
+    stripped = text.rstrip()
+    if stripped.endswith(("...", "…")):
+        return "ends with an ellipsis"
+    if len(text) in CUT_LIMITS and text[-1:].isalnum():
+        return f"is exactly {len(text)} characters and stops mid-word"
+    return None
+
+
+def _valid_text(s: str) -> bool:
+    # Lone surrogates survive json.loads but cannot be stored as UTF-8.
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _norm_content(s: str) -> str:
+    return _SPACES.sub(" ", s).strip().casefold()
+
+
+def _suggest(value: str, vocab: Sequence[str]) -> str:
+    guess = _SPACES.sub("_", value.replace("-", "_"))
+    if guess == "inprogress":
+        guess = "in_progress"
+    return f'; did you mean "{guess}"?' if guess in vocab and guess != value else ""
+
+
+def _status_finding(it: Incoming) -> Finding | None:
+    s = it.status
+    if s is None or s in STATUSES:
+        return None
+    where = field_where(it.where, "status")
+    if s in PRIORITIES:
+        msg = f'status "{s}" is a priority value; status must be one of {_STATUS_LIST}'
+    else:
+        msg = f'status "{s}" is not one of {_STATUS_LIST}{_suggest(s, STATUSES)}'
+    return Finding("error", where, "bad-status", msg)
+
+
+def _priority_finding(it: Incoming) -> Finding | None:
+    p = it.priority
+    if p is None or p in PRIORITIES:
+        return None
+    where = field_where(it.where, "priority")
+    if p in STATUSES:
+        msg = f'priority "{p}" is a status value; priority must be one of {_PRIORITY_LIST}'
+    else:
+        msg = f'priority "{p}" is not one of {_PRIORITY_LIST}'
+    return Finding("error", where, "bad-priority", msg)
+
+
+def _content_findings(it: Incoming, key: str) -> list[Finding]:
+    c = it.content
+    if c is None:  # a patch that does not touch the text
+        return []
+    where = field_where(it.where, key)
+    if not c.strip():
+        return [Finding("error", where, "empty-content", f"{key} is empty")]
+    if len(c) > MAX_CONTENT_CHARS:
+        msg = f"{key} is {len(c):,} characters; the limit is {MAX_CONTENT_CHARS:,}"
+        return [Finding("error", where, "content-too-long", msg)]
+    if not _valid_text(c):
+        return [Finding("error", where, "invalid-text", f"{key} contains invalid Unicode (a lone surrogate)")]
+    why = looks_truncated(c)
+    if why:
+        return [Finding("warning", where, "truncated", f"{key} {why}; it looks truncated")]
+    return []
+
+
+def lint_items(items: Sequence[Incoming], dialect: str, *, whole: bool = True) -> list[Finding]:
+    """All item-level findings for one write, in payload order.
+
+    `whole` lists get the list-wide checks (one in_progress, duplicates);
+    a patch names single items, so those checks do not apply to it.
+    """
+    check_item_count(len(items))
+    key = content_key(dialect)
+    findings: list[Finding] = []
+    for it in items:
+        findings.extend(_content_findings(it, key))
+        for f in (_status_finding(it), _priority_finding(it)):
+            if f is not None:
+                findings.append(f)
+    if whole:
+        findings.extend(_list_findings(items, key))
+    return findings
+
+
+def _list_findings(items: Sequence[Incoming], key: str) -> list[Finding]:
+    findings: list[Finding] = []
+    first_seen: dict[str, str] = {}
+    for it in items:
+        if it.content is None or not it.content.strip():
+            continue
+        norm = _norm_content(it.content)
+        if norm in first_seen:
+            where = field_where(it.where, key)
+            msg = f'same {key} as {first_seen[norm]}: "{it.content[:60]}"'
+            findings.append(Finding("warning", where, "duplicate-item", msg))
+        else:
+            first_seen[norm] = it.where or "$"
+    running = [it.where for it in items if it.status == "in_progress"]
+    if len(running) > 1:
+        container = running[0].split("[", 1)[0] or "$"
+        msg = f"{len(running)} items are in_progress ({', '.join(running)}); only one should be at a time"
+        findings.append(Finding("warning", container, "multiple-in-progress", msg))
+    return findings
+
+
+def lint_payload(data: str | bytes | Any, dialect: str = "auto") -> list[Finding]:
+    """Every finding for a payload, errors and warnings; used by `todoledger lint`.
+
+    Never raises except LimitError: a payload that cannot be read at all
+    becomes a single error finding.
+    """
+    # Imported here because dialects sit above core; the call only goes one way at import time.
+    from todoledger.dialects import read
+
+    try:
+        return read(data, dialect).findings
+    except LimitError:
+        raise
+    except LintError as e:
+        return list(e.findings)
+    except LedgerError as e:
+        return [Finding("error", "$", "unknown-payload", str(e))]

@@ -19,10 +19,17 @@ SEED_PAYLOAD = (
 )
 
 
-def run(db: Path, *args: str, stdin: str | bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    db: Path, *args: str, stdin: str | bytes | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     data = stdin.decode("utf-8", "replace") if isinstance(stdin, bytes) else stdin
     proc = subprocess.run(
-        [todoledger_bin(), *args], input=data, capture_output=True, text=True, env=subprocess_env(db), timeout=60
+        [todoledger_bin(), *args],
+        input=data,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(db),
+        timeout=60,
     )
     if check:
         assert proc.returncode == 0, proc.stderr
@@ -42,11 +49,16 @@ def test_write_show_next_done_history_undo(ledger_env: Path) -> None:
     assert set(first) >= {"id", "content", "status", "priority", "parent", "depends_on", "blocked", "ready"}
     assert first["status"] == "in_progress"
     nxt = run_json(ledger_env, "next")
-    assert [n["content"] for n in nxt][:1] == ["SCP and run benchmark_eagle3.py on container (16 draft tokens)"]
+    assert [n["content"] for n in nxt][:1] == [
+        "SCP and run benchmark_eagle3.py on container (16 draft tokens)"
+    ]
     done = run_json(ledger_env, "done", first["id"], "--evidence", "GET /health 200")
     assert done["status"] == "completed" and done["evidence"] == "GET /health 200"
     hist = run_json(ledger_env, "history", first["id"])
-    assert [(h["field"], h["new"]) for h in hist][-2:] == [("status", "completed"), ("evidence", "GET /health 200")]
+    assert [(h["field"], h["new"]) for h in hist][-2:] == [
+        ("status", "completed"),
+        ("evidence", "GET /health 200"),
+    ]
     assert set(hist[0]) >= {"at", "item", "field", "old", "new", "writer"}
     undo = run_json(ledger_env, "undo")
     assert undo["kind"] == "done"
@@ -64,14 +76,24 @@ def test_add_with_parent_after_and_dependencies(ledger_env: Path) -> None:
     phase = run_json(ledger_env, "add", "Phase 0: Quick probe")
     one = run_json(ledger_env, "add", "Phase 0.1: Kill servers", "--parent", phase["id"])
     three = run_json(ledger_env, "add", "Phase 0.3: Launch", "--parent", phase["id"])
-    two = run_json(ledger_env, "add", "Phase 0.2: Prepare drafter", "--after", one["id"], "--parent", phase["id"])
+    two = run_json(
+        ledger_env, "add", "Phase 0.2: Prepare drafter", "--after", one["id"], "--parent", phase["id"]
+    )
     run(ledger_env, "dep", "add", three["id"], two["id"])
     items = run_json(ledger_env, "show")["items"]
-    assert [i["content"] for i in items] == ["Phase 0: Quick probe", "Phase 0.1: Kill servers", "Phase 0.2: Prepare drafter", "Phase 0.3: Launch"]
+    assert [i["content"] for i in items] == [
+        "Phase 0: Quick probe",
+        "Phase 0.1: Kill servers",
+        "Phase 0.2: Prepare drafter",
+        "Phase 0.3: Launch",
+    ]
     assert items[3]["depends_on"] == [two["id"]] and items[3]["blocked"] is True
     cycle = run(ledger_env, "dep", "add", two["id"], three["id"], check=False)
     assert cycle.returncode == 1
-    assert cycle.stderr.strip() == f"Error: dependency cycle: {two['id']} -> {three['id']} -> {two['id']} (each waits for the next)"
+    assert (
+        cycle.stderr.strip()
+        == f"Error: dependency cycle: {two['id']} -> {three['id']} -> {two['id']} (each waits for the next)"
+    )
 
 
 def test_claim_marks_in_progress_for_writer(ledger_env: Path) -> None:
@@ -114,7 +136,11 @@ def test_lint_reports_where_and_what(ledger_env: Path) -> None:
     ("stdin", "args", "message"),
     [
         ("{not json", ("write", "-"), "invalid JSON"),
-        ('{"todos":[{"content":"x","priority":"pending","priority":"high"}]}', ("write", "-"), "duplicate key"),
+        (
+            '{"todos":[{"content":"x","priority":"pending","priority":"high"}]}',
+            ("write", "-"),
+            "duplicate key",
+        ),
         ('{"items":[1]}', ("write", "-"), "unknown payload"),
         ('{"todos":[]}', ("write", "--dialect", "klingon", "-"), "Invalid value for '--dialect'"),
         ("\xff\xfe garbage", ("write", "-"), "invalid JSON"),
@@ -124,7 +150,9 @@ def test_lint_reports_where_and_what(ledger_env: Path) -> None:
         ("{bad", ("import", "-"), "line 1: invalid JSON"),
     ],
 )
-def test_bad_input_gets_one_clear_line_and_changes_nothing(ledger_env: Path, stdin: str, args: tuple[str, ...], message: str) -> None:
+def test_bad_input_gets_one_clear_line_and_changes_nothing(
+    ledger_env: Path, stdin: str, args: tuple[str, ...], message: str
+) -> None:
     run(ledger_env, "add", "keep me")
     before = run(ledger_env, "export").stdout
     proc = run(ledger_env, *args, stdin=stdin, check=False)

@@ -13,12 +13,22 @@ from todoledger import Ledger
 
 TODOS = [
     {"content": "Train EAGLE-3 (4 GPUs, 5 epochs)", "status": "completed", "activeForm": "Training EAGLE-3"},
-    {"content": "Fix weight keys (layers.0 -> midlayer) for SGLang", "status": "in_progress", "activeForm": "Fixing weight keys"},
-    {"content": "Deploy SGLang with EAGLE3 drafter (16 spec tokens)", "status": "pending", "activeForm": "Deploying SGLang"},
+    {
+        "content": "Fix weight keys (layers.0 -> midlayer) for SGLang",
+        "status": "in_progress",
+        "activeForm": "Fixing weight keys",
+    },
+    {
+        "content": "Deploy SGLang with EAGLE3 drafter (16 spec tokens)",
+        "status": "pending",
+        "activeForm": "Deploying SGLang",
+    },
 ]
 
 
-def hook(env: dict[str, str], event: dict[str, Any] | str, agent: str = "claude-code") -> subprocess.CompletedProcess[str]:
+def hook(
+    env: dict[str, str], event: dict[str, Any] | str, agent: str = "claude-code"
+) -> subprocess.CompletedProcess[str]:
     data = event if isinstance(event, str) else json.dumps(event)
     return subprocess.run(
         [todoledger_bin(), "hook", agent], input=data, capture_output=True, text=True, env=env, timeout=60
@@ -39,7 +49,9 @@ def post_tool(tool: str, tool_input: dict[str, Any], session: str = "s1", **extr
 
 def test_todowrite_is_mirrored_and_session_start_primes(ledger_env: Path) -> None:
     env = subprocess_env(ledger_env)
-    proc = hook(env, post_tool("TodoWrite", {"todos": TODOS}, tool_response={"oldTodos": [], "newTodos": TODOS}))
+    proc = hook(
+        env, post_tool("TodoWrite", {"todos": TODOS}, tool_response={"oldTodos": [], "newTodos": TODOS})
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     with Ledger() as lg:
         items = lg.show()["items"]
@@ -47,9 +59,13 @@ def test_todowrite_is_mirrored_and_session_start_primes(ledger_env: Path) -> Non
         (t["content"], t["status"], t["activeForm"]) for t in TODOS
     ]
     assert {i["created_by"] for i in items} == {"claude-code:s1"}
-    start = hook(env, {"session_id": "s2", "hook_event_name": "SessionStart", "source": "compact", "cwd": os.getcwd()})
+    start = hook(
+        env, {"session_id": "s2", "hook_event_name": "SessionStart", "source": "compact", "cwd": os.getcwd()}
+    )
     assert start.returncode == 0
-    assert start.stdout.startswith("todoledger plan 'main' (revision 1): 1 completed, 1 in_progress, 1 pending.")
+    assert start.stdout.startswith(
+        "todoledger plan 'main' (revision 1): 1 completed, 1 in_progress, 1 pending."
+    )
     assert "Fix weight keys" in start.stdout.split("In progress:")[1]
 
 
@@ -67,8 +83,22 @@ def test_new_session_continues_the_plan_without_dropping(ledger_env: Path) -> No
 
 def test_tasks_tools_with_every_id_spelling(ledger_env: Path) -> None:
     env = subprocess_env(ledger_env)
-    hook(env, post_tool("TaskCreate", {"subject": "Extract hidden states", "description": "on /data"}, tool_response={"task": {"id": "1", "subject": "Extract hidden states"}}))
-    hook(env, post_tool("TaskCreate", {"subject": "Train drafter"}, tool_response={"task": {"id": "2", "subject": "Train drafter"}}))
+    hook(
+        env,
+        post_tool(
+            "TaskCreate",
+            {"subject": "Extract hidden states", "description": "on /data"},
+            tool_response={"task": {"id": "1", "subject": "Extract hidden states"}},
+        ),
+    )
+    hook(
+        env,
+        post_tool(
+            "TaskCreate",
+            {"subject": "Train drafter"},
+            tool_response={"task": {"id": "2", "subject": "Train drafter"}},
+        ),
+    )
     hook(env, post_tool("TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]}))
     hook(env, post_tool("TaskUpdate", {"id": "1", "status": "in_progress"}))
     hook(env, post_tool("TaskUpdate", {"task_id": "1", "status": "completed"}))
@@ -95,7 +125,9 @@ def test_bad_input_never_breaks_the_agent_and_is_logged(ledger_env: Path, tmp_pa
     cases: list[Any] = [
         "{not json",
         "[1, 2]",
-        post_tool("TodoWrite", {"todos": [{"content": "x", "status": "pending", "status": "done"}]}),
+        json.dumps(post_tool("TodoWrite", {"todos": [{"content": "x", "status": "pending"}]})).replace(
+            '"status": "pending"', '"status": "pending", "status": "done"'
+        ),
         post_tool("TodoWrite", {"todos": "nope"}),
         post_tool("TaskUpdate", {"taskId": "404", "status": "completed"}),
         "x" * (3 * 1024 * 1024),
@@ -119,7 +151,13 @@ def test_ledger_found_from_the_event_cwd(tmp_path: Path) -> None:
     event = post_tool("TodoWrite", {"todos": TODOS})
     event["cwd"] = str(project / "src")
     proc = subprocess.run(
-        [todoledger_bin(), "hook", "claude-code"], input=json.dumps(event), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+        [todoledger_bin(), "hook", "claude-code"],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
     )
     assert proc.returncode == 0
     with Ledger(project / ".todoledger" / "ledger.db") as lg:
@@ -127,17 +165,24 @@ def test_ledger_found_from_the_event_cwd(tmp_path: Path) -> None:
 
 
 def test_hook_path_imports_no_cli_web_or_mcp_stack(ledger_env: Path) -> None:
-    code = (
-        "import sys, io, json\n"
-        "from todoledger.cli.entry import main\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(%r).encode()))\n"
-        "try:\n    main(['hook', 'claude-code'])\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('click', 'rich', 'mcp', 'starlette', 'uvicorn', 'pydantic', 'sqlalchemy') if m in sys.modules]\n"
-        "print(json.dumps(heavy))\n"
-    ) % (post_tool("TodoWrite", {"todos": TODOS}),)
     import sys
 
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(ledger_env), timeout=60)
+    code = (
+        "import sys, json\n"
+        "from todoledger.cli.entry import main\n"
+        "try:\n    main(['hook', 'claude-code'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('click', 'rich', 'mcp', 'starlette', 'uvicorn', 'pydantic', 'dataclasses', 'typing')\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
+    )
+    event = json.dumps(post_tool("TodoWrite", {"todos": TODOS}))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        input=event,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
     with Ledger() as lg:

@@ -19,7 +19,9 @@ priorities = st.sampled_from(["high", "medium", "low"])
 
 @st.composite
 def todo_lists(draw: st.DrawFn) -> list[dict[str, str]]:
-    texts = draw(st.lists(contents, min_size=0, max_size=8, unique_by=lambda t: " ".join(t.split()).casefold()))
+    texts = draw(
+        st.lists(contents, min_size=0, max_size=8, unique_by=lambda t: " ".join(t.split()).casefold())
+    )
     return [{"content": t, "status": draw(statuses), "priority": draw(priorities)} for t in texts]
 
 
@@ -72,8 +74,13 @@ def test_a_writer_never_touches_items_outside_its_base(
 
 
 @SETTINGS
-@given(lists=st.lists(todo_lists(), min_size=1, max_size=5), writers=st.lists(st.sampled_from("abc"), min_size=5, max_size=5))
-def test_state_always_equals_replay_and_undo_restores(lists: list[list[dict[str, str]]], writers: list[str]) -> None:
+@given(
+    lists=st.lists(todo_lists(), min_size=1, max_size=5),
+    writers=st.lists(st.sampled_from("abc"), min_size=5, max_size=5),
+)
+def test_state_always_equals_replay_and_undo_restores(
+    lists: list[list[dict[str, str]]], writers: list[str]
+) -> None:
     with fresh() as lg:
         snapshots: list[Any] = []
         for todos, writer in zip(lists, writers, strict=False):
@@ -86,7 +93,9 @@ def test_state_always_equals_replay_and_undo_restores(lists: list[list[dict[str,
             assert lg.check() == []
         for snapshot in reversed(snapshots):
             lg.undo()
-            assert sorted((i["id"], i["content"], i["status"], i["priority"]) for i in lg.show()["items"]) == sorted(snapshot)
+            assert sorted(
+                (i["id"], i["content"], i["status"], i["priority"]) for i in lg.show()["items"]
+            ) == sorted(snapshot)
             assert lg.check() == []
 
 

@@ -89,7 +89,11 @@ def test_eight_processes_writing_one_plan_lose_nothing(ledger_env: Path) -> None
     procs, writes = 8, 200
     start_at = time.time() + 1.5
     running = [
-        subprocess.Popen([sys.executable, "-c", CONCURRENT_WRITER, str(p), str(writes), str(start_at)], stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_WRITER, str(p), str(writes), str(start_at)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for p in range(procs)
     ]
     for proc in running:
@@ -109,8 +113,14 @@ def test_eight_processes_writing_one_plan_lose_nothing(ledger_env: Path) -> None
         for m in range(writes):
             (item,) = by_content[f"p{p} item {m}"]
             assert item["status"] == ("in_progress" if m == writes - 1 else "completed")
-    completions = {(e["item"], e["writer"]) for e in history if e["field"] == "status" and e["new"] == "completed"}
-    own_ids = {str(by_content[f"p{p} item {m}"][0]["id"]): f"proc-{p}" for p in range(procs) for m in range(writes - 1)}
+    completions = {
+        (e["item"], e["writer"]) for e in history if e["field"] == "status" and e["new"] == "completed"
+    }
+    own_ids = {
+        str(by_content[f"p{p} item {m}"][0]["id"]): f"proc-{p}"
+        for p in range(procs)
+        for m in range(writes - 1)
+    }
     assert all((item, writer) in completions for item, writer in own_ids.items())
     stale = [e for e in history if e["field"] == "conflict"]
     assert stale and all(json.dumps(e["new"]["kept"]) == '"completed"' for e in stale)

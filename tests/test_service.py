@@ -50,7 +50,11 @@ def test_status_change_priority_and_reword_are_events(lg: Ledger) -> None:
     lg.write(todos(("Benchmark with 16 draft tokens", "pending", "high")), writer="a")
     lg.write(todos(("Benchmark with 16 draft tokens now", "in_progress", "low")), writer="a")
     (item,) = lg.show()["items"]
-    assert (item["content"], item["status"], item["priority"]) == ("Benchmark with 16 draft tokens now", "in_progress", "low")
+    assert (item["content"], item["status"], item["priority"]) == (
+        "Benchmark with 16 draft tokens now",
+        "in_progress",
+        "low",
+    )
     fields = [e["field"] for e in lg.history(item=item["id"])]
     assert fields == ["created", "content", "status", "priority"]
     assert lg.check() == []
@@ -102,7 +106,14 @@ def test_stale_list_never_reverts_newer_status(lg: Ledger) -> None:
     assert items["Deploy"]["status"] == "in_progress"
     conflicts = [c for c in res.changes if c["kind"] == "conflict"]
     assert conflicts == [
-        {"kind": "conflict", "item": train, "field": "status", "kept": "completed", "rejected": "in_progress", "winner": "ledger"}
+        {
+            "kind": "conflict",
+            "item": train,
+            "field": "status",
+            "kept": "completed",
+            "rejected": "in_progress",
+            "winner": "ledger",
+        }
     ]
     assert [e["new"]["kept"] for e in lg.history(item=train) if e["field"] == "conflict"] == ["completed"]
     # Repeating the same stale list records no second identical conflict.
@@ -117,7 +128,12 @@ def test_both_changed_newer_change_wins_and_is_recorded(lg: Ledger) -> None:
     lg.write(todos(("Train", "completed")), writer="a")
     assert by_content(lg)["Train"]["status"] == "completed"
     (conflict,) = [e for e in lg.history(item=train) if e["field"] == "conflict"]
-    assert conflict["new"] == {"field": "status", "kept": "completed", "rejected": "in_progress", "winner": "writer"}
+    assert conflict["new"] == {
+        "field": "status",
+        "kept": "completed",
+        "rejected": "in_progress",
+        "winner": "writer",
+    }
 
 
 def test_drop_of_item_changed_by_someone_else_is_refused(lg: Ledger) -> None:
@@ -136,8 +152,18 @@ def test_exact_content_joins_other_writers_open_item(lg: Ledger) -> None:
 
 
 def test_ids_match_across_rewording(lg: Ledger) -> None:
-    lg.write({"todos": [{"id": "1", "content": "Kill servers", "status": "pending", "priority": "high"}]}, writer="a")
-    lg.write({"todos": [{"id": "1", "content": "Kill every server process", "status": "completed", "priority": "high"}]}, writer="a")
+    lg.write(
+        {"todos": [{"id": "1", "content": "Kill servers", "status": "pending", "priority": "high"}]},
+        writer="a",
+    )
+    lg.write(
+        {
+            "todos": [
+                {"id": "1", "content": "Kill every server process", "status": "completed", "priority": "high"}
+            ]
+        },
+        writer="a",
+    )
     (item,) = lg.show()["items"]
     assert (item["content"], item["status"]) == ("Kill every server process", "completed")
 
@@ -159,7 +185,7 @@ def test_lint_errors_reject_and_change_nothing(lg: Ledger) -> None:
         lg.write(bad, writer="a")
     assert any(f.code == "duplicate-key" for f in err.value.findings)
     assert lg.show() == before
-    with pytest.raises(LedgerError, match="unknown payload: not opencode .* codex .* gemini"):
+    with pytest.raises(LedgerError, match=r"unknown payload: not opencode .* codex .* gemini"):
         lg.write({"items": []}, writer="a")
     assert lg.show() == before
 
@@ -172,7 +198,11 @@ def test_warnings_are_stored_with_the_write(lg: Ledger) -> None:
 
 
 def test_claude_tasks_create_update_and_dependencies(lg: Ledger) -> None:
-    lg.write({"subject": "Train drafter", "description": "5 epochs"}, writer="c", response={"task": {"id": "1", "subject": "Train drafter"}})
+    lg.write(
+        {"subject": "Train drafter", "description": "5 epochs"},
+        writer="c",
+        response={"task": {"id": "1", "subject": "Train drafter"}},
+    )
     lg.write({"subject": "Deploy"}, writer="c", response={"task": {"id": "2", "subject": "Deploy"}})
     lg.write({"taskId": "2", "addBlockedBy": ["1"]}, writer="c")
     items = by_content(lg)
@@ -215,7 +245,10 @@ def test_dependency_cycle_is_refused_and_named(lg: Ledger) -> None:
     lg.dep_add(c["id"], b["id"])
     with pytest.raises(CycleError) as err:
         lg.dep_add(a["id"], c["id"])
-    assert str(err.value) == f"dependency cycle: {a['id']} -> {c['id']} -> {b['id']} -> {a['id']} (each waits for the next)"
+    assert (
+        str(err.value)
+        == f"dependency cycle: {a['id']} -> {c['id']} -> {b['id']} -> {a['id']} (each waits for the next)"
+    )
     with pytest.raises(CycleError):
         lg.update(a["id"], parent=a["id"])
 
@@ -296,7 +329,9 @@ def test_ledger_uses_wal_and_named_migrations(ledger_env: Path) -> None:
     conn.close()
 
 
-def test_locate_prefers_nearest_dot_folder_then_git_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_locate_prefers_nearest_dot_folder_then_git_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from todoledger.store.locate import ledger_path
 
     monkeypatch.delenv("TODOLEDGER_DB")
@@ -319,7 +354,10 @@ def test_demo_plan_has_pipeline_sweep_levels_assumptions_and_history(lg: Ledger)
     items = by_content(lg, "demo")
     train = items["Train EAGLE-3 (4 GPUs, 5 epochs)"]
     assert sorted(train["depends_on"]) == sorted(
-        [items["Stop vLLM, extract hidden states from synthetic data on /data"]["id"], items["Download AQ-MedAI/Kimi-K2-Instruct-eagle3 for finetuning base"]["id"]]
+        [
+            items["Stop vLLM, extract hidden states from synthetic data on /data"]["id"],
+            items["Download AQ-MedAI/Kimi-K2-Instruct-eagle3 for finetuning base"]["id"],
+        ]
     )
     for level in (1, 4, 16, 32):
         assert f"Benchmark at concurrency {level}" in items

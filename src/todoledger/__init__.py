@@ -6,12 +6,14 @@ stays as light as a bare interpreter start.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 __all__ = ["Ledger", "LedgerError", "__version__"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from todoledger.core.model import LedgerError
     from todoledger.service import Ledger
 

@@ -14,10 +14,6 @@ import getpass
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 from todoledger.core import graph
 from todoledger.core.diff import MergeInput, Seen, merge
@@ -39,9 +35,17 @@ from todoledger.core.model import (
     LedgerError,
     ParsedWrite,
 )
+from todoledger.core.record import dataclass, field
 from todoledger.core.timefmt import now
-from todoledger.store.base import Store
 from todoledger.store.repo import Repo, Writes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from types import TracebackType
+    from typing import Any
+
+    from todoledger.store.base import Store
 
 
 def default_writer() -> str:
@@ -86,14 +90,14 @@ class Ledger:
         path: str | Path | None = None,
         *,
         store: Store | None = None,
-        cwd: Path | None = None,
+        cwd: str | Path | None = None,
         create: bool = True,
     ) -> None:
         if store is None:
-            from todoledger.store.locate import ledger_path
+            from todoledger.store.locate import ledger_file
             from todoledger.store.sqlite import SQLiteStore
 
-            target = Path(path) if path is not None else ledger_path(cwd)
+            target = os.fspath(path) if path is not None else ledger_file(cwd)
             store = SQLiteStore(target, create=create)
         self.store = store
         self.repo = Repo(store)
@@ -169,7 +173,12 @@ class Ledger:
             at = now()
             w = self._op(plan, writer, at, "claim", summary=f"claimed {item.id}")
             w.set(item.id, "status", item.status, "in_progress")
-            self.repo.save_base(plan, writer, {item.id: Seen(item.content, "in_progress", item.priority, item.active_form)}, replace=False)
+            self.repo.save_base(
+                plan,
+                writer,
+                {item.id: Seen(item.content, "in_progress", item.priority, item.active_form)},
+                replace=False,
+            )
             item.status, item.updated_by, item.updated_at = "in_progress", writer, at
             return [item.as_dict() | {"ready": False, "claimed": True}]
 
@@ -230,7 +239,9 @@ class Ledger:
                 for item_id in sorted(set(stored) | set(replayed)):
                     a, b = stored.get(item_id), replayed.get(item_id)
                     if a is None or b is None:
-                        problems.append(f"{name}/{item_id}: {'missing from state' if a is None else 'not in events'}")
+                        problems.append(
+                            f"{name}/{item_id}: {'missing from state' if a is None else 'not in events'}"
+                        )
                         continue
                     b.plan = a.plan
                     da, db = a.as_dict(), b.as_dict()
@@ -337,20 +348,28 @@ class Ledger:
                 if entry.ext_id and entry.ext_id != created.item.id:
                     result.aliases[entry.ext_id] = created.item.id
             self.repo.save_aliases(plan, writer, result.aliases)
-            revision = self.repo.touch_plan(plan, at) if w.count or not self.repo.plan_exists(plan) else self.repo.revision(plan)
+            revision = (
+                self.repo.touch_plan(plan, at)
+                if w.count or not self.repo.plan_exists(plan)
+                else self.repo.revision(plan)
+            )
             if changes:
-                self.repo.db.execute(
-                    "UPDATE ops SET summary = ? WHERE op = ?", (_summary(changes), w.op)
-                )
+                self.repo.db.execute("UPDATE ops SET summary = ? WHERE op = ?", (_summary(changes), w.op))
         return WriteResult(plan, parsed.dialect, revision, result.matches, changes, warnings)
 
-    def _check_patch_targets(self, parsed: ParsedWrite, known: dict[str, Item], aliases: dict[str, str]) -> None:
+    def _check_patch_targets(
+        self, parsed: ParsedWrite, known: dict[str, Item], aliases: dict[str, str]
+    ) -> None:
         if parsed.whole:
             return
         for entry in parsed.items:
-            target = entry.ext_id and (aliases.get(entry.ext_id) or (entry.ext_id if entry.ext_id in known else None))
+            target = entry.ext_id and (
+                aliases.get(entry.ext_id) or (entry.ext_id if entry.ext_id in known else None)
+            )
             if entry.ext_id and not target and not entry.content:
-                raise LedgerError(f"{entry.where or 'task'}: unknown task id {entry.ext_id!r} and no subject to create it")
+                raise LedgerError(
+                    f"{entry.where or 'task'}: unknown task id {entry.ext_id!r} and no subject to create it"
+                )
 
     def _apply_links(
         self,
@@ -599,7 +618,15 @@ class Ledger:
                         w.set(ev.item, ev.field, _current_value(current, ev.field), ev.old)
             self.repo.mark_undone(op, w.op)
             self.repo.touch_plan(plan, at)
-        return {"plan": plan, "undone_op": op, "kind": kind, "writer": by, "at": when, "summary": summary, "events": reverted}
+        return {
+            "plan": plan,
+            "undone_op": op,
+            "kind": kind,
+            "writer": by,
+            "at": when,
+            "summary": summary,
+            "events": reverted,
+        }
 
     # export / import -------------------------------------------------------
     def export(self, plan: str | None = None) -> Iterator[str]:
@@ -608,7 +635,9 @@ class Ledger:
         with self.store.read():
             items = self.repo.items(plan)
         for it in items:
-            record = {k: v for k, v in it.as_dict().items() if k not in ("created_at", "updated_at", "updated_by")}
+            record = {
+                k: v for k, v in it.as_dict().items() if k not in ("created_at", "updated_at", "updated_by")
+            }
             record = {k: v for k, v in record.items() if v not in (None, [])}
             yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -627,8 +656,12 @@ class Ledger:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise LedgerError(f"line {number}: invalid JSON ({exc.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not isinstance(record.get("content"), str):
-                raise LedgerError(f"line {number}: an item record needs a string \"id\" and \"content\"")
+            if (
+                not isinstance(record, dict)
+                or not isinstance(record.get("id"), str)
+                or not isinstance(record.get("content"), str)
+            ):
+                raise LedgerError(f'line {number}: an item record needs a string "id" and "content"')
             for name in ("status", "priority", "content"):
                 if name in record:
                     try:
@@ -692,7 +725,9 @@ def _validate(name: str, value: Any) -> Any:
             raise LedgerError("content must not be empty")
         if len(value) > MAX_CONTENT_CHARS:
             raise LedgerError(f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
-    elif name in ("notes", "evidence", "reason") and (not isinstance(value, str) or len(value) > MAX_NOTES_CHARS):
+    elif name in ("notes", "evidence", "reason") and (
+        not isinstance(value, str) or len(value) > MAX_NOTES_CHARS
+    ):
         raise LedgerError(f"{name} must be text of at most {MAX_NOTES_CHARS} characters")
     return value
 

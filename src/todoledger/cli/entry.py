@@ -1,5 +1,9 @@
-"""Console entry point. `todoledger hook ...` is dispatched without importing
-click or rich: agents call hooks on every tool use, so start-up is the cost."""
+"""Console entry point.
+
+Two paths skip click and rich entirely, because agents call them often and
+their start-up is the cost: `todoledger hook ...` and `todoledger show --json`
+(with at most --plan/--writer). Everything else goes through click.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,56 @@ def main(argv: list[str] | None = None) -> None:
         from todoledger.hooks import run_hook
 
         sys.exit(run_hook(args[1:]))
+    if args and args[0] == "show" and "--json" in args:
+        options = _lean_options(args[1:])
+        if options is not None:
+            sys.exit(_show_json(**options))
     from todoledger.cli.main import cli
 
     cli.main(args, prog_name="todoledger")
+
+
+def _lean_options(args: list[str]) -> dict[str, str | None] | None:
+    """--json plus optional --plan/--writer; anything else takes the full CLI."""
+    options: dict[str, str | None] = {"plan": None, "writer": None}
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--json":
+            continue
+        name, eq, value = arg.partition("=")
+        if name in ("--plan", "--writer"):
+            if not eq:
+                if not rest:
+                    return None
+                value = rest.pop(0)
+            options[name[2:]] = value
+        else:
+            return None
+    return options
+
+
+def dumps(data: object) -> str:
+    import json
+
+    # The C encoder only runs without indent; indent only for a person at a terminal.
+    if sys.stdout.isatty():
+        return json.dumps(data, ensure_ascii=False, indent=2)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _show_json(plan: str | None, writer: str | None) -> int:
+    from todoledger.core.model import LedgerError
+    from todoledger.service import Ledger, default_plan
+
+    try:
+        with Ledger(create=writer is not None) as ledger:
+            view = ledger.show(plan or default_plan(), writer=writer)
+    except LedgerError as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        return 1
+    sys.stdout.write(dumps(view) + "\n")
+    return 0
 
 
 if __name__ == "__main__":

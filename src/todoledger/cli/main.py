@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -93,10 +92,14 @@ def reader() -> Any:
 
 
 def emit(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    from todoledger.cli.entry import dumps
+
+    click.echo(dumps(data))
 
 
-@click.group(cls=LedgerGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LedgerGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.version_option(package_name="todoledger")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -141,7 +144,9 @@ def plans(plan: str | None, writer: str | None, as_json: bool) -> None:
 
 @cli.command("next")
 @common
-@click.option("--claim", is_flag=True, help="Atomically mark the first ready item in_progress for the writer.")
+@click.option(
+    "--claim", is_flag=True, help="Atomically mark the first ready item in_progress for the writer."
+)
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
 def next_cmd(plan: str | None, writer: str | None, as_json: bool, claim: bool, limit: int) -> None:
     """Ready items: dependencies met, by priority then order."""
@@ -178,7 +183,9 @@ _item_command(
     "done",
     "Mark an item completed, with evidence.",
     lambda lg, ref, **kw: lg.done(ref, **kw),
-    click.option("--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."),
+    click.option(
+        "--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."
+    ),
 )
 _item_command(
     "cancel",
@@ -208,7 +215,15 @@ def add(
 ) -> None:
     """Add an item."""
     with ledger() as lg:
-        row = lg.add(text, plan=plan, writer=writer, parent=parent, after=after, priority=priority, depends_on=depends_on)
+        row = lg.add(
+            text,
+            plan=plan,
+            writer=writer,
+            parent=parent,
+            after=after,
+            priority=priority,
+            depends_on=depends_on,
+        )
     if as_json:
         emit(row)
     else:
@@ -268,7 +283,9 @@ def undo(plan: str | None, writer: str | None, as_json: bool) -> None:
     if as_json:
         emit(row)
     else:
-        click.echo(f"undid op {row['undone_op']} ({row['kind']} by {row['writer']} at {row['at']}): {row['summary'] or ''}")
+        click.echo(
+            f"undid op {row['undone_op']} ({row['kind']} by {row['writer']} at {row['at']}): {row['summary'] or ''}"
+        )
 
 
 @cli.command()
@@ -303,9 +320,9 @@ def prime(plan: str | None, writer: str | None, as_json: bool) -> None:
     """The recovery point: what is in progress, ready next, recently done."""
     with reader() as lg:
         text = lg.prime(plan)
-    emit({"plan": plan or os.environ.get("TODOLEDGER_PLAN") or "main", "text": text}) if as_json else click.echo(
-        text, nl=False
-    )
+    emit(
+        {"plan": plan or os.environ.get("TODOLEDGER_PLAN") or "main", "text": text}
+    ) if as_json else click.echo(text, nl=False)
 
 
 def _read_payload(source: str) -> bytes:
@@ -376,7 +393,9 @@ def check(plan: str | None, writer: str | None, as_json: bool) -> None:
     else:
         for p in problems:
             click.echo(p)
-        click.echo(f"integrity: {integrity}; replay: {'ok' if not problems else f'{len(problems)} differences'}")
+        click.echo(
+            f"integrity: {integrity}; replay: {'ok' if not problems else f'{len(problems)} differences'}"
+        )
     if problems or integrity != "ok":
         sys.exit(1)
 
@@ -401,7 +420,9 @@ def demo(plan: str | None, writer: str | None, as_json: bool, reset: bool) -> No
             click.echo(f"(demo plan {name!r} already loaded; --reset rebuilds it)")
         render.plan(view, lg.location)
         render.history(lg.history(name)[-12:], title="latest changes")
-        click.echo(f"\nTry: todoledger next --plan {name}   todoledger history --plan {name}   todoledger prime --plan {name}")
+        click.echo(
+            f"\nTry: todoledger next --plan {name}   todoledger history --plan {name}   todoledger prime --plan {name}"
+        )
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

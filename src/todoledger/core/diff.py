@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from difflib import SequenceMatcher
-from typing import Any
+from itertools import pairwise
 
 from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, Incoming, Item
+from todoledger.core.record import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MERGED_FIELDS = ("content", "status", "priority", "active_form")
 REWORD_THRESHOLD = 0.72
@@ -90,6 +93,8 @@ def normalise(text: str) -> str:
 
 
 def is_rewording(a: str, b: str) -> bool:
+    from difflib import SequenceMatcher  # only fuzzy matching needs it; keep it off the hook path
+
     na, nb = normalise(a), normalise(b)
     if _NUMBER.findall(na) != _NUMBER.findall(nb):
         return False
@@ -153,7 +158,8 @@ def _match(inp: MergeInput) -> list[str | None]:
     # then others' finished ones (a new session re-listing finished work).
     by_content: dict[str, list[str]] = {}
     ordered = sorted(
-        inp.known.values(), key=lambda it: (it.id not in inp.base, it.status not in OPEN_STATUSES, it.position)
+        inp.known.values(),
+        key=lambda it: (it.id not in inp.base, it.status not in OPEN_STATUSES, it.position),
     )
     for item in ordered:
         by_content.setdefault(normalise(item.content), []).append(item.id)
@@ -168,12 +174,16 @@ def _match(inp: MergeInput) -> list[str | None]:
     spare = [b for b in inp.base if b not in used and b in inp.known]
     pending = [i for i, e in enumerate(inp.incoming) if found[i] is None and e.content and not e.ext_id]
     if spare and pending:
+        from difflib import SequenceMatcher
+
         scored: list[tuple[float, int, int, str]] = []
         for i in pending:
             text = inp.incoming[i].content or ""
             for rank, item_id in enumerate(spare):
                 if is_rewording(text, inp.known[item_id].content):
-                    ratio = SequenceMatcher(None, normalise(text), normalise(inp.known[item_id].content)).ratio()
+                    ratio = SequenceMatcher(
+                        None, normalise(text), normalise(inp.known[item_id].content)
+                    ).ratio()
                     scored.append((-ratio, abs(rank - i), i, item_id))
         for _, _, i, item_id in sorted(scored):
             if found[i] is None and item_id not in used:
@@ -235,7 +245,12 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
         if value is not None and value != getattr(item, name):
             out.sets.append(SetField(item.id, name, getattr(item, name), value))
     status_after = after["status"]
-    if entry.status == "cancelled" and entry.reason and status_after == "cancelled" and item.reason != entry.reason:
+    if (
+        entry.status == "cancelled"
+        and entry.reason
+        and status_after == "cancelled"
+        and item.reason != entry.reason
+    ):
         out.sets.append(SetField(item.id, "reason", item.reason, entry.reason))
     elif item.reason and status_after in OPEN_STATUSES and item.status == "cancelled":
         out.sets.append(SetField(item.id, "reason", item.reason, None))
@@ -260,7 +275,7 @@ def _positions(inp: MergeInput, out: Merge) -> None:
     created = {c.item.id: c.item for c in out.creates}
     current = [inp.known[i].position for i in out.matches if i not in created]
     existing = [i for i in out.matches if i not in created]
-    if any(b <= a for a, b in zip(current, current[1:], strict=False)):
+    if any(b <= a for a, b in pairwise(current)):
         for item_id, pos in zip(existing, sorted(current), strict=True):
             if inp.known[item_id].position != pos:
                 out.sets.append(SetField(item_id, "position", inp.known[item_id].position, pos))
@@ -273,7 +288,14 @@ def _positions(inp: MergeInput, out: Merge) -> None:
         if item_id not in created:
             continue
         lo = next((pos_of[ids[j]] for j in range(index - 1, -1, -1) if ids[j] in pos_of), None)
-        hi = next((pos_of[ids[j]] for j in range(index + 1, len(ids)) if ids[j] in pos_of and ids[j] not in created), None)
+        hi = next(
+            (
+                pos_of[ids[j]]
+                for j in range(index + 1, len(ids))
+                if ids[j] in pos_of and ids[j] not in created
+            ),
+            None,
+        )
         if hi is None:
             tail = max(tail, lo if lo is not None else tail) + 1.0
             position = tail

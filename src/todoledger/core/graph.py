@@ -63,9 +63,7 @@ def derive(items: Sequence[Item]) -> dict[str, tuple[bool, bool]]:
     """
     by_id: Mapping[str, Item] = {i.id: i for i in items}
     open_children: set[str] = {i.parent for i in items if i.parent and i.status in OPEN_STATUSES}
-    direct = {
-        i.id: any(b in by_id and by_id[b].status in OPEN_STATUSES for b in i.depends_on) for i in items
-    }
+    direct = {i.id: any(b in by_id and by_id[b].status in OPEN_STATUSES for b in i.depends_on) for i in items}
     memo: dict[str, bool] = {}
 
     def blocked(item_id: str, depth: int = 0) -> bool:
@@ -73,7 +71,7 @@ def derive(items: Sequence[Item]) -> dict[str, tuple[bool, bool]]:
             return memo[item_id]
         item = by_id[item_id]
         result = direct[item_id]
-        if not result and item.parent in by_id and depth < 64:
+        if not result and item.parent is not None and item.parent in by_id and depth < 64:
             result = blocked(item.parent, depth + 1)
         memo[item_id] = result
         return result

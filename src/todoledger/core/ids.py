@@ -6,7 +6,7 @@ counter, and the store's primary key catches the rare collision.
 
 from __future__ import annotations
 
-import secrets
+import os
 
 # Crockford-style alphabet without look-alikes (i, l, o, u), lowercase for typing.
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -14,7 +14,8 @@ ID_LENGTH = 6
 
 
 def new_id() -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(ID_LENGTH))
+    # 32 symbols: 5 random bits each, from the OS (secrets would cost an import of hashlib).
+    return "".join(ALPHABET[b & 31] for b in os.urandom(ID_LENGTH))
 
 
 def looks_like_id(text: str) -> bool:

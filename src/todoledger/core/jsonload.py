@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, Finding, LimitError, LintError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["json_path", "load", "load_checked", "payload_size", "size_text"]
 

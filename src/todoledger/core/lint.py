@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from todoledger.core.model import (
     MAX_CONTENT_CHARS,
@@ -22,6 +21,10 @@ from todoledger.core.model import (
     LimitError,
     LintError,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CUT_LIMITS",

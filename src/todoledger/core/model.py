@@ -5,8 +5,13 @@ Pure data, no I/O. Every other layer speaks in these types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from todoledger.core.record import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Level = Literal["error", "warning"]
 
 STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed", "cancelled")
 PRIORITIES: tuple[str, ...] = ("high", "medium", "low")
@@ -40,8 +45,6 @@ MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
 MAX_ITEMS_PER_WRITE = 2_000
 MAX_CONTENT_CHARS = 4_000
 MAX_NOTES_CHARS = 64_000
-
-Level = Literal["error", "warning"]
 
 
 class LedgerError(Exception):

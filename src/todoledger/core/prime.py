@@ -3,7 +3,9 @@ or after compaction, so that it continues the plan instead of inventing one."""
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_CHARS = 9_000  # Claude Code caps SessionStart context at 10,000 characters
 
@@ -30,7 +32,9 @@ def render_prime(view: dict[str, Any], *, recent: int = 5, ready: int = 5) -> st
     blocked = [it for it in items if it["blocked"] and it["status"] == "pending"]
     if blocked:
         lines.append(f"Blocked: {len(blocked)} item(s) waiting on others.")
-    done = sorted((it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True)
+    done = sorted(
+        (it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True
+    )
     if done:
         lines.append("Recently completed:")
         lines += [_line(it) for it in done[:recent]]

@@ -7,9 +7,12 @@ state must be. `todoledger check` and the crash tests compare the two.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from todoledger.core.model import CREATED, REMOVED, STATE_FIELDS, Event, Item
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def replay(events: Iterable[Event]) -> dict[str, Item]:

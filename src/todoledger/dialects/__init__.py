@@ -10,12 +10,15 @@ runs inside agents' hooks, where a traceback helps nobody.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
 
 from todoledger.core.jsonload import json_path, load_checked
 from todoledger.core.model import Finding, LedgerError, LintError, ParsedWrite
 from todoledger.dialects import claude_code, claude_tasks, codex, gemini, opencode
 from todoledger.dialects._base import kind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DIALECTS", "TOOL_DIALECTS", "detect", "parse", "read", "render"]
 

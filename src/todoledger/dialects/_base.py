@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from todoledger.core.lint import check_item_count, field_where, lint_items
 from todoledger.core.model import Finding, Incoming, ParsedWrite
+from todoledger.core.record import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Ids above this are surely not ids; str() of huge ints can even raise.
 _MAX_ID_BITS = 63
@@ -154,7 +157,8 @@ def _payload_order(f: Finding) -> int:
     return int(m.group(1)) if m else sys.maxsize
 
 
-ItemExtra = Callable[[dict[str, Any], Incoming, Reader], None]
+if TYPE_CHECKING:
+    ItemExtra = Callable[[dict[str, Any], Incoming, Reader], None]
 
 
 def read_list(payload: Any, shape: ListShape, extra: ItemExtra | None = None) -> ParsedWrite:

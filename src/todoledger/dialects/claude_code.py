@@ -6,10 +6,12 @@ instead; both are read. Claude has no `cancelled`, so rendering omits those.
 
 from __future__ import annotations
 
-from typing import Any
-
 from todoledger.core.model import Incoming, ParsedWrite
 from todoledger.dialects._base import ListShape, Reader, fit_list, read_list
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "claude-code"
 TOOLS = ("TodoWrite",)

@@ -7,11 +7,13 @@ so all are read. A new task's id is only known from the tool's response.
 
 from __future__ import annotations
 
-from typing import Any
-
 from todoledger.core.lint import lint_items
 from todoledger.core.model import Incoming, ParsedWrite
 from todoledger.dialects._base import Reader, id_text, kind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "claude-tasks"
 TOOLS = ("TaskCreate", "TaskUpdate")

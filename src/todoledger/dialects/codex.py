@@ -6,10 +6,12 @@ removed by `dialects.parse` before this module sees the payload.
 
 from __future__ import annotations
 
-from typing import Any
-
 from todoledger.core.model import Finding, ParsedWrite
 from todoledger.dialects._base import ListShape, fit_list, kind, read_list
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "codex"
 TOOLS = ("update_plan",)

@@ -6,11 +6,13 @@ read as `pending` (blocking belongs in dependencies) with a warning.
 
 from __future__ import annotations
 
-from typing import Any
-
 from todoledger.core.lint import field_where
 from todoledger.core.model import Incoming, ParsedWrite
 from todoledger.dialects._base import ListShape, Reader, fit_list, read_list
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "gemini"
 TOOLS = ("write_todos",)

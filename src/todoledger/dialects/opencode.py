@@ -5,10 +5,12 @@ Older opencode versions required an `id` per item; newer ones dropped it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from todoledger.core.model import Incoming, ParsedWrite
 from todoledger.dialects._base import ListShape, Reader, fit_list, read_list
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "opencode"
 TOOLS = ("todowrite",)

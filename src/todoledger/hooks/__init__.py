@@ -10,10 +10,12 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 AGENTS = {
     "claude-code": "todoledger.hooks.claude_code",
@@ -24,29 +26,29 @@ AGENTS = {
 }
 
 
-def log_path(cwd: Path | None = None) -> Path:
-    from todoledger.store.locate import ledger_path
+def log_path(cwd: str | None = None) -> str:
+    from todoledger.store.locate import ledger_file
 
-    folder = ledger_path(cwd).parent
-    if folder.is_dir():
-        return folder / "hook.log"
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "todoledger" / "hook.log"
+    folder = os.path.dirname(ledger_file(cwd))
+    if os.path.isdir(folder):
+        return os.path.join(folder, "hook.log")
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "todoledger", "hook.log")
 
 
-def log(message: str, cwd: Path | None = None) -> None:
+def log(message: str, cwd: str | None = None) -> None:
     try:
         path = log_path(cwd)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
     except Exception:  # a hook that cannot even log still must not fail the agent
         pass
 
 
-def event_cwd(event: dict[str, Any]) -> Path | None:
+def event_cwd(event: dict[str, Any]) -> str | None:
     cwd = event.get("cwd")
-    return Path(cwd) if isinstance(cwd, str) and cwd and Path(cwd).is_dir() else None
+    return cwd if isinstance(cwd, str) and cwd and os.path.isdir(cwd) else None
 
 
 def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
@@ -55,7 +57,7 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout
     agent = args[0] if args else ""
-    cwd: Path | None = None
+    cwd: str | None = None
     try:
         if agent not in AGENTS:
             log(f"hook: unknown agent {agent!r}; expected one of {', '.join(sorted(AGENTS))}")
@@ -69,7 +71,9 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             log(f"hook {agent}: expected a JSON object on stdin")
             return 0
         cwd = event_cwd(event)
-        handler: Callable[[dict[str, Any], Path | None], str | None] = importlib.import_module(AGENTS[agent]).handle
+        handler: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(
+            AGENTS[agent]
+        ).handle
         answer = handler(event, cwd)
         if answer:
             stdout.write(answer)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TOOL_DIALECTS = {"TodoWrite": "claude-code", "TaskCreate": "claude-tasks", "TaskUpdate": "claude-tasks"}
 
@@ -14,7 +15,7 @@ def writer_of(event: dict[str, Any]) -> str:
     return f"{writer}:{agent}" if agent else writer
 
 
-def handle(event: dict[str, Any], cwd: Path | None) -> str | None:
+def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     from todoledger.service import Ledger
 
     name = event.get("hook_event_name")

@@ -7,13 +7,15 @@ its own spelling for an auto-numbered key.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
 
-class Executor(Protocol):
-    serial_key: str  # "INTEGER PRIMARY KEY" or "BIGSERIAL PRIMARY KEY"
+    class Executor(Protocol):
+        serial_key: str  # "INTEGER PRIMARY KEY" or "BIGSERIAL PRIMARY KEY"
 
-    def execute_script(self, statements: list[str]) -> None: ...
+        def execute_script(self, statements: list[str]) -> None: ...
 
 
 def m001_initial(db: Executor) -> None:
@@ -53,7 +55,7 @@ def m001_initial(db: Executor) -> None:
     )
 
 
-MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [
+MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from todoledger.core.diff import Seen
 from todoledger.core.model import CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
-from todoledger.store.base import Row, Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.store.base import Row, Store
 
 ITEM_COLUMNS = (
     "id, plan, content, status, priority, active_form, parent, position, evidence, reason, notes,"
@@ -77,7 +81,8 @@ class Repo:
     def touch_plan(self, plan: str, at: str) -> int:
         if not self.plan_exists(plan):
             self.db.execute(
-                "INSERT INTO plans (name, revision, created_at, updated_at) VALUES (?, 0, ?, ?)", (plan, at, at)
+                "INSERT INTO plans (name, revision, created_at, updated_at) VALUES (?, 0, ?, ?)",
+                (plan, at, at),
             )
         self.db.execute("UPDATE plans SET revision = revision + 1, updated_at = ? WHERE name = ?", (at, plan))
         return self.revision(plan)
@@ -91,7 +96,9 @@ class Repo:
             )
         ]
         deps: dict[str, list[str]] = {}
-        for item, blocker in self.db.query("SELECT item, blocker FROM deps WHERE plan = ? ORDER BY blocker", (plan,)):
+        for item, blocker in self.db.query(
+            "SELECT item, blocker FROM deps WHERE plan = ? ORDER BY blocker", (plan,)
+        ):
             deps.setdefault(item, []).append(blocker)
         for it in items:
             it.depends_on = deps.get(it.id, [])
@@ -114,7 +121,10 @@ class Repo:
         return self.items_by_id([item_id]).get(item_id)
 
     def ids_with_prefix(self, plan: str, prefix: str) -> list[str]:
-        return [r[0] for r in self.db.query("SELECT id FROM items WHERE plan = ? AND id LIKE ?", (plan, prefix + "%"))]
+        return [
+            r[0]
+            for r in self.db.query("SELECT id FROM items WHERE plan = ? AND id LIKE ?", (plan, prefix + "%"))
+        ]
 
     def ids_by_content(self, plan: str, contents: Sequence[str]) -> list[str]:
         found: list[str] = []
@@ -180,12 +190,13 @@ class Repo:
 
     def forget_base(self, plan: str, writer: str, ids: Iterable[str]) -> None:
         self.db.executemany(
-            "DELETE FROM writer_base WHERE plan = ? AND writer = ? AND item = ?", [(plan, writer, i) for i in ids]
+            "DELETE FROM writer_base WHERE plan = ? AND writer = ? AND item = ?",
+            [(plan, writer, i) for i in ids],
         )
 
     def aliases(self, plan: str, writer: str) -> dict[str, str]:
         return dict(
-            self.db.query("SELECT ext_id, item FROM aliases WHERE plan = ? AND writer = ?", (plan, writer))  # type: ignore[arg-type]
+            self.db.query("SELECT ext_id, item FROM aliases WHERE plan = ? AND writer = ?", (plan, writer))
         )
 
     def save_aliases(self, plan: str, writer: str, aliases: dict[str, str]) -> None:
@@ -311,7 +322,8 @@ class Writes:
         if name == "depends_on":
             self._set_deps(item_id, new or [])
             self.db.execute(
-                "UPDATE items SET updated_by = ?, updated_at = ? WHERE id = ?", (self.writer, self.at, item_id)
+                "UPDATE items SET updated_by = ?, updated_at = ? WHERE id = ?",
+                (self.writer, self.at, item_id),
             )
             return
         if name not in _SCALAR_FIELDS:
@@ -321,7 +333,8 @@ class Writes:
         if name == "priority":
             params.append(PRIORITY_RANK[new])
         self.db.execute(
-            f"UPDATE items SET {name} = ?, updated_by = ?, updated_at = ?{extra} WHERE id = ?", (*params, item_id)
+            f"UPDATE items SET {name} = ?, updated_by = ?, updated_at = ?{extra} WHERE id = ?",
+            (*params, item_id),
         )
 
     def remove(self, item: Item) -> None:
@@ -333,5 +346,6 @@ class Writes:
     def _set_deps(self, item_id: str, blockers: Sequence[str]) -> None:
         self.db.execute("DELETE FROM deps WHERE item = ?", (item_id,))
         self.db.executemany(
-            "INSERT INTO deps (plan, item, blocker) VALUES (?, ?, ?)", [(self.plan, item_id, b) for b in blockers]
+            "INSERT INTO deps (plan, item, blocker) VALUES (?, ?, ?)",
+            [(self.plan, item_id, b) for b in blockers],
         )

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 from todoledger.core.model import LedgerError
 from todoledger.core.timefmt import now
-from todoledger.store.base import Row
 from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.store.base import Row
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -20,19 +24,22 @@ class SQLiteStore:
     backend = "sqlite"
     serial_key = "INTEGER PRIMARY KEY"
 
-    def __init__(self, path: Path | None, *, create: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, *, create: bool = True) -> None:
         """Open the ledger at `path`; with `create=False` a missing file is an
         empty in-memory ledger, so reading never leaves files behind."""
-        self.path = path
-        if path is None or (not create and not path.exists()):
+        self.path = os.fspath(path) if path is not None else None
+        if path is None or (not create and not os.path.exists(path)):
             self.location = ":memory:"
             self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         else:
             self.location = str(path)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
                 self.conn = sqlite3.connect(
-                    str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+                    os.fspath(path),
+                    isolation_level=None,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    check_same_thread=False,
                 )
                 self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
                 mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]

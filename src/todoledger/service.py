@@ -635,10 +635,8 @@ class Ledger:
         with self.store.read():
             items = self.repo.items(plan)
         for it in items:
-            record = {
-                k: v for k, v in it.as_dict().items() if k not in ("created_at", "updated_at", "updated_by")
-            }
-            record = {k: v for k, v in record.items() if v not in (None, [])}
+            # State only: who and when live in the history, not in the diffable plan.
+            record = {k: v for k, v in it.as_dict().items() if k in EXPORTED and v not in (None, [])}
             yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
     def import_jsonl(
@@ -711,6 +709,9 @@ class Ledger:
 
         view = self.show(plan)
         return render_prime(view, recent=recent)
+
+
+EXPORTED = frozenset({"id", *STATE_FIELDS})
 
 
 def _validate(name: str, value: Any) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from todoledger.core.model import LedgerError, LintError
+from todoledger.core.model import LedgerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,10 +48,6 @@ class LedgerGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except LintError as exc:
-            for finding in exc.findings:
-                click.echo(finding.line(), err=True)
-            raise click.ClickException(str(exc)) from None
         except LedgerError as exc:
             raise click.ClickException(str(exc)) from None
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, KeyboardInterrupt):

@@ -26,4 +26,8 @@ def describe_event(ev: dict[str, Any]) -> str:
         return f"conflict on {new['field']}: kept {new['kept']!r}, set aside {new['rejected']!r}"
     if field == "dropped":
         return f"dropped from {new}'s list"
+    if old is None:
+        return f"{field}: {short(new)!r}"
+    if new is None:
+        return f"{field} cleared (was {short(old)!r})"
     return f"{field}: {short(old)!r} → {short(new)!r}"

@@ -80,7 +80,7 @@ class LintError(LedgerError):
         self.findings = findings
         errors = [f for f in findings if f.level == "error"]
         first = errors[0] if errors else findings[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        more = f" (and {len(errors) - 1} more: `todoledger lint` lists them)" if len(errors) > 1 else ""
         super().__init__(f"rejected: {first.where}: {first.message}{more}")
 
 

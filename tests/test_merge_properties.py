@@ -103,3 +103,73 @@ def test_rewording_rules() -> None:
     assert is_rewording("Benchmark with 16 draft tokens", "Benchmark 16 draft tokens")
     assert not is_rewording("Benchmark with 10 draft tokens", "Benchmark with 5 draft tokens")
     assert not is_rewording("Train the drafter", "Deploy the server")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=30,
+)
+todo_like = st.fixed_dictionaries(
+    {
+        "todos": st.lists(
+            st.dictionaries(
+                st.sampled_from(["content", "status", "priority", "activeForm", "id", "description"]),
+                json_values,
+                max_size=5,
+            ),
+            max_size=5,
+        )
+    }
+)
+
+
+@SETTINGS
+@given(payload=json_values | todo_like)
+def test_write_raises_only_its_own_error_on_arbitrary_json(payload: object) -> None:
+    import json
+
+    from todoledger.core.model import LedgerError
+
+    with fresh() as lg:
+        try:
+            lg.write(json.dumps(payload), writer="fuzz")
+        except LedgerError:
+            assert lg.show()["items"] == [] and lg.ops() == []
+        assert lg.check() == []
+
+
+@SETTINGS
+@given(data=st.binary(max_size=200))
+def test_write_raises_only_its_own_error_on_arbitrary_bytes(data: bytes) -> None:
+    from todoledger.core.model import LedgerError
+
+    with fresh() as lg:
+        try:
+            lg.write(data, writer="fuzz")
+        except LedgerError:
+            assert lg.ops() == []
+
+
+def test_huge_payloads_get_a_clear_limit_error_quickly() -> None:
+    import json
+    import time
+
+    import pytest
+
+    from todoledger.core.model import LimitError
+
+    big_content = json.dumps({"todos": [{"content": "x" * 10_000_000, "status": "pending"}]})
+    many = json.dumps({"todos": [{"content": f"item {k}", "status": "pending"} for k in range(100_000)]})
+    with fresh() as lg:
+        for payload, message in ((big_content, "the limit is 2 MB"), (many, "the limit is 2 MB")):
+            start = time.perf_counter()
+            with pytest.raises(LimitError, match=message):
+                lg.write(payload, writer="w")
+            assert time.perf_counter() - start < 2
+        few_bytes_many_items = json.dumps(
+            {"todos": [{"content": "a", "status": "pending"}] * 2001}, separators=(",", ":")
+        )
+        with pytest.raises(LimitError, match="2,001 items; the limit is 2,000"):
+            lg.write(few_bytes_many_items, writer="w")
+        assert lg.show()["items"] == []

@@ -380,3 +380,12 @@ def test_new_writer_relisting_finished_work_does_not_reopen_or_duplicate(lg: Led
     # Once the new session really moves it, its change applies.
     lg.write(todos(("Run tests", "in_progress"), ("Deploy", "pending")), writer="new-session")
     assert lg.show()["items"][0]["status"] == "in_progress"
+
+
+def test_every_change_bumps_the_revision(lg: Ledger) -> None:
+    a = lg.add("A")
+    revisions = [lg.show()["revision"]]
+    for step in (lambda: lg.next(claim=True, writer="w"), lambda: lg.done(a["id"]), lambda: lg.undo()):
+        step()
+        revisions.append(lg.show()["revision"])
+    assert revisions == sorted(set(revisions)) and len(revisions) == 4

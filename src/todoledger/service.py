@@ -180,6 +180,7 @@ class Ledger:
                 replace=False,
             )
             item.status, item.updated_by, item.updated_at = "in_progress", writer, at
+            self.repo.touch_plan(plan, at)
             return [item.as_dict() | {"ready": False, "claimed": True}]
 
     def _ready(self, plan: str, limit: int) -> list[Item]:

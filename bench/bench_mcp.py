@@ -1,0 +1,173 @@
+"""Benchmarks for the MCP server (issue 1). Figures are measured side by side
+in one run: absolute times on a shared machine are noise.
+
+    .venv/bin/python bench/bench_mcp.py            # everything
+    .venv/bin/python bench/bench_mcp.py --quick    # fewer samples
+
+1. `todowrite` of 20 items through the SDK client over stdio, warm:
+   median round trip <= 5 ms, p99 <= 20 ms; the same client's `tools/list`
+   round trip beside it (the SDK's own floor);
+2. start-up of `todoledger mcp` until `tools/list` answers, next to a minimal
+   MCPServer (one tool) built with the same SDK: the ratio;
+3. token footprint (characters / 4 of the `tools/list` JSON) of the default
+   tools, next to published figures for other task servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import Implementation
+
+BIN = Path(sys.executable).parent
+TODOLEDGER = str(BIN / "todoledger") if (BIN / "todoledger").exists() else "todoledger"
+
+MINIMAL_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("minimal")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+server.run()
+'''
+
+# Published footprints of other agents' task servers (tools/list, characters / 4).
+OTHERS = [
+    ("beads-mcp", 18, 14_900),
+    ("Task Master (all)", 44, 10_300),
+    ("Task Master (7-tool core)", 7, 1_800),
+    ("Shrimp Task Manager", 15, 6_400),
+]
+
+
+def todos(n: int, step: int) -> list[dict[str, Any]]:
+    """A 20-item Claude Code list that moves forward one item per step."""
+    current = step % n
+    return [
+        {
+            "content": f"Benchmark step {k}: run the suite with {k} workers",
+            "status": "completed" if k < current else ("in_progress" if k == current else "pending"),
+            "activeForm": f"Benchmarking step {k}",
+        }
+        for k in range(n)
+    ]
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    index = min(len(sorted_values) - 1, max(0, round(p * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+async def round_trips(db: Path, calls: int, warmup: int) -> dict[str, float]:
+    params = StdioServerParameters(command=TODOLEDGER, args=["mcp"], env={"TODOLEDGER_DB": str(db)})
+    async with Client(params, client_info=Implementation(name="bench", version="1")) as client:
+        for step in range(warmup):
+            await client.call_tool("todowrite", {"todos": todos(20, step)})
+            await client.list_tools()
+        write: list[float] = []
+        listing: list[float] = []
+        for step in range(calls):
+            payload = {"todos": todos(20, warmup + step)}
+            start = time.perf_counter()
+            result = await client.call_tool("todowrite", payload)
+            write.append(time.perf_counter() - start)
+            if result.is_error:
+                raise SystemExit(f"todowrite failed: {result.content}")
+            start = time.perf_counter()
+            await client.list_tools()
+            listing.append(time.perf_counter() - start)
+    write.sort()
+    listing.sort()
+    return {
+        "todowrite_median_ms": statistics.median(write) * 1000,
+        "todowrite_p99_ms": percentile(write, 0.99) * 1000,
+        "todowrite_max_ms": write[-1] * 1000,
+        "tools_list_median_ms": statistics.median(listing) * 1000,
+        "calls": float(calls),
+    }
+
+
+async def start_once(params: StdioServerParameters) -> tuple[float, str]:
+    start = time.perf_counter()
+    async with Client(params) as client:
+        listed = await client.list_tools()
+        elapsed = time.perf_counter() - start
+    text = json.dumps([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools])
+    return elapsed, text
+
+
+async def startups(db: Path, minimal: Path, runs: int) -> tuple[dict[str, float], str]:
+    ours = StdioServerParameters(command=TODOLEDGER, args=["mcp"], env={"TODOLEDGER_DB": str(db)})
+    base = StdioServerParameters(command=sys.executable, args=[str(minimal)])
+    samples: dict[str, list[float]] = {"todoledger": [], "minimal": []}
+    listed = ""
+    await start_once(ours)  # page cache, .pyc files
+    await start_once(base)
+    for _ in range(runs):  # alternate, so that machine noise hits both alike
+        elapsed, listed = await start_once(ours)
+        samples["todoledger"].append(elapsed)
+        samples["minimal"].append((await start_once(base))[0])
+    medians = {name: statistics.median(values) * 1000 for name, values in samples.items()}
+    medians["ratio"] = medians["todoledger"] / medians["minimal"]
+    return medians, listed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer samples")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON document too")
+    args = parser.parse_args()
+    calls, warmup, runs = (100, 10, 5) if args.quick else (500, 30, 15)
+
+    with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
+        work = Path(tmp)
+        os.chdir(work)
+        minimal = work / "minimal_server.py"
+        minimal.write_text(MINIMAL_SERVER)
+        trips = anyio.run(round_trips, work / "trips.db", calls, warmup)
+        start, listed = anyio.run(startups, work / "start.db", minimal, runs)
+
+    tokens = (len(listed) + 3) // 4
+    ok_median = trips["todowrite_median_ms"] <= 5
+    ok_p99 = trips["todowrite_p99_ms"] <= 20
+    print(f"1. todowrite, 20 items, SDK client over stdio, warm ({calls} calls after {warmup} warm-up):")
+    print(f"   median {trips['todowrite_median_ms']:.2f} ms (target <= 5: {'ok' if ok_median else 'MISSED'})")
+    print(f"   p99    {trips['todowrite_p99_ms']:.2f} ms (target <= 20: {'ok' if ok_p99 else 'MISSED'})")
+    print(
+        f"   max    {trips['todowrite_max_ms']:.2f} ms; tools/list round trip median {trips['tools_list_median_ms']:.2f} ms"
+    )
+    print(f"2. start-up until tools/list answers (median of {runs}, alternated):")
+    print(f"   todoledger mcp   {start['todoledger']:.0f} ms")
+    print(f"   minimal server   {start['minimal']:.0f} ms (one tool, same SDK)")
+    print(f"   ratio            {start['ratio']:.2f}x")
+    print("3. token footprint of the default tools (tools/list JSON, characters / 4):")
+    print(f"   {'todoledger':<27} {4:>3} tools {tokens:>7,} tokens")
+    for name, count, footprint in OTHERS:
+        print(f"   {name:<27} {count:>3} tools {footprint:>7,} tokens ({footprint / tokens:.1f}x ours)")
+    if args.json:
+        print(json.dumps({"round_trips": trips, "startup_ms": start, "tokens": tokens}))
+    if not (ok_median and ok_p99 and tokens <= 1500):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

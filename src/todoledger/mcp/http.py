@@ -1,0 +1,152 @@
+"""`todoledger serve`: MCP over streamable HTTP, with a bearer token for
+remote agents and Host/Origin checks against DNS rebinding."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import socket
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
+from todoledger.mcp.server import build_server
+from todoledger.mcp.tools import PlanTools
+
+MCP_PATH = "/mcp"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+WILDCARDS = ("0.0.0.0", "::", "")
+# The JSON-RPC envelope around the largest accepted tool arguments.
+MAX_BODY_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hostnames(host: str, extra: Iterable[str] = ()) -> list[str]:
+    """Names a request's Host (and a browser's Origin) may carry: loopback,
+    the bound address, this machine's names when bound to every interface,
+    and any the user allows."""
+    names: list[str] = list(LOOPBACK_NAMES)
+    if host in WILDCARDS:
+        names.append(socket.gethostname())
+        with contextlib.suppress(OSError):
+            names.extend(str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None))
+    elif host not in names:
+        names.append(host.strip("[]"))
+    names.extend(extra)
+    return list(dict.fromkeys(n.lower() for n in names if n))
+
+
+def security_settings(host: str, extra: Iterable[str] = ()) -> TransportSecuritySettings:
+    hosts: list[str] = []
+    origins: list[str] = []
+    for name in allowed_hostnames(host, extra):
+        shown = f"[{name}]" if ":" in name else name
+        hosts += [shown, f"{shown}:*"]
+        origins += [f"{scheme}://{shown}{port}" for scheme in ("http", "https") for port in ("", ":*")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class Guard:
+    """In front of every route (MCP now, the board later): Host and Origin
+    must name this server (DNS rebinding), and with a token every request
+    must carry `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: ASGIApp, settings: TransportSecuritySettings, token: str | None) -> None:
+        self.app = app
+        self.origin_check = TransportSecurityMiddleware(settings)
+        self.token = token.encode() if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refused = await self.origin_check.validate_request(Request(scope))
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        if self.token is not None:
+            given = Headers(scope=scope).get("authorization", "").encode()
+            scheme, _, credential = given.partition(b" ")
+            if not (scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token)):
+                reason = "wrong bearer token" if given else "missing bearer token"
+                body = {"error": f"{reason}: send Authorization: Bearer <token> (todoledger serve --token)"}
+                headers = {"www-authenticate": 'Bearer realm="todoledger"'}
+                await JSONResponse(body, status_code=401, headers=headers)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    if not is_loopback(host) and not token:
+        raise LedgerError(
+            f"refusing to serve on {host} without a token: other machines could change the ledger;"
+            " pass --token or set TODOLEDGER_TOKEN (clients send Authorization: Bearer <token>)"
+        )
+
+
+def create_app(
+    *,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    plan: str | None = None,
+    allow_hosts: Iterable[str] = (),
+    routes: Iterable[Route] = (),
+) -> tuple[ASGIApp, PlanTools]:
+    """The ASGI app: MCP at /mcp plus any extra `routes` (the web board),
+    all behind the Host/Origin checks and the token."""
+    check_exposure(host, token)
+    server, tools = build_server(plan=plan)
+    for route in routes:
+        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(
+            route.endpoint
+        )
+    settings = security_settings(host, allow_hosts)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        json_response=True,
+        max_request_body_size=MAX_BODY_BYTES,
+        transport_security=settings,
+        host=host,
+    )
+    return Guard(app, settings, token), tools
+
+
+def serve(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    plan: str | None = None,
+    allow_hosts: Iterable[str] = (),
+    log_level: str = "warning",
+) -> None:
+    import uvicorn
+
+    app, tools = create_app(host=host, token=token, plan=plan, allow_hosts=allow_hosts)
+    shown = f"[{host}]" if ":" in host else host
+    auth = " (bearer token required)" if token else ""
+    print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)
+    config: Any = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        tools.close()

@@ -1,0 +1,579 @@
+"""What the MCP tools and resources do, without the SDK: argument checks,
+calls into `Ledger`, small JSON results.
+
+Every refusal is a `ToolInputError` or another `LedgerError` with one clear
+sentence; `server.py` turns it into an MCP tool error. The tools' names,
+descriptions and input schemas live here too, so their token footprint is
+measurable without starting a server.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from todoledger.core.model import (
+    DEFAULT_PLAN,
+    MAX_CONTENT_CHARS,
+    MAX_NOTES_CHARS,
+    MAX_PAYLOAD_BYTES,
+    PRIORITIES,
+    STATUSES,
+    LedgerError,
+)
+
+T = TypeVar("T")
+
+MAX_PLAN_CHARS = 100
+MAX_WRITER_CHARS = 200
+MAX_LIMIT = 100
+SHOWN = 5  # ready / recent items in the compact read
+
+INSTRUCTIONS = (
+    "todoledger keeps your todo list durable (it survives restarts and compaction) and shared "
+    "with other agents. Habits: for work of 3+ steps, write the plan first with todowrite. "
+    "Keep exactly one item in_progress. Update as you go, not in batches. Mark an item "
+    "completed only when it is really done, with evidence (test output, file, figure); "
+    "partial or failing work stays in_progress. Add items you discover; cancel ones no longer "
+    "needed. At session start or after compaction, call todoread and continue that plan "
+    "instead of starting anew. Sharing work: plan_next claim=true takes one ready item for you."
+)
+
+_PLAN = {"type": "string", "description": "Plan name (default: main)"}
+_WRITER = {"type": "string", "description": "Who writes (default: this MCP session)"}
+_STATUS = {"type": "string", "enum": list(STATUSES)}
+
+TOOLS: dict[str, dict[str, Any]] = {
+    "todowrite": {
+        "description": (
+            "Write your whole todo list; replaces your previous list (history is kept). Plan "
+            "multi-step work first; keep exactly one item in_progress; update as you go; mark "
+            "completed only when really done (evidence via plan_update). Also accepts Claude Code, "
+            "opencode, Gemini ({description,status}) and Codex ({plan:[{step,status}]}) shapes. "
+            "Returns your list and the ledger ids."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "todos": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "content": {"type": "string"},
+                            "status": _STATUS,
+                            "priority": {"type": "string", "enum": list(PRIORITIES)},
+                            "activeForm": {"type": "string"},
+                            "id": {"type": "string"},
+                        },
+                    },
+                },
+                "plan": {
+                    "type": ["string", "array"],
+                    "description": "Plan name; or Codex steps",
+                },
+                "explanation": {"type": "string"},
+                "writer": _WRITER,
+            },
+        },
+    },
+    "todoread": {
+        "description": (
+            "The plan, compact: counts, in progress, ready next, recently done; all=true lists "
+            "every item. Call at session start or after compaction and continue from it."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"all": {"type": "boolean"}, "plan": _PLAN, "writer": _WRITER},
+        },
+    },
+    "plan_next": {
+        "description": (
+            "Ready items (dependencies done) by priority. claim=true atomically marks one "
+            "in_progress for you; each item goes to exactly one caller. Finish it before claiming more."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "claim": {"type": "boolean"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                "plan": _PLAN,
+                "writer": _WRITER,
+            },
+        },
+    },
+    "plan_update": {
+        "description": (
+            "Change one item: status as you go; evidence when completed (what shows it is done); "
+            "notes; priority; content; depends_on/undepend (an item it waits for); parent."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "status": _STATUS,
+                "evidence": {"type": "string"},
+                "notes": {"type": "string"},
+                "priority": {"type": "string", "enum": list(PRIORITIES)},
+                "content": {"type": "string"},
+                "depends_on": {"type": "string"},
+                "undepend": {"type": "string"},
+                "parent": {"type": "string"},
+                "plan": _PLAN,
+                "writer": _WRITER,
+            },
+            "required": ["id"],
+        },
+    },
+}
+
+TOOL_ANNOTATIONS: dict[str, dict[str, bool]] = {
+    "todoread": {"readOnlyHint": True},
+}
+
+
+class ToolInputError(LedgerError):
+    """The tool's arguments are wrong; the message says which and how."""
+
+
+def tools_list_json() -> str:
+    """The `tools/list` entries as a client sees them (name, description, inputSchema)."""
+    return json.dumps(
+        [{"name": name} | spec for name, spec in TOOLS.items()], separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def footprint_tokens(text: str) -> int:
+    """The usual estimate: four characters a token."""
+    return (len(text) + 3) // 4
+
+
+# argument checks -------------------------------------------------------------
+
+
+def check_arguments(tool: str, args: Any) -> dict[str, Any]:
+    if args is None:
+        return {}
+    if not isinstance(args, dict):
+        raise ToolInputError(f"{tool} takes a JSON object of arguments, not {_kind(args)}")
+    known = TOOLS[tool]["inputSchema"]["properties"]
+    unknown = sorted(k for k in args if k not in known)
+    if unknown:
+        raise ToolInputError(f"{tool} has no argument {unknown[0]!r}; its arguments are {', '.join(known)}")
+    size = len(json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise ToolInputError(f"{tool} arguments are {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+    return args
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def text_arg(args: dict[str, Any], name: str, limit: int, *, required: bool = False) -> str | None:
+    value = args.get(name)
+    if value is None:
+        if required:
+            raise ToolInputError(f'"{name}" is required')
+        return None
+    if not isinstance(value, str):
+        raise ToolInputError(f'"{name}" must be a string, not {_kind(value)}')
+    if len(value) > limit:
+        raise ToolInputError(f'"{name}" is {len(value)} characters; the limit is {limit}')
+    if required and not value.strip():
+        raise ToolInputError(f'"{name}" must not be empty')
+    return value
+
+
+def bool_arg(args: dict[str, Any], name: str) -> bool:
+    value = args.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ToolInputError(f'"{name}" must be true or false, not {_kind(value)}')
+    return value
+
+
+def int_arg(args: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = args.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolInputError(f'"{name}" must be an integer, not {_kind(value)}')
+    if not low <= value <= high:
+        raise ToolInputError(f'"{name}" must be between {low} and {high}, not {value}')
+    return value
+
+
+def enum_arg(args: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str | None:
+    value = text_arg(args, name, 64)
+    if value is not None and value not in allowed:
+        raise ToolInputError(f'"{name}" must be one of {", ".join(allowed)}, not {value!r}')
+    return value
+
+
+def plan_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ToolInputError(f'"plan" must be a plan name (a string), not {_kind(value)}')
+    if not value.strip() or len(value) > MAX_PLAN_CHARS or any(ord(c) < 32 for c in value):
+        raise ToolInputError(f'"plan" must be a name of 1 to {MAX_PLAN_CHARS} printable characters')
+    return value
+
+
+# the tools -------------------------------------------------------------------
+
+
+def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
+    out = {"id": item["id"], "content": item["content"]}
+    for name in fields:
+        value = item.get(name)
+        if value not in (None, [], ""):
+            out[name] = value
+    return out
+
+
+class PlanTools:
+    """The four tools and two resources over one lazily opened `Ledger`.
+
+    The store's connection is not shared between threads at once, so every
+    call holds `lock`; the SDK runs these calls on worker threads.
+    """
+
+    def __init__(self, *, default_plan: str | None = None, cwd: Path | None = None) -> None:
+        self.default_plan = default_plan
+        self.cwd = cwd
+        self.lock = threading.Lock()
+        self._ledger: Any = None
+        self._writable = False
+
+    def plan_or_default(self, plan: str | None) -> str:
+        if plan:
+            return plan
+        if self.default_plan:
+            return self.default_plan
+        from todoledger.service import default_plan
+
+        return default_plan() or DEFAULT_PLAN
+
+    def ledger(self, *, write: bool) -> Any:
+        """The Ledger. Until its file exists, reads see an empty in-memory
+        ledger and create nothing; the first write creates the file."""
+        if self._ledger is not None and self._writable:
+            return self._ledger
+        from todoledger.service import Ledger
+        from todoledger.store.locate import ledger_path
+
+        path = ledger_path(self.cwd)
+        if write or path.exists():
+            if self._ledger is not None:
+                self._ledger.close()
+            self._ledger = Ledger(path, create=True)
+            self._writable = True
+        elif self._ledger is None:
+            self._ledger = Ledger(path, create=False)
+        return self._ledger
+
+    def close(self) -> None:
+        with self.lock:
+            if self._ledger is not None:
+                self._ledger.close()
+                self._ledger = None
+
+    def locked(self, fn: Callable[[], T]) -> T:
+        with self.lock:
+            return fn()
+
+    def _known(self, lg: Any, plan: str, explicit: bool) -> bool:
+        """Whether the plan exists. A plan named explicitly must exist; the
+        default plan reads as empty before its first write."""
+        names = [p["plan"] for p in lg.plans()]
+        if plan in names:
+            return True
+        if not explicit:
+            return False
+        known = ", ".join(repr(n) for n in names) if names else "none yet (todowrite creates one)"
+        raise LedgerError(f"no plan {plan!r} in the ledger; known plans: {known}")
+
+    # todowrite -------------------------------------------------------------
+    def todowrite(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+        args = check_arguments("todowrite", args)
+        raw_plan = args.get("plan")
+        todos = args.get("todos")
+        explanation = text_arg(args, "explanation", MAX_NOTES_CHARS)
+        if isinstance(raw_plan, list):
+            if todos is not None:
+                raise ToolInputError('give either "todos" or Codex steps in "plan", not both')
+            payload: dict[str, Any] = {"plan": raw_plan}
+            if explanation is not None:
+                payload["explanation"] = explanation
+            plan = None
+        else:
+            plan = plan_name(raw_plan)
+            if todos is None:
+                raise ToolInputError(
+                    '"todos" is required: the whole list, e.g. [{"content": "...", "status": "pending"}]'
+                )
+            if not isinstance(todos, list):
+                raise ToolInputError(f'"todos" must be an array of items, not {_kind(todos)}')
+            payload = {"todos": todos}
+        writer = self.writer_arg(args, writer)
+        name = self.plan_or_default(plan)
+        return self.locked(lambda: self._todowrite(payload, name, writer))
+
+    def _todowrite(self, payload: dict[str, Any], plan: str, writer: str) -> dict[str, Any]:
+        from todoledger.dialects import parse
+
+        parsed = parse(payload)
+        if not parsed.whole:
+            raise ToolInputError(f"{parsed.dialect} updates are patches, not a whole list; use plan_update")
+        lg = self.ledger(write=True)
+        result = lg.apply(parsed, plan=plan, writer=writer)
+        rows = {it["id"]: it for it in lg.show(plan)["items"]}
+        mine = [rows[i] for i in result.ids if i in rows]
+        shown = _render(parsed.dialect, mine)
+        # Codex's own shape uses "plan" for its steps; the plan's name then moves aside.
+        out: dict[str, Any] = {"plan_name" if "plan" in shown else "plan": plan, "revision": result.revision}
+        out |= shown
+        out["ids"] = result.ids
+        changes: dict[str, int] = {}
+        for ch in result.changes:
+            if ch["kind"] != "conflict":
+                changes[ch["kind"]] = changes.get(ch["kind"], 0) + 1
+        if changes:
+            out["changes"] = changes
+        conflicts = [
+            {"id": c["item"], "field": c["field"], "kept": c["kept"], "yours": c["rejected"]}
+            for c in result.changes
+            if c["kind"] == "conflict"
+        ]
+        if conflicts:
+            out["conflicts"] = conflicts
+        if result.warnings:
+            out["warnings"] = [w.line() for w in result.warnings]
+        doing = sum(1 for it in mine if it["status"] == "in_progress")
+        if doing > 1:
+            out["hint"] = f"{doing} items are in_progress; keep exactly one"
+        return out
+
+    # todoread --------------------------------------------------------------
+    def todoread(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+        args = check_arguments("todoread", args)
+        explicit = plan_name(args.get("plan"))
+        full = bool_arg(args, "all")
+        writer = self.writer_arg(args, writer)
+        plan = self.plan_or_default(explicit)
+        return self.locked(lambda: self._todoread(plan, explicit is not None, full, writer))
+
+    def _todoread(self, plan: str, explicit: bool, full: bool, writer: str) -> dict[str, Any]:
+        lg = self.ledger(write=False)
+        if not self._known(lg, plan, explicit):
+            return {
+                "plan": plan,
+                "revision": 0,
+                "counts": {},
+                "hint": "empty: write your plan with todowrite",
+            }
+        # A full read shows the writer every item: they join its base, so its
+        # next whole list may drop what it leaves out (as its own tool would).
+        view = lg.show(plan, writer=writer) if full and self._writable else lg.show(plan)
+        items: list[dict[str, Any]] = view["items"]
+        counts: dict[str, int] = {}
+        for it in items:
+            counts[it["status"]] = counts.get(it["status"], 0) + 1
+        out: dict[str, Any] = {"plan": plan, "revision": view["revision"], "counts": counts}
+        doing = [_compact(it, "updated_by") for it in items if it["status"] == "in_progress"]
+        if doing:
+            out["in_progress"] = doing
+        ready = sorted(
+            (it for it in items if it["ready"]),
+            key=lambda it: ({"high": 0, "medium": 1, "low": 2}.get(it["priority"], 1), it["position"]),
+        )
+        if ready:
+            out["ready"] = [_compact(it, "priority") for it in ready[:SHOWN]]
+        blocked = sum(1 for it in items if it["blocked"] and it["status"] == "pending")
+        if blocked:
+            out["blocked"] = blocked
+        done = sorted(
+            (it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True
+        )
+        if done:
+            out["recent"] = [_compact(it, "evidence") for it in done[:SHOWN]]
+        if full:
+            out["items"] = [
+                _compact(it, "status", "priority", "parent", "depends_on", "evidence", "reason", "notes")
+                for it in items
+            ]
+        return out
+
+    # plan_next -------------------------------------------------------------
+    def plan_next(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+        args = check_arguments("plan_next", args)
+        explicit = plan_name(args.get("plan"))
+        claim = bool_arg(args, "claim")
+        limit = int_arg(args, "limit", SHOWN, 1, MAX_LIMIT)
+        writer = self.writer_arg(args, writer)
+        plan = self.plan_or_default(explicit)
+        return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer))
+
+    def _plan_next(self, plan: str, explicit: bool, claim: bool, limit: int, writer: str) -> dict[str, Any]:
+        known = self._known(self.ledger(write=False), plan, explicit)
+        lg = self.ledger(write=claim and known)
+        if not claim:
+            rows = lg.next(plan, limit=limit) if known else []
+            return {"plan": plan, "ready": [_compact(it, "priority") for it in rows]}
+        got = lg.next(plan, claim=True, writer=writer) if known else []
+        if not got:
+            return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
+        item = got[0]
+        out: dict[str, Any] = {"plan": plan, "claimed": _compact(item, "priority", "notes")}
+        others = [
+            it["id"]
+            for it in lg.show(plan)["items"]
+            if it["status"] == "in_progress" and it["updated_by"] == writer and it["id"] != item["id"]
+        ]
+        if others:
+            out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
+        return out
+
+    # plan_update -----------------------------------------------------------
+    def plan_update(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+        args = check_arguments("plan_update", args)
+        explicit = plan_name(args.get("plan"))
+        ref = text_arg(args, "id", 64, required=True)
+        fields: dict[str, Any] = {
+            "status": enum_arg(args, "status", STATUSES),
+            "priority": enum_arg(args, "priority", PRIORITIES),
+            "content": text_arg(args, "content", MAX_CONTENT_CHARS),
+            "evidence": text_arg(args, "evidence", MAX_NOTES_CHARS),
+            "notes": text_arg(args, "notes", MAX_NOTES_CHARS),
+            "parent": text_arg(args, "parent", 64),
+            "add_blocker": text_arg(args, "depends_on", 64),
+            "remove_blocker": text_arg(args, "undepend", 64),
+        }
+        if fields["content"] is not None and not fields["content"].strip():
+            raise ToolInputError('"content" must not be empty')
+        if all(v is None for v in fields.values()):
+            raise ToolInputError(
+                "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend or parent"
+            )
+        writer = self.writer_arg(args, writer)
+        plan = self.plan_or_default(explicit)
+        assert ref is not None
+        return self.locked(lambda: self._plan_update(plan, explicit is not None, ref, fields, writer))
+
+    def _plan_update(
+        self, plan: str, explicit: bool, ref: str, fields: dict[str, Any], writer: str
+    ) -> dict[str, Any]:
+        if not self._known(self.ledger(write=False), plan, explicit):
+            raise LedgerError(f"no item {ref!r}: plan {plan!r} is empty (write it with todowrite)")
+        lg = self.ledger(write=True)
+        status = fields["status"]
+        kind = {"completed": "done", "in_progress": "start", "cancelled": "cancel"}.get(
+            status or "", "update"
+        )
+        if status == "cancelled":
+            fields["reason"] = fields["notes"] or "cancelled"
+        item = lg.update(
+            ref, plan=plan, writer=writer, kind=kind, **{k: v for k, v in fields.items() if v is not None}
+        )
+        out: dict[str, Any] = {
+            "plan": plan,
+            "item": _compact(item, "status", "priority", "parent", "depends_on", "evidence", "notes"),
+        }
+        if status == "completed" and not item.get("evidence"):
+            out["hint"] = "add evidence: what shows it is done"
+        elif status == "in_progress":
+            others = [
+                it["id"]
+                for it in lg.show(plan)["items"]
+                if it["status"] == "in_progress" and it["updated_by"] == writer and it["id"] != item["id"]
+            ]
+            if others:
+                out["hint"] = f"you also have {', '.join(others[:5])} in_progress; keep exactly one"
+        return out
+
+    # resources -------------------------------------------------------------
+    def plan_markdown(self, name: str) -> str:
+        plan = plan_name(name)
+        assert plan is not None
+        return self.locked(lambda: self._plan_markdown(plan))
+
+    def _plan_markdown(self, plan: str) -> str:
+        lg = self.ledger(write=False)
+        self._known(lg, plan, True)
+        return render_markdown(lg.show(plan))
+
+    def prime(self) -> str:
+        plan = self.plan_or_default(None)
+        return self.locked(lambda: str(self.ledger(write=False).prime(plan)))
+
+    # identity --------------------------------------------------------------
+    @staticmethod
+    def writer_arg(args: dict[str, Any], session_writer: str) -> str:
+        given = text_arg(args, "writer", MAX_WRITER_CHARS)
+        if given is not None and not given.strip():
+            raise ToolInputError('"writer" must not be empty')
+        return given or session_writer
+
+
+def _render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The list as the agent's own tool shows it."""
+    from todoledger.dialects import render
+
+    try:
+        return render(dialect, items)
+    except LedgerError:  # a dialect without a renderer: the common shape
+        return {"todos": [{"content": it["content"], "status": it["status"]} for it in items]}
+
+
+_MARKS = {"pending": " ", "in_progress": "~", "completed": "x", "cancelled": "-"}
+
+
+def render_markdown(view: dict[str, Any]) -> str:
+    """The plan as a Markdown checklist: phases nest their items."""
+    items: list[dict[str, Any]] = view["items"]
+    lines = [f"# Plan {view['plan']} (revision {view['revision']})", ""]
+    if not items:
+        return "\n".join([*lines, "_empty_", ""])
+    ids = {it["id"] for it in items}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for it in items:
+        parent = it["parent"] if it["parent"] in ids else None
+        children.setdefault(parent, []).append(it)
+
+    def emit(parent: str | None, depth: int) -> None:
+        for it in children.get(parent, []):
+            extra = []
+            if it["priority"] != "medium":
+                extra.append(it["priority"])
+            if it["status"] == "in_progress":
+                extra.append(f"in progress, {it['updated_by']}" if it["updated_by"] else "in progress")
+            if it["depends_on"]:
+                extra.append("waits for " + ", ".join(it["depends_on"]))
+            tail = f" ({'; '.join(extra)})" if extra else ""
+            lines.append(
+                f"{'  ' * depth}- [{_MARKS.get(it['status'], ' ')}] {it['content']} `{it['id']}`{tail}"
+            )
+            for label in ("evidence", "reason", "notes"):
+                if it.get(label):
+                    lines.append(f"{'  ' * (depth + 1)}{label}: {it[label]}")
+            if depth < 32:
+                emit(it["id"], depth + 1)
+
+    emit(None, 0)
+    return "\n".join(lines) + "\n"

@@ -162,6 +162,7 @@ def build_scale_plan(db: Path, items: int, events: int) -> None:
                         w.set(item_id, "status", status if f == 0 else flips[(f + 1) % 2], flips[f % 2])
                     if per_item % 2:
                         w.set(item_id, "status", flips[(per_item - 1) % 2], status)
+                w.flush()
 
 
 def bench_scale(items: int, events: int, work: Path, runs: int) -> None:

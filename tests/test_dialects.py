@@ -229,7 +229,10 @@ def test_missing_fields_and_wrong_types() -> None:
         'error: todos[3].content: "content" must be a string, not a number',
         'error: todos[3].status: "status" must be a string, not a number',
     ]
-    assert str(e.value) == 'rejected: todos[1].content: "content" is missing (and 3 more: `todoledger lint` lists them)'
+    assert (
+        str(e.value)
+        == 'rejected: todos[1].content: "content" is missing (and 3 more: `todoledger lint` lists them)'
+    )
 
 
 def test_explicit_dialect_with_wrong_shape() -> None:

@@ -86,15 +86,19 @@ def test_state_always_equals_replay_and_undo_restores(
         for todos, writer in zip(lists, writers, strict=False):
             if not todos:
                 continue
-            before = [(i["id"], i["content"], i["status"], i["priority"]) for i in lg.show()["items"]]
+            before = [
+                (i["id"], i["content"], i["status"], i["priority"], i["reason"]) for i in lg.show()["items"]
+            ]
             lg.write({"todos": todos}, writer=writer)
-            if [(i["id"], i["content"], i["status"], i["priority"]) for i in lg.show()["items"]] != before:
+            if [
+                (i["id"], i["content"], i["status"], i["priority"], i["reason"]) for i in lg.show()["items"]
+            ] != before:
                 snapshots.append(before)
             assert lg.check() == []
         for snapshot in reversed(snapshots):
             lg.undo()
             assert sorted(
-                (i["id"], i["content"], i["status"], i["priority"]) for i in lg.show()["items"]
+                (i["id"], i["content"], i["status"], i["priority"], i["reason"]) for i in lg.show()["items"]
             ) == sorted(snapshot)
             assert lg.check() == []
 

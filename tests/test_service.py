@@ -159,13 +159,35 @@ def test_ids_match_across_rewording(lg: Ledger) -> None:
     lg.write(
         {
             "todos": [
-                {"id": "1", "content": "Kill every server process", "status": "completed", "priority": "high"}
+                {"id": "1", "content": "Kill all the servers", "status": "completed", "priority": "high"}
             ]
         },
         writer="a",
     )
     (item,) = lg.show()["items"]
-    assert (item["content"], item["status"]) == ("Kill every server process", "completed")
+    assert (item["content"], item["status"]) == ("Kill all the servers", "completed")
+
+
+def test_an_id_reused_for_other_work_is_a_new_item(lg: Ledger) -> None:
+    # Claude Code 1.0 numbers every new list from "1": the id alone proves nothing.
+    first = {
+        "todos": [
+            {"id": "1", "content": "Set up the music generator", "status": "completed", "priority": "high"}
+        ]
+    }
+    second = {
+        "todos": [
+            {"id": "1", "content": "Write unit tests for the parser", "status": "pending", "priority": "high"}
+        ]
+    }
+    lg.write(first, writer="claude")
+    lg.write(second, writer="claude")
+    items = by_content(lg)
+    assert items["Set up the music generator"]["status"] == "completed"
+    assert items["Write unit tests for the parser"]["status"] == "pending"
+    second["todos"][0]["status"] = "in_progress"
+    lg.write(second, writer="claude")
+    assert by_content(lg)["Write unit tests for the parser"]["status"] == "in_progress"
 
 
 def test_reorder_is_recorded_and_order_follows_writer(lg: Ledger) -> None:

@@ -14,9 +14,10 @@ import getpass
 import json
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from todoledger.core import graph
-from todoledger.core.diff import MergeInput, Seen, merge
+from todoledger.core.diff import Merge, MergeInput, Seen, merge
 from todoledger.core.ids import new_id
 from todoledger.core.model import (
     ANNOTATIONS,
@@ -101,6 +102,7 @@ class Ledger:
             store = SQLiteStore(target, create=create)
         self.store = store
         self.repo = Repo(store)
+        self._writes: list[Writes] | None = None
 
     @property
     def location(self) -> str:
@@ -133,7 +135,7 @@ class Ledger:
         join its base: it has now seen them."""
         plan = plan or default_plan()
         if writer is not None:
-            with self.store.write():
+            with self._transaction():
                 items = self.repo.items(plan)
                 if items:
                     self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items}, replace=False)
@@ -165,7 +167,7 @@ class Ledger:
         if not claim:
             with self.store.read():
                 return [i.as_dict() | {"ready": True} for i in self._ready(plan, limit)]
-        with self.store.write():
+        with self._transaction():
             ready = self._ready(plan, 1)
             if not ready:
                 return []
@@ -282,20 +284,28 @@ class Ledger:
         writer = writer or default_writer()
         at = at or now()
         warnings = [f for f in parsed.findings if f.level == "warning"]
-        with self.store.write():
+        with self._transaction():
             if source_key and self.repo.has_source(source_key):
                 return WriteResult(plan, parsed.dialect, self.repo.revision(plan), [], skipped=True)
             base = self.repo.base(plan, writer)
-            aliases = self.repo.aliases(plan, writer)
+            linked = any(e.ext_id or e.blocked_by or e.blocks for e in parsed.items)
+            aliases = self.repo.aliases(plan, writer) if linked else {}
             wanted = set(base)
             for entry in parsed.items:
                 if entry.ext_id:
                     wanted.add(entry.ext_id)
                     if entry.ext_id in aliases:
                         wanted.add(aliases[entry.ext_id])
-            contents = [e.content for e in parsed.items if e.content]
-            wanted.update(self.repo.ids_by_content(plan, contents))
-            known = {i: it for i, it in self.repo.items_by_id(sorted(wanted)).items() if it.plan == plan}
+            # Only text the writer has not seen needs a lookup across the plan.
+            seen_text = {s.content for s in base.values()}
+            contents = [e.content for e in parsed.items if e.content and e.content not in seen_text]
+            if contents:
+                wanted.update(self.repo.ids_by_content(plan, contents))
+            known = {
+                i: it
+                for i, it in self.repo.items_by_id(sorted(wanted), deps=False).items()
+                if it.plan == plan
+            }
             self._check_patch_targets(parsed, known, aliases)
             result = merge(
                 MergeInput(
@@ -306,56 +316,43 @@ class Ledger:
                     base={k: v for k, v in base.items() if k in known},
                     aliases=aliases,
                     whole=parsed.whole,
-                    tail_position=self.repo.tail_position(plan),
+                    tail=lambda: self.repo.tail_position(plan),
                     new_id=lambda: self._fresh_id(known),
                 )
             )
-            changes: list[dict[str, Any]] = []
+            changes = _changes(result, writer)
             w = self._op(
                 plan,
                 writer,
                 at,
                 "write",
                 dialect=parsed.dialect,
+                summary=_summary(changes) if changes else None,
                 warnings=[f.as_dict() for f in warnings],
                 source_key=source_key,
             )
             for create in result.creates:
                 create.item.plan = plan
                 w.create(create.item)
-                changes.append({"kind": "added", "item": create.item.id, "content": create.item.content})
             for s in result.sets:
                 w.set(s.item, s.field, s.old, s.new)
-                changes.append(_describe(s.item, s.field, s.old, s.new, writer))
             for c in result.conflicts:
                 detail = {"field": c.field, "kept": c.kept, "rejected": c.rejected, "winner": c.winner}
-                if not self._repeat_conflict(plan, c.item, writer, detail):
+                if not self._repeat_conflict(c.item, writer, detail):
                     w.annotate(c.item, "conflict", None, detail)
-                changes.append({"kind": "conflict", "item": c.item} | detail)
             for item_id in result.dropped:
                 w.annotate(item_id, "dropped", None, writer)
-                if not any(ch["kind"] == "dropped" and ch["item"] == item_id for ch in changes):
-                    changes.append({"kind": "dropped", "item": item_id})
             self._apply_links(w, parsed, result.matches, known, aliases | result.aliases)
             new_base = dict(result.base)
             for create in result.creates:
                 new_base[create.item.id] = Seen.of(create.item)
-            if parsed.whole:
-                self.repo.save_base(plan, writer, new_base, replace=True)
-            else:
-                self.repo.save_base(plan, writer, new_base, replace=False)
-            for created in result.creates:
-                entry = parsed.items[created.index]
-                if entry.ext_id and entry.ext_id != created.item.id:
-                    result.aliases[entry.ext_id] = created.item.id
-            self.repo.save_aliases(plan, writer, result.aliases)
-            revision = (
-                self.repo.touch_plan(plan, at)
-                if w.count or not self.repo.plan_exists(plan)
-                else self.repo.revision(plan)
-            )
-            if changes:
-                self.repo.db.execute("UPDATE ops SET summary = ? WHERE op = ?", (_summary(changes), w.op))
+                entry = parsed.items[create.index]
+                if entry.ext_id and entry.ext_id != create.item.id:
+                    result.aliases[entry.ext_id] = create.item.id
+            self._save_base(plan, writer, base, new_base, whole=parsed.whole)
+            if result.aliases:
+                self.repo.save_aliases(plan, writer, result.aliases)
+            revision = self.repo.touch_plan(plan, at) if w.count else self.repo.ensure_plan(plan, at)
         return WriteResult(plan, parsed.dialect, revision, result.matches, changes, warnings)
 
     def _check_patch_targets(
@@ -401,7 +398,19 @@ class Ledger:
         if blocker not in current:
             w.set(item_id, "depends_on", sorted(current), sorted([*current, blocker]))
 
-    def _repeat_conflict(self, plan: str, item: str, writer: str, detail: dict[str, Any]) -> bool:
+    def _save_base(
+        self, plan: str, writer: str, old: dict[str, Seen], new: dict[str, Seen], *, whole: bool
+    ) -> None:
+        """Store only what changed in the writer's view: most writes flip one status."""
+        changed = {k: v for k, v in new.items() if old.get(k) != v}
+        if changed:
+            self.repo.save_base(plan, writer, changed, replace=False)
+        if whole:
+            gone = [k for k in old if k not in new]
+            if gone:
+                self.repo.forget_base(plan, writer, gone)
+
+    def _repeat_conflict(self, item: str, writer: str, detail: dict[str, Any]) -> bool:
         rows = self.repo.db.query(
             "SELECT field, new, writer FROM events WHERE item = ? ORDER BY seq DESC LIMIT 1", (item,)
         )
@@ -415,9 +424,27 @@ class Ledger:
             if candidate not in taken and self.repo.item(candidate) is None:
                 return candidate
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A write transaction whose buffered events are inserted before it commits."""
+        with self.store.write():
+            if self._writes is not None:
+                yield
+                return
+            self._writes = []
+            try:
+                yield
+                for w in self._writes:
+                    w.flush()
+            finally:
+                self._writes = None
+
     def _op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
+        assert self._writes is not None, "changes happen inside _transaction()"
         op = self.repo.new_op(plan, writer, at, kind, **extra)
-        return Writes(self.repo, plan, writer, at, op)
+        w = Writes(self.repo, plan, writer, at, op)
+        self._writes.append(w)
+        return w
 
     # single-item commands --------------------------------------------------
     def _require(self, plan: str, ref: str) -> Item:
@@ -449,7 +476,7 @@ class Ledger:
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = at or now()
-        with self.store.write():
+        with self._transaction():
             item = self._require(plan, ref)
             w = self._op(plan, writer, at, kind, summary=f"{kind} {item.id}")
             self._update_item(w, plan, item, fields)
@@ -528,7 +555,7 @@ class Ledger:
         content = _validate("content", content)
         priority = _validate("priority", priority or DEFAULT_PRIORITY)
         status = _validate("status", status)
-        with self.store.write():
+        with self._transaction():
             parent_id = self._require(plan, parent).id if parent else None
             blockers = sorted({self._require(plan, d).id for d in depends_on})
             position = self._position_after(plan, after, parent_id)
@@ -574,7 +601,7 @@ class Ledger:
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = now()
-        with self.store.write():
+        with self._transaction():
             items = self.repo.items(plan)
             w = self._op(plan, writer, at, "clear", summary=f"cleared {len(items)} items")
             for item in items:
@@ -591,7 +618,7 @@ class Ledger:
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = now()
-        with self.store.write():
+        with self._transaction():
             last = self.repo.last_undoable(plan)
             if last is None:
                 raise LedgerError(f"nothing to undo in plan {plan!r}")
@@ -670,7 +697,7 @@ class Ledger:
             records.append(record)
         at = now()
         added = changed = 0
-        with self.store.write():
+        with self._transaction():
             w = self._op(plan, writer, at, "import", summary=f"import {len(records)} items")
             existing = self.repo.items_by_id([r["id"] for r in records])
             for r in records:
@@ -748,6 +775,26 @@ def _describe(item: str, name: str, old: Any, new: Any, writer: str) -> dict[str
         return {"kind": "status", "item": item, "old": old, "new": new}
     kind = {"content": "reworded", "position": "reordered", "priority": "priority"}.get(name, name)
     return {"kind": kind, "item": item, "old": old, "new": new}
+
+
+def _changes(result: Merge, writer: str) -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = [
+        {"kind": "added", "item": c.item.id, "content": c.item.content} for c in result.creates
+    ]
+    changes += [_describe(s.item, s.field, s.old, s.new, writer) for s in result.sets]
+    for c in result.conflicts:
+        changes.append(
+            {
+                "kind": "conflict",
+                "item": c.item,
+                "field": c.field,
+                "kept": c.kept,
+                "rejected": c.rejected,
+                "winner": c.winner,
+            }
+        )
+    changes += [{"kind": "dropped", "item": item_id} for item_id in result.dropped]
+    return changes
 
 
 def _summary(changes: list[dict[str, Any]]) -> str:

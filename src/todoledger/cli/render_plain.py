@@ -60,9 +60,10 @@ def plan(view: dict[str, Any], location: str | None = None) -> None:
 
 
 def plans(rows: list[dict[str, Any]]) -> None:
-    lines = [f"{'plan':<30} {'items':>6} {'open':>6} {'revision':>8}  updated"]
+    width = max([4, *(len(clean(r["plan"])) for r in rows)])
+    lines = [f"{'plan':<{width}} {'items':>6} {'open':>6} {'revision':>8}  updated"]
     lines += [
-        f"{clean(r['plan']):<30} {r['items']:>6} {r['open']:>6} {r['revision']:>8}  {r['updated_at']}"
+        f"{clean(r['plan']):<{width}} {r['items']:>6} {r['open']:>6} {r['revision']:>8}  {r['updated_at']}"
         for r in rows
     ]
     _write(lines)

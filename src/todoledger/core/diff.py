@@ -28,7 +28,6 @@ MERGED_FIELDS = ("content", "status", "priority", "active_form")
 REWORD_THRESHOLD = 0.72
 STATUS_RANK = {"pending": 0, "in_progress": 1, "completed": 2, "cancelled": 2}
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -89,17 +88,34 @@ class Merge:
 
 
 def normalise(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().casefold()
+    return " ".join(text.split()).casefold()
 
 
-def is_rewording(a: str, b: str) -> bool:
+def rewording_score(a: str, b: str) -> float:
+    """Similarity of two texts in [0, 1]; 0 when their numbers differ, since
+    "Benchmark 10 tokens" and "Benchmark 5 tokens" are different work."""
     from difflib import SequenceMatcher  # only fuzzy matching needs it; keep it off the hook path
 
     na, nb = normalise(a), normalise(b)
     if _NUMBER.findall(na) != _NUMBER.findall(nb):
-        return False
+        return 0.0
+    # A rewording keeps most of its words; unrelated lists rarely share half.
+    wa, wb = set(na.split()), set(nb.split())
+    if len(wa & wb) * 2 < min(len(wa), len(wb)):
+        return 0.0
     matcher = SequenceMatcher(None, na, nb, autojunk=False)
-    return matcher.quick_ratio() >= REWORD_THRESHOLD and matcher.ratio() >= REWORD_THRESHOLD
+    # The cheap upper bounds reject most pairs before the quadratic ratio().
+    if matcher.real_quick_ratio() < REWORD_THRESHOLD or matcher.quick_ratio() < REWORD_THRESHOLD:
+        return 0.0
+    return matcher.ratio()
+
+
+def is_rewording(a: str, b: str) -> bool:
+    return rewording_score(a, b) >= REWORD_THRESHOLD
+
+
+def _same_work(a: str, b: str) -> bool:
+    return normalise(a) == normalise(b) or is_rewording(a, b)
 
 
 @dataclass
@@ -111,7 +127,7 @@ class MergeInput:
     base: dict[str, Seen]  # the writer's base (ids within `known` or gone)
     aliases: dict[str, str]  # writer's ext id -> ledger id
     whole: bool = True
-    tail_position: float = 0.0  # largest position in the plan
+    tail: Callable[[], float] = lambda: 0.0  # largest position in the plan (a query: asked only when needed)
     new_id: Callable[[], str] = lambda: ""
 
 
@@ -153,6 +169,8 @@ def _match(inp: MergeInput) -> list[str | None]:
             continue
         target = ext if ext in inp.known and ext not in inp.aliases else inp.aliases.get(ext)
         if target and target in inp.known and target not in used:
+            if inp.whole and entry.content and not _same_work(entry.content, inp.known[target].content):
+                continue  # an id reused for other work: Claude Code 1.0 numbers each new list from "1"
             claim(i, target)
     # Exact content: the writer's own items first, then others' open items,
     # then others' finished ones (a new session re-listing finished work).
@@ -174,17 +192,13 @@ def _match(inp: MergeInput) -> list[str | None]:
     spare = [b for b in inp.base if b not in used and b in inp.known]
     pending = [i for i, e in enumerate(inp.incoming) if found[i] is None and e.content and not e.ext_id]
     if spare and pending:
-        from difflib import SequenceMatcher
-
         scored: list[tuple[float, int, int, str]] = []
         for i in pending:
             text = inp.incoming[i].content or ""
             for rank, item_id in enumerate(spare):
-                if is_rewording(text, inp.known[item_id].content):
-                    ratio = SequenceMatcher(
-                        None, normalise(text), normalise(inp.known[item_id].content)
-                    ).ratio()
-                    scored.append((-ratio, abs(rank - i), i, item_id))
+                score = rewording_score(text, inp.known[item_id].content)
+                if score >= REWORD_THRESHOLD:
+                    scored.append((-score, abs(rank - i), i, item_id))
         for _, _, i, item_id in sorted(scored):
             if found[i] is None and item_id not in used:
                 claim(i, item_id)
@@ -217,44 +231,46 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
         "priority": entry.priority,
         "active_form": entry.active_form,
     }
-    after: dict[str, Any] = {}
+    believed: dict[str, Any] = {}  # what the writer now thinks: its next base
+    status = item.status  # what the ledger will hold
     for name in MERGED_FIELDS:
         new = incoming[name]
         cur = getattr(item, name)
-        after[name] = cur
+        believed[name] = cur
         if new is None or new == cur:
             continue
         old = seen.get(name) if seen else None
+        apply = False
         if seen is None and name == "status" and STATUS_RANK[new] <= STATUS_RANK[cur]:
             # First sight of someone else's item: the writer may move it on,
             # but its unaware list must not move it back.
             out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
-            after[name] = new
+            believed[name] = new
         elif seen is None or old == cur:
-            out.sets.append(SetField(item.id, name, cur, new))
-            after[name] = new
+            apply = True
         elif new == old:
             # A stale echo: the writer repeats what it saw; the newer change stays.
             out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
-            after[name] = old  # the writer still believes its old value
+            believed[name] = old
         else:
             out.conflicts.append(Conflict(item.id, name, new, cur, "writer"))
+            apply = True
+        if apply:
             out.sets.append(SetField(item.id, name, cur, new))
-            after[name] = new
-    for name, value in (("notes", entry.notes),):
-        if value is not None and value != getattr(item, name):
-            out.sets.append(SetField(item.id, name, getattr(item, name), value))
-    status_after = after["status"]
-    if (
-        entry.status == "cancelled"
-        and entry.reason
-        and status_after == "cancelled"
-        and item.reason != entry.reason
-    ):
+            believed[name] = new
+            if name == "status":
+                status = new
+    if entry.notes is not None and entry.notes != item.notes:
+        out.sets.append(SetField(item.id, "notes", item.notes, entry.notes))
+    if status == "cancelled" and entry.status == "cancelled" and entry.reason and item.reason != entry.reason:
         out.sets.append(SetField(item.id, "reason", item.reason, entry.reason))
-    elif item.reason and status_after in OPEN_STATUSES and item.status == "cancelled":
-        out.sets.append(SetField(item.id, "reason", item.reason, None))
-    out.base[item.id] = Seen(after["content"], after["status"], after["priority"], after["active_form"])
+    elif item.reason and status in OPEN_STATUSES and item.status == "cancelled":
+        out.sets.append(
+            SetField(item.id, "reason", item.reason, None)
+        )  # reopened: the old reason no longer holds
+    out.base[item.id] = Seen(
+        believed["content"], believed["status"], believed["priority"], believed["active_form"]
+    )
 
 
 def _drop(inp: MergeInput, out: Merge, item: Item) -> None:
@@ -282,7 +298,7 @@ def _positions(inp: MergeInput, out: Merge) -> None:
                 out.reordered.append(item_id)
     moved = {s.item: s.new for s in out.sets if s.field == "position"}
     pos_of = {i: moved.get(i, inp.known[i].position) for i in existing}
-    tail = inp.tail_position
+    tail: float | None = None
     ids = out.matches
     for index, item_id in enumerate(ids):
         if item_id not in created:
@@ -297,6 +313,8 @@ def _positions(inp: MergeInput, out: Merge) -> None:
             None,
         )
         if hi is None:
+            if tail is None:
+                tail = inp.tail()
             tail = max(tail, lo if lo is not None else tail) + 1.0
             position = tail
         elif lo is None:

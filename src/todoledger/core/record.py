@@ -51,11 +51,17 @@ else:
         cls.__init__ = scope["__init__"]
         cls.__match_args__ = tuple(names)
 
-        def values(self):
-            return tuple(getattr(self, n) for n in names)
-
-        def __eq__(self, other):
-            return values(self) == values(other) if other.__class__ is self.__class__ else NotImplemented
+        own = "(" + "".join(f"self.{n}, " for n in names) + ")"
+        theirs = "(" + "".join(f"other.{n}, " for n in names) + ")"
+        exec(
+            "def __eq__(self, other):\n"
+            "    if other.__class__ is not self.__class__:\n"
+            "        return NotImplemented\n"
+            f"    return {own} == {theirs}\n"
+            f"def _values(self):\n    return {own}\n",
+            scope,
+        )
+        __eq__, values = scope["__eq__"], scope["_values"]
 
         def __repr__(self):
             inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)

@@ -17,6 +17,9 @@ class Store(Protocol):
     def write(self) -> AbstractContextManager[None]:
         """A serialised write transaction: all or nothing."""
 
+    def bulk(self) -> AbstractContextManager[None]:
+        """Many writes in a row: durability may be relaxed, integrity never."""
+
     def read(self) -> AbstractContextManager[None]:
         """A consistent snapshot for several queries."""
 

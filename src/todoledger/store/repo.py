@@ -79,12 +79,22 @@ class Repo:
         return bool(self.db.query("SELECT 1 FROM plans WHERE name = ?", (plan,)))
 
     def touch_plan(self, plan: str, at: str) -> int:
-        if not self.plan_exists(plan):
-            self.db.execute(
-                "INSERT INTO plans (name, revision, created_at, updated_at) VALUES (?, 0, ?, ?)",
-                (plan, at, at),
-            )
-        self.db.execute("UPDATE plans SET revision = revision + 1, updated_at = ? WHERE name = ?", (at, plan))
+        """Count one more change of the plan; returns the new revision."""
+        rows = self.db.query(
+            "INSERT INTO plans (name, revision, created_at, updated_at) VALUES (?, 1, ?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET revision = plans.revision + 1, updated_at = excluded.updated_at"
+            " RETURNING revision",
+            (plan, at, at),
+        )
+        return int(rows[0][0])
+
+    def ensure_plan(self, plan: str, at: str) -> int:
+        """The plan's revision, creating the plan (revision 0) if it is new."""
+        self.db.execute(
+            "INSERT INTO plans (name, revision, created_at, updated_at) VALUES (?, 0, ?, ?)"
+            " ON CONFLICT (name) DO NOTHING",
+            (plan, at, at),
+        )
         return self.revision(plan)
 
     # items -----------------------------------------------------------------
@@ -104,12 +114,14 @@ class Repo:
             it.depends_on = deps.get(it.id, [])
         return items
 
-    def items_by_id(self, ids: Sequence[str]) -> dict[str, Item]:
+    def items_by_id(self, ids: Sequence[str], *, deps: bool = True) -> dict[str, Item]:
         found: dict[str, Item] = {}
         for chunk in _chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
             for row in self.db.query(f"SELECT {ITEM_COLUMNS} FROM items WHERE id IN ({marks})", chunk):
                 found[row[0]] = _item(row)
+            if not deps:
+                continue
             for item, blocker in self.db.query(
                 f"SELECT item, blocker FROM deps WHERE item IN ({marks}) ORDER BY blocker", chunk
             ):
@@ -269,19 +281,39 @@ class Repo:
 
 
 class Writes:
-    """One operation: every state change here is paired with its event."""
+    """One operation: every state change here is paired with its event.
+
+    Events are buffered and inserted in one statement when the block ends
+    (`with repo_writes as w:`), inside the caller's transaction; an
+    exception discards them together with the rolled-back state.
+    """
 
     def __init__(self, repo: Repo, plan: str, writer: str, at: str, op: int) -> None:
         self.repo, self.db = repo, repo.db
         self.plan, self.writer, self.at, self.op = plan, writer, at, op
         self.count = 0
+        self.pending: list[tuple[Any, ...]] = []
+
+    def __enter__(self) -> Writes:
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if kind is None:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.db.executemany(
+                "INSERT INTO events (op, plan, item, field, old, new, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                self.pending,
+            )
+            self.pending = []
 
     def _event(self, item: str | None, name: str, old: Any, new: Any) -> int:
         self.count += 1
-        return self.db.execute(
-            "INSERT INTO events (op, plan, item, field, old, new, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.op, self.plan, item, name, encode(old), encode(new), self.writer, self.at),
-        )
+        self.pending.append((self.op, self.plan, item, name, encode(old), encode(new), self.writer, self.at))
+        # Orders items created in the same instant: ops only grow, and so does the count within one.
+        return self.op * 1_000_000 + self.count
 
     def annotate(self, item: str | None, name: str, old: Any, new: Any) -> None:
         self._event(item, name, old, new)
@@ -313,7 +345,8 @@ class Writes:
                 seq,
             ),
         )
-        self._set_deps(item.id, item.depends_on)
+        if item.depends_on:
+            self._set_deps(item.id, item.depends_on)
 
     def set(self, item_id: str, name: str, old: Any, new: Any) -> None:
         if old == new:

@@ -102,6 +102,20 @@ class SQLiteStore:
             self._depth = 0
 
     @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Many writes in a row (an import): commits skip the fsync, which WAL
+        still makes safe against a crashed process; a power cut may lose the
+        last commits, never corrupt the file. Re-running an import restores them."""
+        if self.location == ":memory:":
+            yield
+            return
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            yield
+        finally:
+            self.conn.execute("PRAGMA synchronous=FULL")
+
+    @contextmanager
     def read(self) -> Iterator[None]:
         if self._depth:
             yield

@@ -1,0 +1,130 @@
+"""`todoledger ingest | report | stats`: transcripts into the ledger, and their story.
+
+Imported lazily by the CLI group; plotly is loaded only for `--format html`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from todoledger.core.model import LedgerError
+
+# A progress bar only pays off when there are this many files, and only on a terminal.
+PROGRESS_MIN_FILES = 20
+
+
+def _emit(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _skipped_line(counts: dict[str, int]) -> str:
+    return "skipped: " + ", ".join(f"{n} {what}" for what, n in counts.items())
+
+
+def _run_ingest(lg: Any, paths: tuple[str, ...]) -> Any:
+    from todoledger.ingest.calls import Skipped
+    from todoledger.ingest.importer import ingest as run
+    from todoledger.ingest.sources import discover
+
+    skipped = Skipped()
+    sources = list(discover(list(paths), skipped))
+    if len(sources) < PROGRESS_MIN_FILES or not sys.stderr.isatty():
+        return run(lg, paths, sources=sources, skipped=skipped)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=None, transient=True) as bar:
+        task = bar.add_task("ingest", total=len(sources))
+        return run(lg, paths, sources=sources, skipped=skipped, progress=lambda _s, _n: bar.advance(task))
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document: a list of imported sessions.")
+def ingest(paths: tuple[str, ...], as_json: bool) -> None:
+    """Import agents' transcripts (Claude Code, Codex, opencode, Gemini); '-' reads stdin.
+
+    Each session becomes a plan named <project>/<session>. Importing the same
+    files again changes nothing.
+    """
+    from todoledger.service import Ledger
+
+    with Ledger() as lg:
+        result = _run_ingest(lg, paths)
+    rows = [s.as_dict() for s in result.sessions]
+    if result.skipped.counts:
+        click.echo(_skipped_line(result.skipped.as_dict()), err=True)
+    if as_json:
+        _emit(rows)
+        return
+    if not rows:
+        click.echo(f"no todo calls found in {result.files} file(s)")
+        return
+    for row in rows:
+        final = ", ".join(f"{n} {k}" for k, n in row["final"].items()) or "empty"
+        new = f"{row['written']} new" if row["written"] else "already imported"
+        click.echo(
+            f"{row['plan']}: {row['calls']} calls ({new}), {row['items']} items: {final}  [{row['format']}]"
+        )
+
+
+@click.command()
+@click.argument("plan")
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "json"]), default="md", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file.")
+def report(plan: str, fmt: str, as_json: bool, output: Path | None) -> None:
+    """A plan's story: timeline of every item, phases, and what went wrong, with evidence."""
+    from todoledger.ingest.report import load, render_json, render_md
+    from todoledger.service import Ledger
+
+    with Ledger(create=False) as lg:
+        analysis = load(lg, plan)
+    fmt = "json" if as_json else fmt
+    if fmt == "html":
+        from todoledger.ingest.html import render_html
+
+        text = render_html(analysis)
+    else:
+        text = render_json(analysis) + "\n" if fmt == "json" else render_md(analysis)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise LedgerError(f"{output}: cannot write the report ({exc.strerror})") from None
+    click.echo(f"wrote {output}", err=True)
+
+
+@click.command()
+@click.argument("paths", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def stats(paths: tuple[str, ...], as_json: bool) -> None:
+    """Across many sessions: plans, items, completion rate, time per item, common anomalies.
+
+    With PATHs, their transcripts are read into a scratch ledger in memory
+    (the ledger is not touched); without, every plan of the ledger counts.
+    """
+    from todoledger.ingest import stats as st
+    from todoledger.service import Ledger
+    from todoledger.store.sqlite import SQLiteStore
+
+    if paths:
+        with Ledger(store=SQLiteStore(None)) as lg:
+            result = _run_ingest(lg, paths)
+            data = st.for_plans(lg, [s.plan for s in result.sessions])
+        if result.skipped.counts:
+            click.echo(_skipped_line(result.skipped.as_dict()), err=True)
+    else:
+        with Ledger(create=False) as lg:
+            data = st.for_plans(lg, [p["plan"] for p in lg.plans()])
+    if as_json:
+        _emit(data)
+    else:
+        click.echo(st.render_text(data), nl=False)

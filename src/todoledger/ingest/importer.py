@@ -1,0 +1,196 @@
+"""Write transcripts' todo calls into the ledger, one plan per session.
+
+Each call goes through `Ledger.write` with the transcript's own timestamp
+and a source key made of format, session and call id, so importing the same
+files again writes nothing. Calls are written in batches inside one
+transaction (a savepoint per call, so one refused call costs only itself):
+a transaction per call would spend the time on fsyncs, not on reading.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from todoledger.core.model import LedgerError
+from todoledger.ingest.calls import Skipped, TodoCall
+from todoledger.ingest.sources import Source, discover, read_calls, stdin_format
+from todoledger.service import Ledger
+
+BATCH_CALLS = 256  # calls per transaction: short enough for other writers to get in
+
+
+@dataclass
+class SessionImport:
+    plan: str
+    source: str
+    format: str
+    calls: int = 0  # todo tool calls found
+    written: int = 0  # new writes (0 when the session was imported before)
+    refused: int = 0  # calls the ledger refused (invalid lists)
+    failed: int = 0  # calls the agent's own tool reported as failed; not written
+    items: int = 0
+    final: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "source": self.source,
+            "format": self.format,
+            "calls": self.calls,
+            "items": self.items,
+            "final": self.final,
+            "written": self.written,
+            "refused": self.refused,
+            "failed": self.failed,
+        }
+
+
+@dataclass
+class IngestResult:
+    sessions: list[SessionImport] = field(default_factory=list)
+    skipped: Skipped = field(default_factory=Skipped)
+    files: int = 0
+
+
+Progress = Callable[[Source, int], None]
+
+
+class _Batch:
+    """One write transaction over many calls, each in its own savepoint."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.size = 0
+        self._tx: Any = None
+
+    def write(self, call: TodoCall, at: str) -> bool | None:
+        """True if written, False if imported before, None if refused."""
+        if self._tx is None:
+            self._tx = self.ledger.store.write()
+            self._tx.__enter__()
+        db = self.ledger.store
+        db.execute("SAVEPOINT ingest_call")
+        try:
+            result = self.ledger.write(
+                call.payload,
+                plan=call.plan,
+                writer=call.writer,
+                dialect=call.dialect,
+                response=call.response,
+                at=at,
+                source_key=call.source_key,
+            )
+        except LedgerError:
+            db.execute("ROLLBACK TO ingest_call")
+            db.execute("RELEASE ingest_call")
+            return None
+        db.execute("RELEASE ingest_call")
+        self.size += 1
+        if self.size >= BATCH_CALLS:
+            self.commit()
+        return not result.skipped
+
+    def commit(self) -> None:
+        if self._tx is not None:
+            tx, self._tx, self.size = self._tx, None, 0
+            tx.__exit__(None, None, None)
+
+    def abort(self, exc: BaseException) -> None:
+        if self._tx is not None:
+            tx, self._tx = self._tx, None
+            tx.__exit__(type(exc), exc, exc.__traceback__)
+
+
+def _file_time(source: Source) -> str:
+    try:
+        stamp = os.stat(source.path).st_mtime if source.path else datetime.now(UTC).timestamp()
+    except OSError:
+        stamp = datetime.now(UTC).timestamp()
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def write_calls(
+    ledger: Ledger, calls: Iterable[TodoCall], source: str, fmt: str, fallback_at: Callable[[], str]
+) -> list[SessionImport]:
+    """Write calls in batches; one SessionImport per plan met, in order of appearance."""
+    sessions: dict[str, SessionImport] = {}
+    last_at: str | None = None
+    batch = _Batch(ledger)
+    try:
+        for call in calls:
+            entry = sessions.get(call.plan)
+            if entry is None:
+                entry = sessions[call.plan] = SessionImport(call.plan, source, fmt)
+            entry.calls += call.counted
+            if call.failed:
+                entry.failed += 1
+                continue
+            # A call without its own time sits after the one before it.
+            at = call.at or last_at or fallback_at()
+            last_at = at
+            outcome = batch.write(call, at)
+            if outcome is None:
+                entry.refused += 1
+            else:
+                entry.written += outcome
+        batch.commit()
+    except BaseException as exc:
+        batch.abort(exc)
+        raise
+    return list(sessions.values())
+
+
+def import_source(
+    ledger: Ledger, source: Source, result: IngestResult, stdin: IO[bytes] | None = None
+) -> None:
+    fmt = source.fmt if source.path is not None else stdin_format_of(stdin)
+    calls = read_calls(source, result.skipped, stdin)
+    sessions = write_calls(ledger, calls, source.name, fmt, lambda: _file_time(source))
+    result.sessions.extend(sessions)
+    if not sessions:
+        result.skipped.add("transcripts without todo calls")
+
+
+def stdin_format_of(stdin: IO[bytes] | None) -> str:
+    return stdin_format(stdin or sys.stdin.buffer)
+
+
+def finish(ledger: Ledger, result: IngestResult) -> None:
+    """Fill in each session's items and final status counts from the ledger."""
+    views: dict[str, list[dict[str, Any]]] = {}
+    for s in result.sessions:
+        if s.plan not in views:
+            views[s.plan] = ledger.show(s.plan)["items"]
+        items = views[s.plan]
+        s.items = len(items)
+        counts: dict[str, int] = {}
+        for it in items:
+            counts[it["status"]] = counts.get(it["status"], 0) + 1
+        s.final = dict(sorted(counts.items()))
+
+
+def ingest(
+    ledger: Ledger,
+    paths: Iterable[str],
+    *,
+    progress: Progress | None = None,
+    stdin: IO[bytes] | None = None,
+    sources: list[Source] | None = None,
+    skipped: Skipped | None = None,
+) -> IngestResult:
+    """Import every transcript under `paths` (or the `sources` already found)."""
+    result = IngestResult(skipped=skipped or Skipped())
+    found = sources if sources is not None else list(discover(list(paths), result.skipped))
+    with ledger.store.bulk():
+        for source in found:
+            result.files += 1
+            import_source(ledger, source, result, stdin)
+            if progress is not None:
+                progress(source, source.size)
+    finish(ledger, result)
+    return result

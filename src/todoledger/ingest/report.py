@@ -1,0 +1,208 @@
+"""`todoledger report PLAN`: the plan's story, what went wrong, and where.
+
+`analyze` is pure over the ledger's events and ops; `render_md`,
+`render_json` and (in `html.py`) `render_html` only present it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from todoledger.core.model import LedgerError
+from todoledger.ingest.findings import TITLES, Finding, duration, find, short
+from todoledger.ingest.story import ItemStory, Story, build
+from todoledger.service import Ledger
+
+STATUS_ORDER = ("pending", "in_progress", "completed", "cancelled")
+
+
+@dataclass
+class Report:
+    story: Story
+    findings: list[Finding]
+
+    @property
+    def plan(self) -> str:
+        return self.story.plan
+
+    def final(self) -> dict[str, int]:
+        counts = Counter(it.status for it in self.story.items.values() if not it.removed)
+        return {s: counts[s] for s in STATUS_ORDER if counts[s]}
+
+
+def load(ledger: Ledger, plan: str) -> Report:
+    events = ledger.history(plan)
+    if not events:
+        known = ", ".join(p["plan"] for p in ledger.plans()[:10])
+        raise LedgerError(f"plan {plan!r} has no history" + (f"; plans: {known}" if known else ""))
+    return analyze(plan, events, ledger.ops(plan))
+
+
+def analyze(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Report:
+    story = build(plan, events, ops)
+    return Report(story, find(story))
+
+
+def _writers(story: Story) -> list[str]:
+    return sorted({c.writer for c in story.calls})
+
+
+def _where(where: str) -> str:
+    if not where:
+        return ""
+    return f"line {where[1:]}" if where.startswith("L") and where[1:].isdigit() else where
+
+
+def headline(r: Report) -> list[str]:
+    """What happened, in a few sentences."""
+    s = r.story
+    calls = [c for c in s.calls if c.kind == "write"]
+    final = ", ".join(f"{n} {k}" for k, n in r.final().items()) or "no items"
+    lines = [
+        f"{len(calls)} todo calls by {', '.join(_writers(s)) or 'nobody'} from {s.start} to {s.end}"
+        f" ({duration(_span(s))}); {_n(len(s.items), 'item')}, {_n(len(s.phases), 'phase')}.",
+        f"Final state: {final}.",
+    ]
+    counts = Counter(f.code for f in r.findings)
+    if counts:
+        worst = ", ".join(f"{n} {TITLES.get(code, code)}" for code, n in counts.most_common())
+        lines.append(f"Findings: {worst}.")
+    else:
+        lines.append("Findings: none; the list was kept cleanly.")
+    return lines
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _span(s: Story) -> float:
+    from todoledger.ingest.story import seconds_between
+
+    return seconds_between(s.start, s.end) if s.start else 0.0
+
+
+def item_row(it: ItemStory) -> dict[str, Any]:
+    started = it.first("in_progress")
+    done = it.last("completed")
+    cancelled = it.last("cancelled")
+    return {
+        "id": it.id,
+        "content": it.content,
+        "status": it.status,
+        "writer": it.writer,
+        "added": it.added_at,
+        "started": started.at if started else None,
+        "completed": done.at if done else None,
+        "cancelled": cancelled.at if cancelled else None,
+        "dropped": it.dropped_op is not None,
+        "reason": it.reason,
+        "seconds": {k: round(v, 3) for k, v in it.time_in().items()},
+        "spans": [{"status": sp.status, "start": sp.start, "end": sp.end, "op": sp.op} for sp in it.spans],
+    }
+
+
+def to_dict(r: Report) -> dict[str, Any]:
+    s = r.story
+    return {
+        "plan": s.plan,
+        "start": s.start,
+        "end": s.end,
+        "summary": headline(r),
+        "final": r.final(),
+        "calls": [
+            {
+                "op": c.op,
+                "at": c.at,
+                "writer": c.writer,
+                "kind": c.kind,
+                "where": c.where,
+                "summary": c.summary,
+                "warnings": c.warnings,
+            }
+            for c in s.calls
+        ],
+        "phases": [
+            {
+                "phase": p.index,
+                "start": p.start,
+                "end": p.end,
+                "items": p.items,
+                "title": _phase_title(s, p.items),
+                "completed": sum(1 for i in p.items if s.items[i].status == "completed"),
+            }
+            for p in s.phases
+        ],
+        "items": [item_row(it) for it in s.items.values()],
+        "findings": [f.as_dict() for f in r.findings],
+    }
+
+
+def _phase_title(s: Story, ids: list[str]) -> str:
+    return short(s.items[ids[0]].content, 60) if ids else ""
+
+
+def render_json(r: Report) -> str:
+    return json.dumps(to_dict(r), ensure_ascii=False, indent=2)
+
+
+def _md(text: str) -> str:
+    # Agent text is untrusted: keep it from breaking tables or adding markup.
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+
+
+def render_md(r: Report) -> str:
+    s = r.story
+    out = [f"# Plan {_md(s.plan)}", ""]
+    out += [f"{line}" for line in headline(r)]
+    out += ["", "## Phases", ""]
+    out += ["| # | from | to | took | items | done | first item |", "|---|---|---|---|---|---|---|"]
+    for p in s.phases:
+        done = sum(1 for i in p.items if s.items[i].status == "completed")
+        title = _md(_phase_title(s, p.items))
+        out.append(
+            f"| {p.index} | {p.start} | {p.end} | {duration(p.seconds)} | {len(p.items)} | {done} | {title} |"
+        )
+    out += ["", "## What went wrong", ""]
+    if not r.findings:
+        out.append("Nothing: no item skipped progress, went backwards, was dropped or stuck.")
+    for code, title in TITLES.items():
+        group = [f for f in r.findings if f.code == code]
+        if not group:
+            continue
+        out.append(f"- **{title}** ({len(group)})")
+        for f in group[:20]:
+            where = f" — {_where(f.where)}" if f.where else ""
+            out.append(f"  - {f.at}{where}: {_md(f.message)}")
+        if len(group) > 20:
+            out.append(f"  - … and {len(group) - 20} more")
+    out += ["", "## Timeline", ""]
+    out += [
+        "| item | added | started | completed / cancelled | pending | in progress | status |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for it in s.items.values():
+        row = item_row(it)
+        end = row["completed"] or row["cancelled"] or ""
+        secs = row["seconds"]
+        status = it.status + (" (dropped)" if it.dropped_op is not None else "")
+        out.append(
+            f"| {it.id} {_md(short(it.content, 60))} | {row['added']} | {row['started'] or ''} | {end} |"
+            f" {duration(secs.get('pending', 0))} | {duration(secs.get('in_progress', 0))} | {status} |"
+        )
+    out += [
+        "",
+        "## Calls",
+        "",
+        "| op | at | where | writer | change | warnings |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in s.calls:
+        warn = "; ".join(_md(w.get("message", "")) for w in c.warnings)
+        out.append(
+            f"| {c.op} | {c.at} | {_where(c.where)} | {_md(c.writer)} | {_md(c.summary or 'no change')} | {warn} |"
+        )
+    return "\n".join(out) + "\n"

@@ -1,0 +1,232 @@
+"""A plan's story from its events: per-item timelines and phases.
+
+Pure: takes `Ledger.history(plan)` events and `Ledger.ops(plan)` rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from todoledger.core.model import CREATED, OPEN_STATUSES, REMOVED
+from todoledger.ingest.calls import where_of
+
+
+def seconds_between(a: str, b: str) -> float:
+    return max(0.0, (parse_time(b) - parse_time(a)).total_seconds())
+
+
+_TIMES: dict[str, datetime] = {}
+
+
+def parse_time(stamp: str) -> datetime:
+    # Thousands of events share a few hundred stamps: parse each once.
+    got = _TIMES.get(stamp)
+    if got is None:
+        if len(_TIMES) > 100_000:
+            _TIMES.clear()
+        got = _TIMES[stamp] = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return got
+
+
+@dataclass
+class Span:
+    status: str
+    start: str
+    end: str
+    op: int  # the call that set the status
+
+    @property
+    def seconds(self) -> float:
+        return seconds_between(self.start, self.end)
+
+
+@dataclass
+class Transition:
+    at: str
+    old: str | None
+    new: str
+    op: int
+
+
+@dataclass
+class ItemStory:
+    id: str
+    content: str
+    added_at: str
+    added_op: int
+    writer: str
+    spans: list[Span] = field(default_factory=list)
+    transitions: list[Transition] = field(default_factory=list)
+    rewordings: list[tuple[str, str, int]] = field(default_factory=list)  # old, new, op
+    dropped_op: int | None = None
+    removed: bool = False
+    reason: str | None = None
+
+    @property
+    def status(self) -> str:
+        return self.spans[-1].status if self.spans else "pending"
+
+    def time_in(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for s in self.spans:
+            out[s.status] = out.get(s.status, 0.0) + s.seconds
+        return out
+
+    def first(self, status: str) -> Transition | None:
+        return next((t for t in self.transitions if t.new == status), None)
+
+    def last(self, status: str) -> Transition | None:
+        return next((t for t in reversed(self.transitions) if t.new == status), None)
+
+    def ever(self, status: str) -> bool:
+        return any(s.status == status for s in self.spans)
+
+
+@dataclass
+class Call:
+    op: int
+    at: str
+    writer: str
+    kind: str
+    dialect: str | None
+    summary: str | None
+    warnings: list[dict[str, str]]
+    where: str
+
+
+@dataclass
+class Phase:
+    index: int
+    start: str
+    end: str
+    items: list[str]
+    first_op: int
+
+    @property
+    def seconds(self) -> float:
+        return seconds_between(self.start, self.end)
+
+
+@dataclass
+class Story:
+    plan: str
+    calls: list[Call]
+    items: dict[str, ItemStory]
+    phases: list[Phase]
+    start: str
+    end: str
+    # per op: the items in progress right after it (only ops where it changed)
+    doing_after: list[tuple[int, list[str]]]
+    events: list[dict[str, Any]]
+
+    def call(self, op: int) -> Call | None:
+        return self._calls.get(op)
+
+    def __post_init__(self) -> None:
+        self._calls = {c.op: c for c in self.calls}
+
+
+def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Story:
+    calls = [
+        Call(
+            op=o["op"],
+            at=o["at"],
+            writer=o["writer"],
+            kind=o["kind"],
+            dialect=o.get("dialect"),
+            summary=o.get("summary"),
+            warnings=list(o.get("warnings") or []),
+            where=where_of(o.get("source_key")),
+        )
+        for o in ops
+    ]
+    times = [c.at for c in calls] + [e["at"] for e in events]
+    start, end = (min(times), max(times)) if times else ("", "")
+    items: dict[str, ItemStory] = {}
+    doing: set[str] = set()
+    doing_after: list[tuple[int, list[str]]] = []
+    phases: list[Phase] = []
+    open_ids: set[str] = set()
+    current_op: int | None = None
+    opened_in_op: list[str] = []
+    was_open_before = False
+
+    def close_op() -> None:
+        nonlocal opened_in_op
+        if current_op is None:
+            return
+        # A phase starts when items arrive while nothing is open: a fresh list.
+        if opened_in_op and (not was_open_before or not phases):
+            at = next(e["at"] for e in events_by_op[current_op])
+            phases.append(Phase(len(phases) + 1, at, end, list(opened_in_op), current_op))
+        elif opened_in_op and phases:
+            phases[-1].items.extend(i for i in opened_in_op if i not in phases[-1].items)
+        opened_in_op = []
+        if phases and not open_ids and phases[-1].end == end:
+            phases[-1].end = last_at
+        if not doing_after or sorted(doing) != doing_after[-1][1]:
+            doing_after.append((current_op, sorted(doing)))
+
+    events_by_op: dict[int, list[dict[str, Any]]] = {}
+    for e in events:
+        events_by_op.setdefault(e["op"], []).append(e)
+    last_at = start
+    for e in events:
+        if e["op"] != current_op:
+            close_op()
+            current_op = e["op"]
+            was_open_before = bool(open_ids)
+        last_at = e["at"]
+        item_id, name = e["item"], e["field"]
+        if item_id is None:
+            continue
+        story = items.get(item_id)
+        if name == CREATED:
+            fields = e["new"] or {}
+            status = fields.get("status", "pending")
+            story = items[item_id] = ItemStory(
+                item_id, fields.get("content", ""), e["at"], e["op"], e["writer"]
+            )
+            story.spans.append(Span(status, e["at"], end, e["op"]))
+            story.transitions.append(Transition(e["at"], None, status, e["op"]))
+            opened_in_op.append(item_id)
+            _track(item_id, None, status, open_ids, doing)
+            continue
+        if story is None:
+            continue
+        if name == "status":
+            old, new = e["old"], e["new"]
+            story.spans[-1].end = e["at"]
+            story.spans.append(Span(new, e["at"], end, e["op"]))
+            story.transitions.append(Transition(e["at"], old, new, e["op"]))
+            if new in OPEN_STATUSES and old not in OPEN_STATUSES:
+                opened_in_op.append(item_id)  # reopened: back into the work
+            _track(item_id, old, new, open_ids, doing)
+        elif name == "content":
+            story.rewordings.append((e["old"], e["new"], e["op"]))
+            story.content = e["new"]
+        elif name == "reason":
+            story.reason = e["new"]
+        elif name == "dropped":
+            last = story.transitions[-1]
+            if last.op == e["op"] and last.new == "cancelled":  # open when dropped; finished work is kept
+                story.dropped_op = e["op"]
+        elif name == REMOVED:
+            story.removed = True
+            story.spans[-1].end = e["at"]
+            _track(item_id, story.status, "removed", open_ids, doing)
+    close_op()
+    return Story(plan, calls, items, phases, start, end, doing_after, events)
+
+
+def _track(item: str, old: str | None, new: str, open_ids: set[str], doing: set[str]) -> None:
+    if new in OPEN_STATUSES:
+        open_ids.add(item)
+    else:
+        open_ids.discard(item)
+    if new == "in_progress":
+        doing.add(item)
+    else:
+        doing.discard(item)

@@ -1,0 +1,123 @@
+"""`todoledger hook codex`: incremental import of a growing rollout."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import subprocess_env, todoledger_bin
+from todoledger.hooks import run_hook
+from todoledger.service import Ledger
+
+PLAN = "app/0199aaaa"
+
+
+def meta() -> str:
+    return json.dumps(
+        {
+            "timestamp": "2025-09-01T10:00:00Z",
+            "type": "session_meta",
+            "payload": {"id": "0199aaaa-1111", "cwd": "/src/app"},
+        }
+    )
+
+
+def plan_line(n: int, *steps: tuple[str, str]) -> str:
+    args = json.dumps({"plan": [{"step": s, "status": st} for s, st in steps]})
+    payload = {"type": "function_call", "name": "update_plan", "arguments": args, "call_id": f"call_{n}"}
+    return json.dumps(
+        {"timestamp": f"2025-09-01T10:{n:02d}:00Z", "type": "response_item", "payload": payload}
+    )
+
+
+def noise(n: int) -> str:
+    return json.dumps(
+        {"timestamp": "2025-09-01T10:00:00Z", "type": "event_msg", "payload": {"type": "token_count", "n": n}}
+    )
+
+
+def hook(event: dict[str, Any]) -> str:
+    out = io.StringIO()
+    assert run_hook(["codex"], stdin=io.BytesIO(json.dumps(event).encode()), stdout=out) == 0
+    return out.getvalue()
+
+
+def cursor(db: Path) -> list[tuple[str, int]]:
+    with Ledger(db) as lg:
+        return [
+            (r[0].rsplit("#", 1)[-1] if "#" in r[0] else "offset", r[1])
+            for r in lg.store.query("SELECT source, position FROM cursors ORDER BY source")
+        ]
+
+
+def test_stop_imports_only_what_was_appended(tmp_path: Path, ledger_env: Path) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    first = (
+        meta() + "\n" + noise(1) + "\n" + plan_line(1, ("Build", "in_progress"), ("Test", "pending")) + "\n"
+    )
+    half = plan_line(2, ("Build", "completed"), ("Test", "in_progress"))
+    rollout.write_text(first + half[:40])  # Codex is still writing the second call
+    event = {"hook_event_name": "Stop", "transcript_path": str(rollout), "cwd": str(tmp_path)}
+    assert hook(event) == ""
+    assert cursor(ledger_env) == [("offset", len(first.encode())), ("line", 3)]
+    with Ledger(ledger_env) as lg:
+        assert [i["status"] for i in lg.items(PLAN)] == ["in_progress", "pending"]
+
+    with rollout.open("w") as fh:  # the line is finished, and one more call follows
+        fh.write(
+            first
+            + half
+            + "\n"
+            + noise(2)
+            + "\n"
+            + plan_line(3, ("Build", "completed"), ("Test", "completed"))
+            + "\n"
+        )
+    hook(event)
+    with Ledger(ledger_env) as lg:
+        assert [i["status"] for i in lg.items(PLAN)] == ["completed", "completed"]
+        keys = [o["source_key"] for o in lg.ops(PLAN)]
+    assert [k.rsplit("@", 1)[1] for k in keys] == ["L3", "L4", "L6"]
+    assert cursor(ledger_env) == [("offset", rollout.stat().st_size), ("line", 6)]
+
+
+def test_hook_and_ingest_share_source_keys(tmp_path: Path, ledger_env: Path) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(meta() + "\n" + plan_line(1, ("Build", "in_progress")) + "\n")
+    hook({"hook_event_name": "Stop", "transcript_path": str(rollout)})
+    result = subprocess.run(
+        [todoledger_bin(), "ingest", "--json", str(rollout)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        check=True,
+    )
+    (row,) = json.loads(result.stdout)
+    assert (row["plan"], row["calls"], row["written"]) == (PLAN, 1, 0)
+
+
+def test_session_start_prints_recovery_text(tmp_path: Path, ledger_env: Path) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(meta() + "\n" + plan_line(1, ("Build the parser", "in_progress")) + "\n")
+    out = json.loads(
+        hook({"hook_event_name": "SessionStart", "transcript_path": str(rollout), "source": "resume"})
+    )
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "Build the parser" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_replaced_file_starts_over_and_other_events_do_nothing(tmp_path: Path, ledger_env: Path) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(
+        meta() + "\n" + noise(1) * 1 + "\n" + plan_line(1, ("A", "pending"), ("B", "pending")) + "\n"
+    )
+    hook({"hook_event_name": "Stop", "transcript_path": str(rollout)})
+    rollout.write_text(meta() + "\n" + plan_line(2, ("A", "completed")) + "\n")  # shorter than the offset
+    hook({"hook_event_name": "Stop", "transcript_path": str(rollout)})
+    with Ledger(ledger_env) as lg:
+        assert sorted(i["status"] for i in lg.items(PLAN)) == ["cancelled", "completed"]
+    assert hook({"hook_event_name": "PostToolUse", "transcript_path": str(rollout)}) == ""
+    assert hook({"hook_event_name": "Stop", "transcript_path": str(tmp_path / "gone.jsonl")}) == ""

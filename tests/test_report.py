@@ -1,0 +1,217 @@
+"""`todoledger report`: each finding on a small plan written for it, the
+three renderings, escaping of untrusted text, and speed on a long session."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from todoledger.cli.main import cli
+from todoledger.ingest.report import load, render_md
+from todoledger.service import Ledger
+
+PLAN = "demo/abcd1234"
+
+
+def at(minute: float) -> str:
+    stamp = dt.datetime(2025, 5, 1, 9, tzinfo=dt.UTC) + dt.timedelta(minutes=minute)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def write(lg: Ledger, minute: float, *items: tuple[str, str], writer: str = "codex:s1", n: int = 0) -> None:
+    payload = {"plan": [{"step": c, "status": s} for c, s in items]}
+    lg.write(
+        payload,
+        plan=PLAN,
+        writer=writer,
+        dialect="codex",
+        at=at(minute),
+        source_key=f"codex:s1:c{minute}@L{n}",
+    )
+
+
+def codes(lg: Ledger) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in load(lg, PLAN).findings:
+        out.setdefault(f.code, []).append(f.message)
+    return out
+
+
+def test_a_clean_plan_has_nothing_to_report() -> None:
+    with Ledger() as lg:
+        write(lg, 0, ("Build", "in_progress"), ("Test", "pending"), n=3)
+        write(lg, 5, ("Build", "completed"), ("Test", "in_progress"), n=9)
+        write(lg, 9, ("Build", "completed"), ("Test", "completed"), n=20)
+        report = load(lg, PLAN)
+    assert report.findings == []
+    assert [len(p.items) for p in report.story.phases] == [2]
+    assert report.final() == {"completed": 2}
+    text = render_md(report)
+    assert "Nothing: no item skipped progress" in text
+    assert "| 1 | 2025-05-01T09:00:00.000Z | 2025-05-01T09:09:00.000Z | 9.0 min | 2 | 2 | Build |" in text
+
+
+def test_every_anomaly_is_found_with_its_line() -> None:
+    with Ledger() as lg:
+        write(
+            lg, 0, ("Plan the work", "in_progress"), ("Write code", "pending"), ("Write docs", "pending"), n=5
+        )
+        write(
+            lg, 1, ("Plan the work", "completed"), ("Write code", "completed"), ("Write docs", "pending"), n=8
+        )
+        write(
+            lg,
+            2,
+            ("Plan the work", "completed"),
+            ("Write code", "in_progress"),
+            ("Write docs", "in_progress"),
+            n=12,
+        )
+        write(lg, 40, ("Plan the work", "completed"), ("Write code", "completed"), n=30)
+        write(
+            lg, 41, ("Plan the work", "completed"), ("Write code", "completed"), ("Deploy", "pending"), n=33
+        )
+        found = codes(lg)
+        where = {f.code: f.where for f in load(lg, PLAN).findings}
+    assert found["completed-without-progress"] == ['"Write code" went pending → completed']
+    assert found["went-backwards"] == ['"Write code" went completed → in_progress']
+    assert found["parallel-in-progress"] == ['2 items in progress: "Write code", "Write docs"']
+    assert found["dropped"] == ['"Write docs" was left out of the list while open and cancelled']
+    assert found["left-open"] == ['"Deploy" was still pending at the last call']
+    assert where["went-backwards"] == "L12"
+    assert where["dropped"] == "L30"
+
+
+def test_stuck_in_progress_needs_a_real_outlier() -> None:
+    with Ledger() as lg:
+        steps = ["A", "B", "C", "D"]
+        times = [0, 2, 4, 6, 60]  # D takes 54 minutes, the others 2
+        for i, minute in enumerate(times):
+            write(
+                lg,
+                minute,
+                *[
+                    (s, "completed" if j < i else "in_progress" if j == i else "pending")
+                    for j, s in enumerate(steps)
+                ],
+                n=i,
+            )
+        found = codes(lg)
+    assert found["stuck-in-progress"] == ['"D" in progress 54.0 min; median 2.0 min']
+
+
+def test_duplicates_truncation_unrelated_rewording_and_lint() -> None:
+    with Ledger() as lg:
+        # Claude Tasks updates trust the task id, so an unrelated new subject is a rewording.
+        lg.write(
+            {"subject": "Set up the build"},
+            plan=PLAN,
+            writer="claude-code:s",
+            response={"task": {"id": "1", "subject": "Set up the build"}},
+            at=at(0),
+            source_key="k1@L1",
+        )
+        lg.write(
+            {"taskId": "1", "subject": "Completely different work here"},
+            plan=PLAN,
+            writer="claude-code:s",
+            at=at(1),
+            source_key="k2@L2",
+        )
+        lg.write(
+            {
+                "plan": [
+                    {"step": "Refactor the ingest readers so that", "status": "pending"},
+                    {"step": "Set up the build...", "status": "pending"},
+                ]
+            },
+            plan=PLAN,
+            writer="codex:x",
+            dialect="codex",
+            at=at(2),
+            source_key="k3@L3",
+        )
+        lg.write(
+            {"plan": [{"step": "Ship it", "status": "pending"}, {"step": "ship  it", "status": "pending"}]},
+            plan=PLAN,
+            writer="codex:y",
+            dialect="codex",
+            at=at(3),
+            source_key="k4@L4",
+        )
+        found = codes(lg)
+    assert found["unrelated-rewording"] == [
+        '"Set up the build" became "Completely different work here": the same item id reused'
+    ]
+    assert found["truncated"] == ['"Set up the build..." ends with an ellipsis']
+    assert found["duplicate"] == ['"Ship it" appears 2 times']
+    assert any("looks truncated" in m for m in found["lint"])
+
+
+HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)> & "quotes" | pipe'
+
+
+def _hostile_plan() -> None:
+    with Ledger() as lg:
+        write(lg, 0, (HOSTILE, "in_progress"), ("Second </script> step", "pending"), n=1)
+        write(lg, 3, (HOSTILE, "completed"), ("Second </script> step", "in_progress"), n=2)
+
+
+def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
+    pytest.importorskip("plotly")
+    _hostile_plan()
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(cli, ["report", PLAN, "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert "<script>alert(1)" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count("<script") == 2 and page.count("</script>") == 2  # plotly.js and the figure
+    assert "<script src" not in page and "<link" not in page  # nothing loaded from elsewhere
+    assert "Plotly.newPlot('timeline'" in page
+    fig = json.loads(page.split("const fig=", 1)[1].split(";Plotly.newPlot", 1)[0])
+    assert {t["name"] for t in fig["data"]} == {"pending", "in_progress", "completed"}
+    assert fig["layout"]["xaxis"]["type"] == "date"
+
+
+def test_markdown_and_json_escape_and_agree() -> None:
+    _hostile_plan()
+    md = CliRunner().invoke(cli, ["report", PLAN])
+    assert "<script>" not in md.stdout and "&lt;script>alert(1)" in md.stdout
+    data: dict[str, Any] = json.loads(CliRunner().invoke(cli, ["report", PLAN, "--json"]).stdout)
+    assert data["final"] == {"in_progress": 1, "completed": 1}
+    assert [c["where"] for c in data["calls"]] == ["L1", "L2"]
+    assert data["items"][0]["content"] == HOSTILE
+    assert data["items"][0]["seconds"] == {"in_progress": 180.0, "completed": 0.0}
+
+
+def test_unknown_plan_is_one_clear_line() -> None:
+    result = CliRunner().invoke(cli, ["report", "nope/1"])
+    assert result.exit_code == 1
+    assert "plan 'nope/1' has no history" in result.output
+
+
+def test_report_of_2000_calls_under_a_second() -> None:
+    with Ledger() as lg:
+        steps = [f"Step {i}" for i in range(40)]
+        with lg.store.write():
+            for call in range(2000):
+                done = call // 50
+                items = [
+                    (s, "completed" if j < done else "in_progress" if j == done else "pending")
+                    for j, s in enumerate(steps)
+                ]
+                write(lg, call / 100, *items, n=call)
+        started = time.perf_counter()
+        report = load(lg, PLAN)
+        text = render_md(report)
+        elapsed = time.perf_counter() - started
+    assert len(report.story.calls) == 2000
+    assert "Final state:" in text
+    assert elapsed < 1.0, f"report took {elapsed:.2f}s"

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from todoledger.core import graph
-from todoledger.core.diff import Merge, MergeInput, Seen, merge
+from todoledger.core.diff import Conflict, Merge, MergeInput, Seen, merge
 from todoledger.core.ids import new_id
 from todoledger.core.model import (
     ANNOTATIONS,
@@ -321,6 +322,13 @@ class Ledger:
                 )
             )
             changes = _changes(result, writer)
+            links = any(e.blocked_by or e.blocks for e in parsed.items)
+            fresh = [c for c in result.conflicts if not self._repeat_conflict(c.item, writer, _conflict(c))]
+            recorded = result.creates or result.sets or result.dropped or fresh
+            if not (recorded or links or warnings or source_key):
+                # Agents rewrite unchanged lists often: no op row, no revision, only the writer's view.
+                self._save_base(plan, writer, base, result.base, whole=parsed.whole)
+                return WriteResult(plan, parsed.dialect, self.repo.ensure_plan(plan, at), result.matches)
             w = self._op(
                 plan,
                 writer,
@@ -336,10 +344,8 @@ class Ledger:
                 w.create(create.item)
             for s in result.sets:
                 w.set(s.item, s.field, s.old, s.new)
-            for c in result.conflicts:
-                detail = {"field": c.field, "kept": c.kept, "rejected": c.rejected, "winner": c.winner}
-                if not self._repeat_conflict(c.item, writer, detail):
-                    w.annotate(c.item, "conflict", None, detail)
+            for c in fresh:
+                w.annotate(c.item, "conflict", None, _conflict(c))
             for item_id in result.dropped:
                 w.annotate(item_id, "dropped", None, writer)
             self._apply_links(w, parsed, result.matches, known, aliases | result.aliases)
@@ -361,10 +367,8 @@ class Ledger:
         if parsed.whole:
             return
         for entry in parsed.items:
-            target = entry.ext_id and (
-                aliases.get(entry.ext_id) or (entry.ext_id if entry.ext_id in known else None)
-            )
-            if entry.ext_id and not target and not entry.content:
+            target = entry.ext_id and aliases.get(entry.ext_id, entry.ext_id)
+            if entry.ext_id and target not in known and not entry.content:
                 raise LedgerError(
                     f"{entry.where or 'task'}: unknown task id {entry.ext_id!r} and no subject to create it"
                 )
@@ -378,9 +382,13 @@ class Ledger:
         aliases: dict[str, str],
     ) -> None:
         def resolve(ref: str) -> str | None:
-            if ref in aliases:
-                return aliases[ref]
-            return ref if ref in known or self.repo.item(ref) else None
+            target = aliases.get(ref, ref)
+            if target in known:
+                return target
+            item = self.repo.item(target)
+            return (
+                target if item is not None and item.plan == w.plan else None
+            )  # never reach into another plan
 
         for entry, item_id in zip(parsed.items, matches, strict=True):
             for blocker_ref in entry.blocked_by:
@@ -411,12 +419,14 @@ class Ledger:
                 self.repo.forget_base(plan, writer, gone)
 
     def _repeat_conflict(self, item: str, writer: str, detail: dict[str, Any]) -> bool:
+        """Has this writer already reported this conflict since the item last changed?"""
         rows = self.repo.db.query(
-            "SELECT field, new, writer FROM events WHERE item = ? ORDER BY seq DESC LIMIT 1", (item,)
+            "SELECT new FROM events WHERE item = ? AND field = 'conflict' AND writer = ? AND seq >"
+            " (SELECT COALESCE(MAX(seq), 0) FROM events WHERE item = ?"
+            "  AND field NOT IN ('conflict', 'lint', 'dropped', 'reordered'))",
+            (item, writer, item),
         )
-        if not rows or rows[0][0] != "conflict" or rows[0][2] != writer:
-            return False
-        return bool(json.loads(rows[0][1]) == detail)
+        return any(json.loads(r[0]) == detail for r in rows)
 
     def _fresh_id(self, taken: dict[str, Item]) -> str:
         while True:
@@ -489,9 +499,12 @@ class Ledger:
         add_blocker = fields.pop("add_blocker", None)
         remove_blocker = fields.pop("remove_blocker", None)
         for name, value in fields.items():
-            if value is None or name not in STATE_FIELDS:
-                if name not in STATE_FIELDS:
-                    raise LedgerError(f"unknown field {name!r}")
+            if name not in STATE_FIELDS or name == "depends_on":
+                raise LedgerError(
+                    f"cannot update {name!r}"
+                    + (": use add_blocker/remove_blocker" if name == "depends_on" else "")
+                )
+            if value is None:
                 continue
             value = _validate(name, value)
             if name == "parent":
@@ -555,6 +568,8 @@ class Ledger:
         content = _validate("content", content)
         priority = _validate("priority", priority or DEFAULT_PRIORITY)
         status = _validate("status", status)
+        if notes is not None:
+            notes = _validate("notes", notes)
         with self._transaction():
             parent_id = self._require(plan, parent).id if parent else None
             blockers = sorted({self._require(plan, d).id for d in depends_on})
@@ -606,8 +621,6 @@ class Ledger:
             w = self._op(plan, writer, at, "clear", summary=f"cleared {len(items)} items")
             for item in items:
                 w.remove(item)
-            self.repo.db.execute("DELETE FROM writer_base WHERE plan = ?", (plan,))
-            self.repo.db.execute("DELETE FROM aliases WHERE plan = ?", (plan,))
             if items:
                 self.repo.touch_plan(plan, at)
         return len(items)
@@ -688,13 +701,17 @@ class Ledger:
                 or not isinstance(record.get("content"), str)
             ):
                 raise LedgerError(f'line {number}: an item record needs a string "id" and "content"')
-            for name in ("status", "priority", "content"):
-                if name in record:
+            for name in STATE_FIELDS:
+                if record.get(name) is not None:
                     try:
                         record[name] = _validate(name, record[name])
                     except LedgerError as exc:
                         raise LedgerError(f"line {number}: {exc}") from None
             records.append(record)
+        ids = [r["id"] for r in records]
+        if len(set(ids)) != len(ids):
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            raise LedgerError(f"item id {twice[0]} appears more than once")
         at = now()
         added = changed = 0
         with self._transaction():
@@ -703,6 +720,14 @@ class Ledger:
             for r in records:
                 if r["id"] in existing and existing[r["id"]].plan != plan:
                     raise LedgerError(f"item {r['id']} belongs to plan {existing[r['id']].plan!r}")
+            in_file = set(ids)
+            for r in records:
+                for ref in [*(r.get("depends_on") or []), *([r["parent"]] if r.get("parent") else [])]:
+                    if ref not in in_file and self.repo.item(ref) is None:
+                        raise LedgerError(f"item {r['id']} refers to {ref}, which is not in the plan")
+                    other = self.repo.item(ref)
+                    if other is not None and other.plan != plan:
+                        raise LedgerError(f"item {r['id']} refers to {ref} of plan {other.plan!r}")
             for r in records:
                 current = existing.get(r["id"])
                 if current is None:
@@ -719,6 +744,9 @@ class Ledger:
                             continue
                         w.set(current.id, name, getattr(current, name), r.get(name, _default(name)))
                     changed += w.count > before
+            for r in records:
+                if r.get("parent"):
+                    graph.check_new_parent(r["id"], r["parent"], self.repo.parent_of)
             for r in records:
                 blockers = sorted(r.get("depends_on") or [])
                 current_deps = sorted(self.repo.blockers(r["id"]))
@@ -754,10 +782,23 @@ def _validate(name: str, value: Any) -> Any:
             raise LedgerError("content must not be empty")
         if len(value) > MAX_CONTENT_CHARS:
             raise LedgerError(f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
-    elif name in ("notes", "evidence", "reason") and (
+    elif name in ("notes", "evidence", "reason", "active_form") and (
         not isinstance(value, str) or len(value) > MAX_NOTES_CHARS
     ):
         raise LedgerError(f"{name} must be text of at most {MAX_NOTES_CHARS} characters")
+    elif name == "position":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise LedgerError(f"position must be a finite number, not {value!r}")
+        value = float(value)
+    elif name == "parent":
+        if not isinstance(value, str):
+            raise LedgerError(f"parent must be an item id, not {value!r}")
+    elif name == "depends_on" and (
+        not isinstance(value, list)
+        or not all(isinstance(v, str) for v in value)
+        or len(set(value)) != len(value)
+    ):
+        raise LedgerError(f"depends_on must be a list of distinct item ids, not {value!r}")
     return value
 
 
@@ -782,19 +823,14 @@ def _changes(result: Merge, writer: str) -> list[dict[str, Any]]:
         {"kind": "added", "item": c.item.id, "content": c.item.content} for c in result.creates
     ]
     changes += [_describe(s.item, s.field, s.old, s.new, writer) for s in result.sets]
-    for c in result.conflicts:
-        changes.append(
-            {
-                "kind": "conflict",
-                "item": c.item,
-                "field": c.field,
-                "kept": c.kept,
-                "rejected": c.rejected,
-                "winner": c.winner,
-            }
-        )
+    changes += [{"kind": "conflict", "item": c.item, **_conflict(c)} for c in result.conflicts]
+
     changes += [{"kind": "dropped", "item": item_id} for item_id in result.dropped]
     return changes
+
+
+def _conflict(c: Conflict) -> dict[str, Any]:
+    return {"field": c.field, "kept": c.kept, "rejected": c.rejected, "winner": c.winner}
 
 
 def _summary(changes: list[dict[str, Any]]) -> str:

@@ -14,7 +14,7 @@ result in one transaction. The rules (see docs/ARCHITECTURE.md):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, Incoming, Item
@@ -155,6 +155,9 @@ def merge(inp: MergeInput) -> Merge:
     return out
 
 
+MAX_FUZZY_PAIRS = 2_500  # beyond this a rewritten list is treated as new work, not searched pairwise
+
+
 def _match(inp: MergeInput) -> list[str | None]:
     found: list[str | None] = [None] * len(inp.incoming)
     used: set[str] = set()
@@ -163,15 +166,31 @@ def _match(inp: MergeInput) -> list[str | None]:
         found[index] = item_id
         used.add(item_id)
 
+    def texts(item_id: str) -> list[str]:
+        """The item's text now, and as this writer last saw it (someone may have reworded it)."""
+        seen = inp.base.get(item_id)
+        current = inp.known[item_id].content
+        return [current] if seen is None or seen.content in (None, current) else [current, seen.content or ""]
+
     for i, entry in enumerate(inp.incoming):
         ext = entry.ext_id
         if not ext:
             continue
-        target = ext if ext in inp.known and ext not in inp.aliases else inp.aliases.get(ext)
+        own_id = ext in inp.known and ext not in inp.aliases
+        target = ext if own_id else inp.aliases.get(ext)
         if target and target in inp.known and target not in used:
-            if inp.whole and entry.content and not _same_work(entry.content, inp.known[target].content):
+            reused = (
+                inp.whole
+                and not own_id
+                and entry.content
+                and not any(_same_work(entry.content, t) for t in texts(target))
+            )
+            if reused:
                 continue  # an id reused for other work: Claude Code 1.0 numbers each new list from "1"
             claim(i, target)
+    if not inp.whole:
+        # Patches name their items by id: a new id is a new item, even with a familiar subject.
+        return found
     # Exact content: the writer's own items first, then others' open items,
     # then others' finished ones (a new session re-listing finished work).
     by_content: dict[str, list[str]] = {}
@@ -180,7 +199,8 @@ def _match(inp: MergeInput) -> list[str | None]:
         key=lambda it: (it.id not in inp.base, it.status not in OPEN_STATUSES, it.position),
     )
     for item in ordered:
-        by_content.setdefault(normalise(item.content), []).append(item.id)
+        for text in texts(item.id):
+            by_content.setdefault(normalise(text), []).append(item.id)
     for i, entry in enumerate(inp.incoming):
         if found[i] is not None or not entry.content:
             continue
@@ -191,12 +211,12 @@ def _match(inp: MergeInput) -> list[str | None]:
     # Close rewording: only items the writer has seen, best score first.
     spare = [b for b in inp.base if b not in used and b in inp.known]
     pending = [i for i, e in enumerate(inp.incoming) if found[i] is None and e.content and not e.ext_id]
-    if spare and pending:
+    if spare and pending and len(spare) * len(pending) <= MAX_FUZZY_PAIRS:
         scored: list[tuple[float, int, int, str]] = []
         for i in pending:
             text = inp.incoming[i].content or ""
             for rank, item_id in enumerate(spare):
-                score = rewording_score(text, inp.known[item_id].content)
+                score = max(rewording_score(text, t) for t in texts(item_id))
                 if score >= REWORD_THRESHOLD:
                     scored.append((-score, abs(rank - i), i, item_id))
         for _, _, i, item_id in sorted(scored):
@@ -289,13 +309,14 @@ def _drop(inp: MergeInput, out: Merge, item: Item) -> None:
 def _positions(inp: MergeInput, out: Merge) -> None:
     """Keep the writer's order with as few moves as possible."""
     created = {c.item.id: c.item for c in out.creates}
-    current = [inp.known[i].position for i in out.matches if i not in created]
     existing = [i for i in out.matches if i not in created]
+    current = [inp.known[i].position for i in existing]
     if any(b <= a for a, b in pairwise(current)):
-        for item_id, pos in zip(existing, sorted(current), strict=True):
-            if inp.known[item_id].position != pos:
-                out.sets.append(SetField(item_id, "position", inp.known[item_id].position, pos))
-                out.reordered.append(item_id)
+        if len(set(current)) == len(current):
+            _move(inp, out, zip(existing, sorted(current), strict=True))
+        else:
+            _spread(inp, out, created)  # tied positions: a permutation cannot order them
+            return
     moved = {s.item: s.new for s in out.sets if s.field == "position"}
     pos_of = {i: moved.get(i, inp.known[i].position) for i in existing}
     tail: float | None = None
@@ -321,5 +342,28 @@ def _positions(inp: MergeInput, out: Merge) -> None:
             position = hi - 1.0
         else:
             position = (lo + hi) / 2
+            if not lo < position < hi:  # halved too often: no number left between the two
+                _spread(inp, out, created)
+                return
         created[item_id].position = position
         pos_of[item_id] = position
+
+
+def _move(inp: MergeInput, out: Merge, targets: Iterable[tuple[str, float]]) -> None:
+    for item_id, pos in targets:
+        if inp.known[item_id].position != pos:
+            out.sets.append(SetField(item_id, "position", inp.known[item_id].position, pos))
+            out.reordered.append(item_id)
+
+
+def _spread(inp: MergeInput, out: Merge, created: dict[str, Item]) -> None:
+    """Renumber the writer's whole list evenly from its first position."""
+    out.sets = [s for s in out.sets if s.field != "position"]
+    out.reordered.clear()
+    existing = [inp.known[i].position for i in out.matches if i not in created]
+    start = min(existing) if existing else inp.tail() + 1.0
+    targets = [(item_id, start + k) for k, item_id in enumerate(out.matches)]
+    for item_id, pos in targets:
+        if item_id in created:
+            created[item_id].position = pos
+    _move(inp, out, [(i, p) for i, p in targets if i not in created])

@@ -54,15 +54,15 @@ def event_cwd(event: dict[str, Any]) -> str | None:
 def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
     """Read the agent's hook JSON, hand it to the agent's handler, print its
     answer. Always returns 0."""
-    stdin = stdin or sys.stdin.buffer
-    stdout = stdout or sys.stdout
     agent = args[0] if args else ""
     cwd: str | None = None
     try:
         if agent not in AGENTS:
             log(f"hook: unknown agent {agent!r}; expected one of {', '.join(sorted(AGENTS))}")
             return 0
-        raw = stdin.read(MAX_PAYLOAD_BYTES + 1)
+        if stdin is None:
+            stdin = sys.stdin.buffer if sys.stdin is not None else None
+        raw = stdin.read(MAX_PAYLOAD_BYTES + 1) if stdin is not None else b""
         if len(raw) > MAX_PAYLOAD_BYTES:
             log(f"hook {agent}: payload over {MAX_PAYLOAD_BYTES} bytes ignored")
             return 0
@@ -75,9 +75,10 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             AGENTS[agent]
         ).handle
         answer = handler(event, cwd)
-        if answer:
-            stdout.write(answer)
-            stdout.flush()
+        out = stdout or sys.stdout
+        if answer and out is not None:
+            out.write(answer)
+            out.flush()
     except Exception as exc:
         log(f"hook {agent}: {type(exc).__name__}: {exc}", cwd)
     return 0

@@ -34,6 +34,9 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
         payload = {"todos": response.get("newTodos")}
     if not isinstance(payload, dict):
         raise ValueError(f"{tool}: tool_input is not an object")
+    # Task ids belong to the session's task list, which its subagents share:
+    # their Task calls write as the session so that the ids resolve.
+    writer = writer_of(event) if dialect == "claude-code" else writer_of({**event, "agent_id": None})
     with Ledger(cwd=cwd) as ledger:
-        ledger.write(payload, writer=writer_of(event), dialect=dialect, response=response)
+        ledger.write(payload, writer=writer, dialect=dialect, response=response)
     return None

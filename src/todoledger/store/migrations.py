@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     class Executor(Protocol):
-        serial_key: str  # "INTEGER PRIMARY KEY" or "BIGSERIAL PRIMARY KEY"
+        serial_key: str  # "INTEGER PRIMARY KEY" (SQLite's 64-bit rowid) or "BIGSERIAL PRIMARY KEY"
 
         def execute_script(self, statements: list[str]) -> None: ...
 
@@ -26,9 +26,9 @@ def m001_initial(db: Executor) -> None:
             " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
             "CREATE TABLE items (id TEXT PRIMARY KEY, plan TEXT NOT NULL, content TEXT NOT NULL,"
             " status TEXT NOT NULL, priority TEXT NOT NULL, prank INTEGER NOT NULL,"
-            " active_form TEXT, parent TEXT, position REAL NOT NULL, evidence TEXT, reason TEXT,"
+            " active_form TEXT, parent TEXT, position DOUBLE PRECISION NOT NULL, evidence TEXT, reason TEXT,"
             " notes TEXT, created_by TEXT NOT NULL, updated_by TEXT NOT NULL,"
-            " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, created_seq INTEGER NOT NULL)",
+            " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, created_seq BIGINT NOT NULL)",
             "CREATE INDEX items_plan_position ON items (plan, position, created_seq)",
             "CREATE INDEX items_plan_content ON items (plan, content)",
             "CREATE INDEX items_ready ON items (plan, status, prank, position)",
@@ -38,9 +38,9 @@ def m001_initial(db: Executor) -> None:
             "CREATE INDEX deps_blocker ON deps (blocker)",
             f"CREATE TABLE ops (op {key}, plan TEXT NOT NULL, writer TEXT NOT NULL, at TEXT NOT NULL,"
             " kind TEXT NOT NULL, dialect TEXT, summary TEXT, warnings TEXT, source_key TEXT UNIQUE,"
-            " undone_by INTEGER)",
+            " undone_by BIGINT)",
             "CREATE INDEX ops_plan ON ops (plan, op)",
-            f"CREATE TABLE events (seq {key}, op INTEGER NOT NULL, plan TEXT NOT NULL, item TEXT,"
+            f"CREATE TABLE events (seq {key}, op BIGINT NOT NULL, plan TEXT NOT NULL, item TEXT,"
             " field TEXT NOT NULL, old TEXT, new TEXT, writer TEXT NOT NULL, at TEXT NOT NULL)",
             "CREATE INDEX events_plan ON events (plan, seq)",
             "CREATE INDEX events_item ON events (item, seq)",
@@ -50,7 +50,7 @@ def m001_initial(db: Executor) -> None:
             " PRIMARY KEY (plan, writer, item))",
             "CREATE TABLE aliases (plan TEXT NOT NULL, writer TEXT NOT NULL, ext_id TEXT NOT NULL,"
             " item TEXT NOT NULL, PRIMARY KEY (plan, writer, ext_id))",
-            "CREATE TABLE cursors (source TEXT PRIMARY KEY, position INTEGER NOT NULL, updated_at TEXT NOT NULL)",
+            "CREATE TABLE cursors (source TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT NOT NULL)",
         ]
     )
 

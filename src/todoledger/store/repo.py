@@ -133,9 +133,12 @@ class Repo:
         return self.items_by_id([item_id]).get(item_id)
 
     def ids_with_prefix(self, plan: str, prefix: str) -> list[str]:
+        # substr, not LIKE: an id prefix is literal text ("_" and "%" are no wildcards)
         return [
             r[0]
-            for r in self.db.query("SELECT id FROM items WHERE plan = ? AND id LIKE ?", (plan, prefix + "%"))
+            for r in self.db.query(
+                "SELECT id FROM items WHERE plan = ? AND substr(id, 1, ?) = ?", (plan, len(prefix), prefix)
+            )
         ]
 
     def ids_by_content(self, plan: str, contents: Sequence[str]) -> list[str]:

@@ -89,7 +89,12 @@ class SQLiteStore:
             finally:
                 self._depth -= 1
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise LedgerError(
+                f"{self.location}: the ledger stayed busy for {BUSY_TIMEOUT_MS // 1000} s ({exc}); try again"
+            ) from None
         self._depth = 1
         try:
             yield

@@ -67,6 +67,7 @@ def figure(r: Report) -> dict[str, Any]:
                     "x": [],
                     "base": [],
                     "text": [],
+                    "textposition": "none",  # the text is for hovering; inside bars it is unreadable
                     "hovertemplate": "%{text}<extra></extra>",
                 },
             )

@@ -198,3 +198,20 @@ def test_hook_with_stdin_closed_exits_zero(ledger_env: Path) -> None:
         timeout=60,
     )
     assert (proc.returncode, proc.stderr, closed.returncode, closed.stderr) == (0, "", 0, "")
+
+
+def test_a_refused_write_inside_a_longer_transaction_leaves_nothing(lg: Ledger) -> None:
+    from todoledger.core.model import CycleError
+
+    lg.write({"subject": "A"}, writer="c", response={"task": {"id": "1"}})
+    lg.write({"subject": "B"}, writer="c", response={"task": {"id": "2"}})
+    lg.write({"taskId": "2", "addBlockedBy": ["1"]}, writer="c")
+    before = lg.show()
+    with lg.store.write():  # as an import batches many calls
+        with pytest.raises(CycleError):
+            lg.write({"taskId": "1", "status": "in_progress", "addBlockedBy": ["2"]}, writer="c")
+        lg.write({"subject": "C"}, writer="c", response={"task": {"id": "3"}})
+    after = lg.show()
+    assert [i["content"] for i in after["items"]] == ["A", "B", "C"]
+    assert after["items"][:2] == before["items"]
+    assert lg.check() == []

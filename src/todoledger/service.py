@@ -269,6 +269,16 @@ class Ledger:
     ) -> WriteResult:
         from todoledger.dialects import parse
 
+        if source_key is not None:
+            with self.store.read():
+                if self.repo.has_source(source_key):  # imported before: skip even the parsing
+                    return WriteResult(
+                        plan or default_plan(),
+                        dialect,
+                        self.repo.revision(plan or default_plan()),
+                        [],
+                        skipped=True,
+                    )
         parsed = parse(payload, dialect, response=response)
         return self.apply(parsed, plan=plan, writer=writer, at=at, source_key=source_key)
 
@@ -329,6 +339,8 @@ class Ledger:
                 # Agents rewrite unchanged lists often: no op row, no revision, only the writer's view.
                 self._save_base(plan, writer, base, result.base, whole=parsed.whole)
                 return WriteResult(plan, parsed.dialect, self.repo.ensure_plan(plan, at), result.matches)
+            if links:
+                self.store.execute("SAVEPOINT ledger_write")
             w = self._op(
                 plan,
                 writer,
@@ -348,7 +360,16 @@ class Ledger:
                 w.annotate(c.item, "conflict", None, _conflict(c))
             for item_id in result.dropped:
                 w.annotate(item_id, "dropped", None, writer)
-            self._apply_links(w, parsed, result.matches, known, aliases | result.aliases)
+            if links:
+                try:
+                    self._apply_links(w, parsed, result.matches, known, aliases | result.aliases)
+                except LedgerError:
+                    # A link refused (a cycle) after this write's state went in: take back only this
+                    # write, so that an enclosing transaction (an import) can go on.
+                    self.store.execute("ROLLBACK TO ledger_write")
+                    self.store.execute("RELEASE ledger_write")
+                    raise
+                self.store.execute("RELEASE ledger_write")
             new_base = dict(result.base)
             for create in result.creates:
                 new_base[create.item.id] = Seen.of(create.item)

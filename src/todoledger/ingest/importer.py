@@ -3,7 +3,7 @@
 Each call goes through `Ledger.write` with the transcript's own timestamp
 and a source key made of format, session and call id, so importing the same
 files again writes nothing. Calls are written in batches inside one
-transaction (a savepoint per call, so one refused call costs only itself):
+transaction (a refused call writes nothing, so it costs only itself):
 a transaction per call would spend the time on fsyncs, not on reading.
 """
 
@@ -61,7 +61,7 @@ Progress = Callable[[Source, int], None]
 
 
 class _Batch:
-    """One write transaction over many calls, each in its own savepoint."""
+    """One write transaction over many calls; a refused call writes nothing."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
@@ -73,8 +73,6 @@ class _Batch:
         if self._tx is None:
             self._tx = self.ledger.store.write()
             self._tx.__enter__()
-        db = self.ledger.store
-        db.execute("SAVEPOINT ingest_call")
         try:
             result = self.ledger.write(
                 call.payload,
@@ -86,10 +84,7 @@ class _Batch:
                 source_key=call.source_key,
             )
         except LedgerError:
-            db.execute("ROLLBACK TO ingest_call")
-            db.execute("RELEASE ingest_call")
-            return None
-        db.execute("RELEASE ingest_call")
+            return None  # a refused write leaves nothing behind (Ledger.apply's guarantee)
         self.size += 1
         if self.size >= BATCH_CALLS:
             self.commit()

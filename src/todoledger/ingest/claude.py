@@ -94,18 +94,7 @@ class ClaudeReader:
         if key in self._seen:
             return  # one message split over several lines repeats its blocks
         self._seen.add(key)
-        session = text(d.get("sessionId")) or self.fallback_session
-        call = TodoCall(
-            fmt=FORMAT,
-            session=session,
-            project=project_name(text(d.get("cwd"))) if d.get("cwd") else self.fallback_project,
-            key=key,
-            at=timestamp(d.get("timestamp")),
-            writer=self._writer(d, session),
-            dialect=TOOLS[str(block["name"])],
-            payload=block,
-            line=number,
-        )
+        call = self._new_call(d, key, number, TOOLS[str(block["name"])], block)
         self._pending[key] = _Pending(call, number)
         if self._scan is not None:
             self._scan.watch(key.encode())  # its result line may hold no marker of its own
@@ -129,22 +118,27 @@ class ClaudeReader:
         if key not in self._seen and isinstance(result, dict) and isinstance(result.get("newTodos"), list):
             # The call's own line is missing (cut or compacted away): its result still says the list.
             self._seen.add(key)
-            session = text(d.get("sessionId")) or self.fallback_session
-            call = TodoCall(
-                fmt=FORMAT,
-                session=session,
-                project=project_name(text(d.get("cwd"))) if d.get("cwd") else self.fallback_project,
-                key=key,
-                at=timestamp(d.get("timestamp")),
-                writer=self._writer(d, session),
-                dialect="claude-code",
-                payload={"todos": result["newTodos"]},
-                response=result,
-                line=number,
-            )
+            call = self._new_call(d, key, number, "claude-code", {"todos": result["newTodos"]})
+            call.response = result
             entry = _Pending(call, number)
             entry.done = True
             self._pending[key] = entry
+
+    def _new_call(
+        self, d: dict[str, Any], key: str, number: int, dialect: str, payload: dict[str, Any]
+    ) -> TodoCall:
+        session = text(d.get("sessionId")) or self.fallback_session
+        return TodoCall(
+            fmt=FORMAT,
+            session=session,
+            project=project_name(text(d.get("cwd"))) if d.get("cwd") else self.fallback_project,
+            key=key,
+            at=timestamp(d.get("timestamp")),
+            writer=self._writer(d, session),
+            dialect=dialect,
+            payload=payload,
+            line=number,
+        )
 
     def _ready(self, number: int | None) -> Iterator[TodoCall]:
         """Calls in transcript order once answered, waited for too long, or at the end."""

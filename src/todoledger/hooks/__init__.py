@@ -17,6 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+MAX_LOG_BYTES = 1024 * 1024
 AGENTS = {
     "claude-code": "todoledger.hooks.claude_code",
     "claude": "todoledger.hooks.claude_code",
@@ -40,6 +41,8 @@ def log(message: str, cwd: str | None = None) -> None:
     try:
         path = log_path(cwd)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path) and os.path.getsize(path) > MAX_LOG_BYTES:
+            os.replace(path, path + ".1")  # hooks run forever: keep one old log, not all of them
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
     except Exception:  # a hook that cannot even log still must not fail the agent

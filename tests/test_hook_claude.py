@@ -187,3 +187,57 @@ def test_hook_path_imports_no_cli_web_or_mcp_stack(ledger_env: Path) -> None:
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
     with Ledger() as lg:
         assert len(lg.show()["items"]) == 3
+
+
+def test_busy_ledger_does_not_stall_the_agent_and_loses_nothing(ledger_env: Path) -> None:
+    import sqlite3
+    import time
+
+    env = subprocess_env(ledger_env)
+    hook(env, post_tool("TodoWrite", {"todos": TODOS[:1]}))
+    blocker = sqlite3.connect(ledger_env, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    start = time.monotonic()
+    busy = hook(env, post_tool("TodoWrite", {"todos": TODOS}))
+    elapsed = time.monotonic() - start
+    assert (busy.returncode, busy.stdout, busy.stderr) == (0, "", "")
+    assert elapsed < 5, "Gemini kills hooks after 5 s, Claude Code after 10 s"
+    assert len(list((ledger_env.parent / "pending").iterdir())) == 1
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    # The next hook call replays the kept event first, then its own.
+    start_event = {
+        "session_id": "s1",
+        "hook_event_name": "SessionStart",
+        "source": "resume",
+        "cwd": os.getcwd(),
+    }
+    primed = hook(env, start_event)
+    assert "Deploy SGLang with EAGLE3 drafter" in primed.stdout
+    assert list((ledger_env.parent / "pending").iterdir()) == []
+    with Ledger() as lg:
+        assert [i["content"] for i in lg.show()["items"]] == [t["content"] for t in TODOS]
+
+
+def test_prime_reaches_the_agent_on_any_console_encoding(ledger_env: Path) -> None:
+    todos = [{"content": "Vérifier le débit 日本語", "status": "in_progress", "activeForm": "Vérifiant"}]
+    env = subprocess_env(ledger_env, PYTHONIOENCODING="ascii")
+    hook(env, post_tool("TodoWrite", {"todos": todos}))
+    start = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup", "cwd": os.getcwd()}
+    claude = subprocess.run(
+        [todoledger_bin(), "hook", "claude-code"],
+        input=json.dumps(start).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert "Vérifier le débit 日本語" in claude.stdout.decode("utf-8")
+    gemini = subprocess.run(
+        [todoledger_bin(), "hook", "gemini"],
+        input=json.dumps(start).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    context = json.loads(gemini.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Vérifier le débit 日本語" in context

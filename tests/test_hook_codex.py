@@ -79,8 +79,9 @@ def test_stop_imports_only_what_was_appended(tmp_path: Path, ledger_env: Path) -
     hook(event)
     with Ledger(ledger_env) as lg:
         assert [i["status"] for i in lg.items(PLAN)] == ["completed", "completed"]
-        keys = [o["source_key"] for o in lg.ops(PLAN)]
-    assert [k.rsplit("@", 1)[1] for k in keys] == ["L3", "L4", "L6"]
+        ops = lg.ops(PLAN)
+    assert [o["source_at"] for o in ops] == ["L3", "L4", "L6"]
+    assert [o["source_key"] for o in ops] == [f"codex:0199aaaa-1111:call_{n}" for n in (1, 2, 3)]
     assert cursor(ledger_env) == [("offset", rollout.stat().st_size), ("line", 6)]
 
 
@@ -121,3 +122,39 @@ def test_replaced_file_starts_over_and_other_events_do_nothing(tmp_path: Path, l
         assert sorted(i["status"] for i in lg.items(PLAN)) == ["cancelled", "completed"]
     assert hook({"hook_event_name": "PostToolUse", "transcript_path": str(rollout)}) == ""
     assert hook({"hook_event_name": "Stop", "transcript_path": str(tmp_path / "gone.jsonl")}) == ""
+
+
+def test_a_replaced_longer_file_is_read_from_the_start(tmp_path: Path, ledger_env: Path) -> None:
+    """The offset of the old file falls mid-line in the new one, which is longer:
+    the fingerprint kept with the offset tells the files apart."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(meta() + "\n" + noise(1) + "\n" + plan_line(1, ("Build", "in_progress")) + "\n")
+    event = {"hook_event_name": "Stop", "transcript_path": str(rollout)}
+    hook(event)
+    offset = rollout.stat().st_size
+    other = json.dumps(
+        {
+            "timestamp": "2025-09-02T10:00:00Z",
+            "type": "session_meta",
+            "payload": {"id": "0199bbbb-2222", "cwd": "/src/app"},
+        }
+    )
+    text = (
+        other + "\n" + plan_line(5, ("Deploy", "in_progress"), ("Verify " + "x" * offset, "pending")) + "\n"
+    )
+    text += plan_line(6, ("Deploy", "completed"), ("Verify " + "x" * offset, "in_progress")) + "\n"
+    rollout.write_text(text)
+    assert rollout.stat().st_size > offset
+    hook(event)
+    with Ledger(ledger_env) as lg:
+        assert len(lg.ops("app/0199bbbb")) == 2  # the call cut by the old offset too
+        assert [o["source_at"] for o in lg.ops("app/0199bbbb")] == ["L2", "L3"]
+        assert [i["status"] for i in lg.items("app/0199bbbb")] == ["completed", "in_progress"]
+        assert [i["status"] for i in lg.items(PLAN)] == ["in_progress"]  # the first file's session stays
+    assert cursor(ledger_env) == [("offset", rollout.stat().st_size), ("line", 3)]
+    # Appending to it goes on from the offset (the fingerprint holds while the file grows).
+    with rollout.open("a") as fh:
+        fh.write(plan_line(7, ("Deploy", "completed"), ("Verify " + "x" * offset, "completed")) + "\n")
+    hook(event)
+    with Ledger(ledger_env) as lg:
+        assert [o["source_at"] for o in lg.ops("app/0199bbbb")] == ["L2", "L3", "L4"]

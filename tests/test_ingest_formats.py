@@ -5,9 +5,15 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.conftest import subprocess_env, todoledger_bin
+from todoledger.ingest import lines as lines_mod
 from todoledger.ingest.calls import Skipped
 from todoledger.ingest.importer import ingest
 from todoledger.ingest.sources import Source, discover, read_calls
@@ -94,12 +100,136 @@ def test_claude_skips_junk_and_keeps_going(tmp_path: Path) -> None:
     )
 
 
-def test_claude_split_message_counts_a_call_once(tmp_path: Path) -> None:
-    line = claude_line(1, "TodoWrite", todos(("A", "pending")))
+def test_claude_split_message_counts_each_call_once(tmp_path: Path) -> None:
+    """Claude Code writes one API message as several lines that share its
+    message.id, one content block each; a resumed session repeats lines."""
+
+    def part(block: dict[str, Any]) -> str:
+        d = json.loads(claude_line(1, "TodoWrite", {}))
+        d["message"]["content"] = [block]
+        return json.dumps(d)
+
+    def use(n: int, *pairs: tuple[str, str]) -> dict[str, Any]:
+        return {"type": "tool_use", "id": f"toolu_{n}", "name": "TodoWrite", "input": todos(*pairs)}
+
+    lines = [
+        part({"type": "thinking", "thinking": "plan the TodoWrite"}),
+        part({"type": "text", "text": "Let me track this."}),
+        part(use(1, ("A", "in_progress"), ("B", "pending"))),
+        part(use(2, ("A", "completed"), ("B", "in_progress"))),
+        part(use(1, ("A", "in_progress"), ("B", "pending"))),  # the same block again
+    ]
     path = tmp_path / "s.jsonl"
-    path.write_text(line + "\n" + line + "\n")
+    path.write_text("\n".join(lines) + "\n")
     found, _ = calls_of(path)
-    assert len(found) == 1
+    assert [(c.key, c.line) for c in found] == [("toolu_1", 3), ("toolu_2", 4)]
+    (row,) = run(path)
+    assert (row["calls"], row["written"], row["final"]) == (2, 2, {"completed": 1, "in_progress": 1})
+
+
+def test_a_call_found_on_another_line_is_not_imported_again(tmp_path: Path, ledger_env: Path) -> None:
+    """An older copy of a transcript, or a tail on stdin, holds the same calls on other lines."""
+    lines = [
+        claude_line(1, "TodoWrite", todos(("A", "in_progress"), ("B", "pending"))),
+        claude_line(2, "TodoWrite", todos(("A", "completed"), ("B", "in_progress"))),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    shifted = tmp_path / "copy" / "s.jsonl"
+    shifted.parent.mkdir()
+    shifted.write_text(
+        json.dumps({"type": "summary", "summary": "x", "leafUuid": "u"}) + "\n" + lines[1] + "\n"
+    )
+    with Ledger(ledger_env) as lg:
+        ingest(lg, [str(path)])
+        revision = lg.show("proj/11111111")["revision"]
+        (row,) = ingest(lg, [str(shifted)]).sessions
+        assert (row.calls, row.written) == (1, 0)
+        assert lg.show("proj/11111111")["revision"] == revision
+        assert [i["status"] for i in lg.items("proj/11111111")] == ["completed", "in_progress"]
+        ops = lg.ops("proj/11111111")
+    # The identity is the key; where the call sat is kept beside it for reports.
+    assert [(o["source_key"], o["source_at"]) for o in ops] == [
+        (f"claude:{SESSION}:toolu_1", "L1"),
+        (f"claude:{SESSION}:toolu_2", "L2"),
+    ]
+
+
+def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None:
+    """Ledgers written before m002 hold `<key>@<line>` source keys: the upgrade
+    splits them, so importing the same transcript again writes nothing."""
+    db = tmp_path / "old.db"
+    path = tmp_path / "s.jsonl"
+    path.write_text(claude_line(1, "TodoWrite", todos(("A", "pending"))) + "\n")
+    with Ledger(db) as lg:
+        lg.write(
+            todos(("A", "pending")),
+            plan="proj/11111111",
+            writer=f"claude-code:{SESSION}",
+            dialect="claude-code",
+            source_key=f"claude:{SESSION}:toolu_1",
+        )
+    # Back to schema 1, with the key as the old importer wrote it.
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE ops SET source_key = source_key || '@L1', source_at = NULL")
+    conn.execute("ALTER TABLE ops DROP COLUMN source_at")
+    conn.execute("ALTER TABLE cursors DROP COLUMN fingerprint")
+    conn.execute("DELETE FROM migrations WHERE name <> 'initial'")
+    conn.execute("PRAGMA user_version=1")
+    conn.commit()
+    conn.close()
+    with Ledger(db) as lg:
+        (row,) = ingest(lg, [str(path)]).sessions
+        (op,) = lg.ops("proj/11111111")
+    assert (row.calls, row.written) == (1, 0)
+    assert (op["source_key"], op["source_at"]) == (f"claude:{SESSION}:toolu_1", "L1")
+
+
+def test_claude_cwd_change_keeps_one_plan(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        claude_line(1, "TodoWrite", todos(("A", "in_progress"), ("B", "pending")))
+        + "\n"
+        + claude_line(
+            2, "TodoWrite", todos(("A", "completed"), ("B", "in_progress")), cwd="/home/me/proj/sub"
+        )
+        + "\n"
+    )
+    (row,) = run(path)
+    assert (row["plan"], row["calls"], row["final"]) == (
+        "proj/11111111",
+        2,
+        {"completed": 1, "in_progress": 1},
+    )
+
+
+def test_claude_subagent_task_update_writes_as_the_session(tmp_path: Path) -> None:
+    """Task ids belong to the session's list, which subagents share (as the live hook writes them)."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                claude_line(
+                    1, "TaskCreate", {"subject": "Port parser", "description": "d", "activeForm": "Porting"}
+                ),
+                result_line(1, {"task": {"id": "7", "subject": "Port parser"}}),
+                claude_line(
+                    2, "TaskUpdate", {"taskId": "7", "status": "in_progress"}, side=True, agentId="a7"
+                ),
+                result_line(2, {"success": True, "taskId": "7"}),
+                claude_line(3, "TodoWrite", todos(("Sub list", "pending")), side=True, agentId="a7"),
+            ]
+        )
+        + "\n"
+    )
+    found, _ = calls_of(path)
+    assert [c.writer for c in found] == [
+        f"claude-code:{SESSION}",
+        f"claude-code:{SESSION}",
+        f"claude-code:{SESSION}:a7",  # a subagent's own TodoWrite list stays apart
+    ]
+    (row,) = run(path)
+    assert (row["calls"], row["refused"], row["final"]) == (3, 0, {"in_progress": 1, "pending": 1})
 
 
 def test_claude_sidechain_is_its_own_writer(tmp_path: Path) -> None:
@@ -352,3 +482,169 @@ def test_stdin(tmp_path: Path) -> None:
     skipped = Skipped()
     found = list(read_calls(Source("-", "stdin", None, 0), skipped, io.BufferedReader(io.BytesIO(data))))
     assert [c.payload["input"]["todos"][0]["content"] for c in found] == ["From a pipe"]
+
+
+def test_stdin_from_a_slow_pipe(tmp_path: Path, ledger_env: Path) -> None:
+    """A tail of a rollout: the first bytes arrive alone, and say nothing of the format
+    yet; it is told from what is read, not from what the pipe has delivered so far."""
+    data = rollout(
+        tmp_path / "r.jsonl",
+        "0199cccc-3333",
+        ("c1", "in_progress", "2025-09-01T10:01:00Z"),
+        ("c2", "completed", "2025-09-01T10:02:00Z"),
+    ).read_bytes()
+    assert b"session_meta" not in data[:20]
+    proc = subprocess.Popen(
+        [todoledger_bin(), "ingest", "--json", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(ledger_env),
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(data[:20])
+    proc.stdin.flush()
+    time.sleep(0.3)
+    proc.stdin.write(data[20:])
+    out, err = proc.communicate(timeout=60)  # closes stdin
+    assert proc.returncode == 0, err
+    (row,) = json.loads(out)
+    assert (row["plan"], row["format"], row["calls"], row["final"]) == (
+        "app/0199cccc",
+        "codex",
+        2,
+        {"completed": 1},
+    )
+
+
+def rollout(path: Path, session: str, *calls: tuple[str, str, str | None], cwd: str = "/x/app") -> Path:
+    """A Codex rollout: session_meta, then update_plan calls (call id, status of "Build", time)."""
+    rows: list[dict[str, Any]] = [
+        {"timestamp": "2025-09-01T10:00:00Z", "type": "session_meta", "payload": {"id": session, "cwd": cwd}}
+    ]
+    for call_id, status, at in calls:
+        args = json.dumps({"plan": [{"step": "Build", "status": status}]})
+        payload = {"type": "function_call", "name": "update_plan", "arguments": args, "call_id": call_id}
+        rows.append({"timestamp": at, "type": "response_item", "payload": payload})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_sessions_sharing_a_prefix_never_share_a_plan(tmp_path: Path, ledger_env: Path) -> None:
+    # UUIDv7: the first 8 hex digits are a timestamp, the same for sessions begun close together.
+    a = rollout(tmp_path / "a.jsonl", "01998190-fba6-7f40-9309-dc4e48c5844a", ("c1", "completed", None))
+    b = rollout(tmp_path / "b.jsonl", "01998190-aaaa-7bbb-8ccc-dddddddddddd", ("c1", "in_progress", None))
+    with Ledger(ledger_env) as lg:
+        rows = [(s.plan, s.written) for s in ingest(lg, [str(a), str(b)]).sessions]
+        assert rows == [("app/01998190", 1), ("app/01998190-aaaa-7bbb-8ccc-dddddddddddd", 1)]
+        assert [i["status"] for i in lg.items("app/01998190")] == ["completed"]
+        # Again, in the other order: each session finds its own plan, nothing is written.
+        again = [(s.plan, s.written) for s in ingest(lg, [str(b), str(a)]).sessions]
+    assert again == [("app/01998190-aaaa-7bbb-8ccc-dddddddddddd", 0), ("app/01998190", 0)]
+
+
+def test_plan_names_strip_prefixes_and_unsafe_characters(tmp_path: Path, ledger_env: Path) -> None:
+    sessions = ["ses_", "session-", "ses_abcdefgh1", "a/b\nc\u202ed\x1bx", "   "]
+    paths = [
+        rollout(tmp_path / f"r{n}.jsonl", s, ("c1", "pending", None), cwd="/w/my\u202eapp\n")
+        for n, s in enumerate(sessions)
+    ]
+    with Ledger(ledger_env) as lg:
+        plans = [s.plan for s in ingest(lg, [str(p) for p in paths]).sessions]
+    # A prefix alone leaves no short name; a second such session takes its full id.
+    assert plans[:4] == ["myapp/unknown", "myapp/session-", "myapp/abcdefgh", "myapp/abcdx"]
+    assert plans[4].startswith("myapp/unknown~")  # blank: its full id is taken too
+    assert all(p.count("/") == 1 and p.isprintable() and "\u202e" not in p for p in plans)
+
+
+def test_opencode_data_folder_with_database_and_storage(tmp_path: Path) -> None:
+    data = tmp_path / "opencode"
+    storage = data / "storage"
+    (storage / "session" / "p").mkdir(parents=True)
+    (storage / "message").mkdir()
+    (storage / "session" / "p" / "ses_storage1.json").write_text(
+        json.dumps({"id": "ses_storage1", "directory": "/w/old"})
+    )
+    (storage / "todo").mkdir()
+    (storage / "todo" / "ses_storage1.json").write_text(json.dumps([{"content": "Old", "status": "pending"}]))
+    db = sqlite3.connect(data / "opencode.db")
+    db.executescript(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, time_updated INTEGER);"
+        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, data TEXT);"
+    )
+    db.execute("INSERT INTO session VALUES ('ses_database', '/w/new', 1)")
+    part = _part(1, "in_progress", 1_700_000_000_000)
+    db.execute("INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_database', 1, ?)", (json.dumps(part),))
+    db.commit()
+    db.close()
+    for root in (data, tmp_path):
+        skipped = Skipped()
+        assert sorted((Path(s.name).name, s.fmt) for s in discover([str(root)], skipped)) == [
+            ("opencode.db", "opencode-sqlite"),
+            ("storage", "opencode-storage"),
+        ]
+    rows = run(data)
+    assert sorted((r["plan"], r["final"]) for r in rows) == [
+        ("new/database", {"in_progress": 1}),
+        ("old/storage1", {"pending": 1}),
+    ]
+
+
+def test_missing_times_come_from_the_same_session(tmp_path: Path, ledger_env: Path) -> None:
+    """Two sessions in one file: a call without a time takes its own session's
+    previous time, or its session's next known time; never the other session's."""
+    other = "99999999-2222-3333-4444-555555555555"
+    lines = [
+        claude_line(1, "TodoWrite", todos(("A", "in_progress"))),
+        claude_line(2, "TodoWrite", todos(("A", "completed")), timestamp=None),
+        claude_line(3, "TodoWrite", todos(("B", "pending")), sessionId=other, timestamp=None),
+        claude_line(
+            4, "TodoWrite", todos(("B", "in_progress")), sessionId=other, timestamp="2025-07-01T12:00:00Z"
+        ),
+        claude_line(5, "TodoWrite", todos(("B", "completed")), sessionId=other, timestamp="bogus"),
+    ]
+    path = tmp_path / "two.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with Ledger(ledger_env) as lg:
+        ingest(lg, [str(path)])
+        times = {p: [o["at"] for o in lg.ops(p)] for p in ("proj/11111111", "proj/99999999")}
+    assert times == {
+        "proj/11111111": ["2025-07-01T10:01:00.000Z", "2025-07-01T10:01:00.000Z"],
+        "proj/99999999": ["2025-07-01T12:00:00.000Z"] * 3,
+    }
+
+
+def test_a_line_past_the_limit_is_skipped_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lines_mod, "BLOCK_BYTES", 1024)
+    monkeypatch.setattr(lines_mod, "MAX_LINE_BYTES", 64 * 1024, raising=False)
+    huge = claude_line(2, "TodoWrite", todos(("x" * 100_000, "pending")))
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                claude_line(1, "TodoWrite", todos(("A", "in_progress"))),
+                huge,
+                claude_line(3, "TodoWrite", todos(("A", "completed"))),
+            ]
+        )
+        + "\n"
+    )
+    found, skipped = calls_of(path)
+    assert [c.line for c in found] == [1, 3]
+    assert skipped.as_dict() == {"lines too long to read": 1}
+
+
+def test_a_long_line_is_read_in_linear_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line of many blocks is joined once; adding each block to the last would copy it
+    over and over (here some 32 GB), which no machine does in this bound."""
+    monkeypatch.setattr(lines_mod, "BLOCK_BYTES", 1024)
+    long_line = claude_line(1, "TodoWrite", todos(("x" * (8 << 20), "pending")))
+    path = tmp_path / "s.jsonl"
+    path.write_text(long_line + "\n")
+    started = time.perf_counter()
+    found, skipped = calls_of(path)
+    elapsed = time.perf_counter() - started
+    assert [c.line for c in found] == [1] and not skipped.counts
+    assert elapsed < 3.0, f"{elapsed:.1f}s"

@@ -132,7 +132,11 @@ def test_claude_code_updates_an_older_hook_in_place(dirs: tuple[Path, Path]) -> 
         }
     ]
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["todoledger"]
-    assert server == {"command": "todoledger", "args": ["mcp"], "env": {"K": "v"}, "type": "stdio"}
+    # The MCP entry is the user's choice (here another command): kept as it is, and said so.
+    assert server == {"command": "old-ledger", "args": ["mcp"], "env": {"K": "v"}}
+    assert result.changes[1].summary == [
+        "= mcpServers.todoledger: kept as configured (differs from the default in type, command)"
+    ]
     lines = result.changes[0].summary
     assert lines[0].startswith(
         "~ hooks.PostToolUse[TodoWrite|TaskCreate|TaskUpdate]: updated matcher, command"
@@ -251,7 +255,7 @@ def test_codex_keeps_toml_and_adds_hooks(dirs: tuple[Path, Path]) -> None:
     assert not any("/hooks" in n for n in run("codex", project=project, home=home).notes)
 
 
-def test_codex_updates_existing_server_keeping_comments(dirs: tuple[Path, Path]) -> None:
+def test_codex_keeps_the_users_own_server_entry(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
@@ -261,9 +265,10 @@ def test_codex_updates_existing_server_keeping_comments(dirs: tuple[Path, Path])
     )
     config.write_text(before)
     result = run("codex", project=project, home=home)
-    after = config.read_text()
-    assert after == before.replace("/old/todoledger", "todoledger")
-    assert result.changes[0].summary == ["~ mcp_servers.todoledger: updated command"]
+    assert config.read_text() == before  # the user's own entry (another path) is kept
+    assert result.changes[0].summary == [
+        "= mcp_servers.todoledger: kept as configured (differs from the default in command)"
+    ]
 
 
 def test_codex_invalid_toml_is_refused(dirs: tuple[Path, Path]) -> None:
@@ -491,3 +496,31 @@ def test_jsonc_parser() -> None:
     for bad, where in [("{", "line 1, column 2"), ('{"a": 1}\n}', "line 2, column 1"), ("/* x", "line 1")]:
         with pytest.raises(ValueError, match=where):
             parse_jsonc(bad)
+
+
+def test_a_remote_or_disabled_entry_of_the_user_is_never_rewritten(dirs: tuple[Path, Path]) -> None:
+    project, home = dirs
+    config = project / "opencode.json"
+    before = (
+        '{\n  "mcp": {\n    "todoledger": {"type": "remote", "url": "https://build-box:8765/mcp",'
+        ' "headers": {"Authorization": "Bearer x"}, "enabled": false}\n  }\n}\n'
+    )
+    config.write_text(before)
+    result = run("opencode", project=project, home=home)
+    assert config.read_text() == before
+    assert (
+        result.changes[0]
+        .summary[0]
+        .startswith("= mcp.todoledger: kept as configured (differs from the default in")
+    )
+
+
+def test_codex_config_with_a_byte_order_mark(dirs: tuple[Path, Path]) -> None:
+    project, home = dirs
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    before = '\ufeffmodel = "o3"\n'
+    config.write_text(before, encoding="utf-8")
+    run("codex", project=project, home=home)
+    after = config.read_text(encoding="utf-8")
+    assert after.startswith(before) and "[mcp_servers.todoledger]" in after

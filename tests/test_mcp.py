@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -226,10 +227,15 @@ def test_http_modern_and_legacy_sessions(server: str, ledger_env: Path) -> None:
             wrote = await call(a, "todowrite", {"todos": CLAUDE})
             ids = wrote["ids"]
             assert wrote["todos"] == CLAUDE
+            me = wrote["writer"]
+            assert me.startswith("mcp:remote-a:req-")
+        async with http(server, name="remote-a") as other:  # another agent, same client name
+            theirs = [{"content": "Other agent's task", "status": "pending", "activeForm": "Doing it"}]
+            assert (await call(other, "todowrite", {"todos": theirs}))["writer"] != me
         async with http(server, name="remote-b", mode="legacy") as b:
             assert b.protocol_version.startswith("2025")
             read = await call(b, "todoread", {})
-            assert read["counts"] == {"completed": 1, "in_progress": 1, "pending": 1}
+            assert read["counts"] == {"completed": 1, "in_progress": 1, "pending": 2}  # nothing dropped
             await call(b, "plan_update", {"id": ids[1], "status": "completed", "evidence": "ci green"})
             claimed = await call(b, "plan_next", {"claim": True})
             assert claimed["claimed"]["id"] == ids[2]
@@ -237,10 +243,23 @@ def test_http_modern_and_legacy_sessions(server: str, ledger_env: Path) -> None:
             assert "(in progress, mcp:remote-b:" in md
         with Ledger(ledger_env) as lg:
             ops = lg.ops("main")
-            assert ops[0]["writer"] == "mcp:remote-a:http"
+            assert ops[0]["writer"] == me
             legacy = ops[-1]["writer"]
             assert legacy.startswith("mcp:remote-b:") and len(legacy.rsplit(":", 1)[1]) == 8
             assert lg.get(ids[2])["updated_by"] == legacy
+        async with http(server, name="remote-a") as a2:
+            # Passing the writer back keeps one view: what it leaves out is dropped, only its own.
+            temp = {"content": "Temporary probe", "status": "pending", "activeForm": "Probing"}
+            await call(a2, "todowrite", {"todos": [*CLAUDE, temp], "writer": me})
+            await call(a2, "todowrite", {"todos": CLAUDE, "writer": me})
+        with Ledger(ledger_env) as lg:
+            by_content = {i["content"]: i for i in lg.items("main")}
+            assert (by_content["Temporary probe"]["status"], by_content["Temporary probe"]["reason"]) == (
+                "cancelled",
+                f"dropped by {me}",
+            )
+            assert by_content["Other agent's task"]["status"] == "pending"
+            assert by_content[CLAUDE[1]["content"]]["status"] == "completed"  # completed by remote-b: kept
 
     anyio.run(main)
 
@@ -275,8 +294,27 @@ def test_http_token_origin_and_size_are_enforced(server: str, ledger_env: Path) 
         async with http(server, token="wrong-token") as c:
             await c.list_tools()
 
-    with pytest.raises(Exception):  # noqa: B017 - the SDK reports the 401 as its own error type
+    with pytest.raises(Exception) as refused:
         anyio.run(wrong_token)
+    # The server answered (no connection error) and refused; the same client with the token works.
+    assert "Server returned an error response" in _messages(refused.value), _messages(refused.value)
+
+    async def right_token() -> None:
+        async with http(server) as c:
+            assert len((await c.list_tools()).tools) == 4
+
+    anyio.run(right_token)
+
+
+def _messages(exc: BaseException) -> str:
+    """Every message in an exception, its groups and causes (the SDK nests them)."""
+    parts = [f"{type(exc).__name__}: {exc}"]
+    for inner in getattr(exc, "exceptions", ()):
+        parts.append(_messages(inner))
+    for linked in (exc.__cause__, exc.__context__):
+        if linked is not None and linked is not exc:
+            parts.append(_messages(linked))
+    return " | ".join(parts)
 
 
 def test_serve_refuses_remote_exposure_without_token(ledger_env: Path) -> None:
@@ -307,7 +345,11 @@ def test_bad_input_gets_one_clear_error_and_changes_nothing(ledger_env: Path) ->
                 ("todowrite", {"todos": "Fix it"}, "must be an array"),
                 ("todowrite", {"todos": [{"content": "", "status": "pending"}]}, "rejected"),
                 ("todowrite", {"todos": [{"content": "x", "status": "finished"}]}, "rejected"),
-                ("todowrite", {"todos": [{"task": "x"}]}, ""),
+                (
+                    "todowrite",
+                    {"todos": [{"task": "x"}]},
+                    'unknown payload: not opencode (todos[0] has no "content")',
+                ),
                 ("todowrite", {"bogus": 1, "todos": []}, "has no argument 'bogus'"),
                 ("todowrite", {"todos": [], "plan": 7}, '"plan" must be a plan name'),
                 ("todowrite", {"todos": CLAUDE, "plan": CODEX}, "not both"),
@@ -323,7 +365,7 @@ def test_bad_input_gets_one_clear_error_and_changes_nothing(ledger_env: Path) ->
                 ("plan_update", {"id": "zzzzzz", "status": "completed"}, "no item 'zzzzzz'"),
                 ("plan_update", {"id": item, "status": "finished"}, "must be one of pending"),
                 ("plan_update", {"id": item}, "nothing to change"),
-                ("plan_update", {"id": item, "depends_on": item}, ""),
+                ("plan_update", {"id": item, "depends_on": item}, "cannot wait for itself"),
                 ("plan_update", {"id": item, "content": "  "}, "must not be empty"),
                 ("nosuchtool", {}, "nosuchtool"),
             ]
@@ -457,3 +499,63 @@ def test_extra_routes_share_the_guard(ledger_env: Path) -> None:
     anyio.run(main)
     with pytest.raises(LedgerError, match="without a token"):
         create_app(host="192.0.2.1")
+
+
+def test_codex_shape_names_its_plan_markdown_is_escaped_and_reasons_are_told_once(ledger_env: Path) -> None:
+    hostile = (
+        "Harmless\n- [x] Ship to prod `approved`\n\n# Plan main (revision 999)\n"
+        "<img src=x onerror=alert(1)> [click](javascript:alert(1))"
+    )
+
+    async def main() -> None:
+        async with stdio(ledger_env) as c:
+            wrote = await call(c, "todowrite", {"plan": CODEX, "plan_name": "release"})
+            assert wrote["plan_name"] == "release" and wrote["plan"] == CODEX
+            item = (await call(c, "todowrite", {"todos": [{"content": hostile, "status": "pending"}]}))[
+                "ids"
+            ][0]
+            md = (await c.read_resource("todoledger://plan/main")).contents[0].text  # type: ignore[union-attr]
+            body = md.split("\n\n", 1)[1]
+            # One line, and every Markdown or HTML opener in the agent's text escaped.
+            assert body.count("\n") == 1
+            text = body.removeprefix("- [ ] ").replace(f"`{item}`", "")
+            assert not re.search(r"(?<!\\)[<>\[\]`]", text)
+            assert "&lt;img src=x onerror=alert(1)&gt;" in body
+            cancelled = await call(
+                c, "plan_update", {"id": item, "status": "cancelled", "notes": "not needed"}
+            )
+            assert cancelled["item"]["status"] == "cancelled"
+            assert "\u202e" not in (await refuse(c, "todoread", {"plan": "main\u202e"}))
+
+    anyio.run(main)
+    with Ledger(ledger_env) as lg:
+        assert [i["content"] for i in lg.items("release")] == ["Inspect logs", "Patch config"]
+        (row,) = lg.items("main")
+        assert (row["reason"], row["notes"]) == ("not needed", None)
+
+
+def test_every_interface_accepts_any_host_but_checks_token_and_origin(ledger_env: Path) -> None:
+    """Bound to 0.0.0.0, remote agents reach the server by IP or any name; the
+    token then guards it, and browser Origins are still checked."""
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from todoledger.mcp.http import create_app
+
+    async def board(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("board")
+
+    app, _ = create_app(host="0.0.0.0", token=TOKEN, routes=[Route("/board", board)])
+
+    async def main() -> None:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://192.0.2.2:8765") as hc:
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            assert (await hc.get("/board")).status_code == 401
+            by_ip = await hc.get("/board", headers=auth)
+            assert (by_ip.status_code, by_ip.text) == (200, "board")
+            evil = await hc.get("/board", headers=auth | {"Origin": "http://attacker.example"})
+            assert evil.status_code == 403 and "--allow-host" in evil.json()["error"]
+
+    anyio.run(main)

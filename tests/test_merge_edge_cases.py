@@ -215,3 +215,32 @@ def test_a_refused_write_inside_a_longer_transaction_leaves_nothing(lg: Ledger) 
     assert [i["content"] for i in after["items"]] == ["A", "B", "C"]
     assert after["items"][:2] == before["items"]
     assert lg.check() == []
+
+
+def test_a_writer_relisting_what_it_dropped_brings_it_back(lg: Ledger) -> None:
+    lg.write(
+        {
+            "todos": [
+                {"content": "Migrate schema", "status": "pending"},
+                {"content": "Ship", "status": "pending"},
+            ]
+        },
+        writer="w",
+    )
+    lg.write({"todos": [{"content": "Ship", "status": "pending"}]}, writer="w")
+    assert contents(lg) == [("Migrate schema", "cancelled"), ("Ship", "pending")]
+    lg.write(
+        {
+            "todos": [
+                {"content": "Migrate schema", "status": "pending"},
+                {"content": "Ship", "status": "pending"},
+            ]
+        },
+        writer="w",
+    )
+    assert contents(lg) == [("Migrate schema", "pending"), ("Ship", "pending")]
+    assert lg.show()["items"][0]["reason"] is None
+    # Someone else's drop is not undone by a writer that never saw the item.
+    lg.write({"todos": [{"content": "Ship", "status": "pending"}]}, writer="w")
+    lg.write({"todos": [{"content": "Migrate schema", "status": "pending"}]}, writer="stranger")
+    assert contents(lg)[0] == ("Migrate schema", "cancelled")

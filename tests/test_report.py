@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ def write(lg: Ledger, minute: float, *items: tuple[str, str], writer: str = "cod
         writer=writer,
         dialect="codex",
         at=at(minute),
-        source_key=f"codex:s1:c{minute}@L{n}",
+        source_key=f"codex:s1:c{minute}",
+        source_at=f"L{n}",
     )
 
 
@@ -115,14 +117,16 @@ def test_duplicates_truncation_unrelated_rewording_and_lint() -> None:
             writer="claude-code:s",
             response={"task": {"id": "1", "subject": "Set up the build"}},
             at=at(0),
-            source_key="k1@L1",
+            source_key="k1",
+            source_at="L1",
         )
         lg.write(
             {"taskId": "1", "subject": "Completely different work here"},
             plan=PLAN,
             writer="claude-code:s",
             at=at(1),
-            source_key="k2@L2",
+            source_key="k2",
+            source_at="L2",
         )
         lg.write(
             {
@@ -135,7 +139,8 @@ def test_duplicates_truncation_unrelated_rewording_and_lint() -> None:
             writer="codex:x",
             dialect="codex",
             at=at(2),
-            source_key="k3@L3",
+            source_key="k3",
+            source_at="L3",
         )
         lg.write(
             {"plan": [{"step": "Ship it", "status": "pending"}, {"step": "ship  it", "status": "pending"}]},
@@ -143,7 +148,8 @@ def test_duplicates_truncation_unrelated_rewording_and_lint() -> None:
             writer="codex:y",
             dialect="codex",
             at=at(3),
-            source_key="k4@L4",
+            source_key="k4",
+            source_at="L4",
         )
         found = codes(lg)
     assert found["unrelated-rewording"] == [
@@ -183,12 +189,81 @@ def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
 def test_markdown_and_json_escape_and_agree() -> None:
     _hostile_plan()
     md = CliRunner().invoke(cli, ["report", PLAN])
-    assert "<script>" not in md.stdout and "&lt;script>alert(1)" in md.stdout
+    assert "<script>" not in md.stdout and "&lt;script&gt;alert(1)" in md.stdout
     data: dict[str, Any] = json.loads(CliRunner().invoke(cli, ["report", PLAN, "--json"]).stdout)
     assert data["final"] == {"in_progress": 1, "completed": 1}
     assert [c["where"] for c in data["calls"]] == ["L1", "L2"]
     assert data["items"][0]["content"] == HOSTILE
     assert data["items"][0]["seconds"] == {"in_progress": 180.0, "completed": 0.0}
+
+
+MARKUP = (
+    "Ship `it` **now** _x_ [click](javascript:alert(1))",
+    "![i](http://x/i.png) ~~s~~ &amp; <b>b</b> | c",
+)
+
+
+def test_markdown_keeps_every_agent_text_plain() -> None:
+    """Item texts, writer names (the transcript's session id), times and places all
+    come from the transcript; none may add markup, links, images or table cells."""
+    hostile_session = "s`*_[x](javascript:y)|<i>\n# Heading"
+    with Ledger() as lg:
+        for n, status in enumerate(("in_progress", "completed")):
+            lg.write(
+                {"plan": [{"step": f"{m}\n- [x] fake\n# Heading", "status": status} for m in MARKUP]},
+                plan=PLAN,
+                writer=f"codex:{hostile_session}",
+                dialect="codex",
+                at=at(n),
+                source_key=f"codex:x:{n}",
+                source_at=f"msg_[a](b)|`{n}`*<i>\n# Heading",
+            )
+        # A clock going back makes a finding whose line starts with the call's time and place.
+        lg.write(
+            {"plan": [{"step": "Later", "status": "pending"}]},
+            plan=PLAN,
+            writer="codex:y",
+            dialect="codex",
+            at=at(-5),
+            source_key="codex:x:3",
+            source_at="- [z](q)",
+        )
+        text = render_md(load(lg, PLAN))
+    lines = text.splitlines()
+    # Nothing the agent wrote starts a block: no heading, list or quote of its own.
+    assert [line for line in lines if line.startswith("#")] == [
+        f"# Plan {PLAN}",
+        "## Phases",
+        "## What went wrong",
+        "## Timeline",
+        "## Calls",
+    ]
+    assert not [line for line in lines if line.lstrip().startswith(("- [", "- \\[", "> ", "&gt;"))]
+    # No markup character is left bare (the report's own `**title**` lines aside),
+    # and no HTML tag or entity of the agent's.
+    bare = re.compile(r"(?<!\\)[`\[\]~<>]|<[a-z]|&(?!amp;|lt;|gt;)")
+    assert not [line for line in lines if bare.search(line)]
+    assert not [line for line in lines if "*" in line.replace("\\*", "") and not line.startswith("- **")]
+    # Table rows keep their columns: every `|` of the agent's is escaped.
+    tables = "\n".join(line if line.startswith("|") else "" for line in lines).split("\n\n")
+    for table in (t.strip("\n").splitlines() for t in tables if t.strip("\n")):
+        assert len({len(re.findall(r"(?<!\\)\|", row)) for row in table}) == 1, table
+    assert "Ship \\`it\\` \\*\\*now\\*\\* \\_x\\_ \\[click\\](javascript:alert(1))" in text
+    assert "!\\[i\\](http://x/i.png) \\~\\~s\\~\\~ &amp;amp; &lt;b&gt;b&lt;/b&gt; \\| c" in text
+    assert "codex:s\\`\\*\\_\\[x\\](javascript:y)\\|&lt;i&gt; # Heading" in text.split("\n")[2]
+    assert "msg\\_\\[a\\](b)\\|\\`1\\`\\*&lt;i&gt; # Heading" in text
+
+
+def test_a_clock_going_back_is_a_finding_with_its_place() -> None:
+    with Ledger() as lg:
+        write(lg, 10, ("Build", "in_progress"), n=4)
+        write(lg, 2, ("Build", "completed"), n=7)  # stamped before the call before it
+        write(lg, 12, ("Build", "completed"), ("Ship", "pending"), n=9)
+        report = load(lg, PLAN)
+    (finding,) = [f for f in report.findings if f.code == "clock-backwards"]
+    assert (finding.where, finding.at) == ("L7", at(2))
+    assert finding.message == f"call at {at(2)} is 8.0 min earlier than the call before it ({at(10)})"
+    assert "**clock went backwards** (1)" in render_md(report)
 
 
 def test_unknown_plan_is_one_clear_line() -> None:
@@ -197,7 +272,7 @@ def test_unknown_plan_is_one_clear_line() -> None:
     assert "plan 'nope/1' has no history" in result.output
 
 
-def test_report_of_2000_calls_under_a_second() -> None:
+def test_report_of_2000_calls() -> None:
     with Ledger() as lg:
         steps = [f"Step {i}" for i in range(40)]
         with lg.store.write():
@@ -213,5 +288,8 @@ def test_report_of_2000_calls_under_a_second() -> None:
         text = render_md(report)
         elapsed = time.perf_counter() - started
     assert len(report.story.calls) == 2000
-    assert "Final state:" in text
-    assert elapsed < 1.0, f"report took {elapsed:.2f}s"
+    assert "Final state: 1 in_progress, 39 completed." in text
+    assert text.count("\n| ") == 2000 + 40 + 1 + 3  # calls, items, phase, header rows
+    # Linear work takes well under a second (bench/ measures it); the bound is
+    # generous for loaded CI machines and still catches a quadratic slip.
+    assert elapsed < 20.0, f"report took {elapsed:.2f}s"

@@ -347,7 +347,11 @@ def test_ledger_uses_wal_and_named_migrations(ledger_env: Path) -> None:
     Ledger().close()
     conn = sqlite3.connect(ledger_env)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT name FROM migrations").fetchall() == [("initial",)]
+    from todoledger.store.migrations import MIGRATIONS
+
+    applied = [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+    assert applied == [name for name, _ in MIGRATIONS] and applied[0] == "initial"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     conn.close()
 
 

@@ -94,13 +94,18 @@ class Ledger:
         store: Store | None = None,
         cwd: str | Path | None = None,
         create: bool = True,
+        busy_ms: int | None = None,
     ) -> None:
         if store is None:
             from todoledger.store.locate import ledger_file
             from todoledger.store.sqlite import SQLiteStore
 
             target = os.fspath(path) if path is not None else ledger_file(cwd)
-            store = SQLiteStore(target, create=create)
+            store = (
+                SQLiteStore(target, create=create)
+                if busy_ms is None
+                else SQLiteStore(target, create=create, busy_ms=busy_ms)
+            )
         self.store = store
         self.repo = Repo(store)
         self._writes: list[Writes] | None = None
@@ -226,6 +231,7 @@ class Ledger:
                     "warnings": json.loads(r[6]) if r[6] else [],
                     "undone_by": r[7],
                     "source_key": r[8],
+                    "source_at": r[9],
                 }
                 for r in self.repo.ops(plan)
             ]
@@ -266,6 +272,7 @@ class Ledger:
         response: Any = None,
         at: str | None = None,
         source_key: str | None = None,
+        source_at: str | None = None,
     ) -> WriteResult:
         from todoledger.dialects import parse
 
@@ -280,7 +287,7 @@ class Ledger:
                         skipped=True,
                     )
         parsed = parse(payload, dialect, response=response)
-        return self.apply(parsed, plan=plan, writer=writer, at=at, source_key=source_key)
+        return self.apply(parsed, plan=plan, writer=writer, at=at, source_key=source_key, source_at=source_at)
 
     def apply(
         self,
@@ -290,6 +297,7 @@ class Ledger:
         writer: str | None = None,
         at: str | None = None,
         source_key: str | None = None,
+        source_at: str | None = None,
     ) -> WriteResult:
         plan = plan or default_plan()
         writer = writer or default_writer()
@@ -350,6 +358,7 @@ class Ledger:
                 summary=_summary(changes) if changes else None,
                 warnings=[f.as_dict() for f in warnings],
                 source_key=source_key,
+                source_at=source_at,
             )
             for create in result.creates:
                 create.item.plan = plan

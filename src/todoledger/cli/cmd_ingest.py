@@ -49,8 +49,9 @@ def _run_ingest(lg: Any, paths: tuple[str, ...]) -> Any:
 def ingest(paths: tuple[str, ...], as_json: bool) -> None:
     """Import agents' transcripts (Claude Code, Codex, opencode, Gemini); '-' reads stdin.
 
-    Each session becomes a plan named <project>/<session>. Importing the same
-    files again changes nothing.
+    Each session becomes a plan named <project>/<session>: the session id's first
+    8 characters, or the whole id when another session already has that plan.
+    Importing the same files again (or older copies of them) changes nothing.
     """
     from todoledger.service import Ledger
 

@@ -261,9 +261,11 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
             continue
         old = seen.get(name) if seen else None
         apply = False
-        if seen is None and name == "status" and STATUS_RANK[new] <= STATUS_RANK[cur]:
+        own_drop = cur == "cancelled" and item.reason == f"dropped by {inp.writer}"
+        if seen is None and name == "status" and STATUS_RANK[new] <= STATUS_RANK[cur] and not own_drop:
             # First sight of someone else's item: the writer may move it on,
-            # but its unaware list must not move it back.
+            # but its unaware list must not move it back. (Re-listing an item
+            # this writer itself dropped brings it back.)
             out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
             believed[name] = new
         elif seen is None or old == cur:

@@ -59,6 +59,10 @@ class CycleError(LedgerError):
     pass
 
 
+class BusyError(LedgerError):
+    """Another process held the ledger longer than this caller may wait."""
+
+
 @dataclass(frozen=True)
 class Finding:
     """One lint result: where in the payload, what is wrong, how bad."""

@@ -4,6 +4,7 @@ here; agents run hooks on every tool call."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -11,13 +12,19 @@ import sys
 import time
 from collections.abc import Callable
 
-from todoledger.core.model import MAX_PAYLOAD_BYTES
+from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from todoledger.service import Ledger
+
 MAX_LOG_BYTES = 1024 * 1024
+# Agents kill hooks after 5 s (Gemini) or 10 s (Claude Code): wait for a busy
+# ledger well under that, then keep the event for the next hook run.
+HOOK_BUSY_MS = 2_000
+MAX_SPOOLED = 1_000
 AGENTS = {
     "claude-code": "todoledger.hooks.claude_code",
     "claude": "todoledger.hooks.claude_code",
@@ -54,6 +61,61 @@ def event_cwd(event: dict[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and cwd and os.path.isdir(cwd) else None
 
 
+def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
+    """The project's ledger with a hook's short patience for a busy file."""
+    from todoledger.service import Ledger
+
+    return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS)
+
+
+def spool_dir(cwd: str | None) -> str:
+    from todoledger.store.locate import ledger_file
+
+    return os.path.join(os.path.dirname(ledger_file(cwd)), "pending")
+
+
+def spool(agent: str, raw: bytes, cwd: str | None) -> None:
+    """Keep an event the ledger was too busy to take; the next hook run replays it."""
+    folder = spool_dir(cwd)
+    os.makedirs(folder, exist_ok=True)
+    if len(os.listdir(folder)) >= MAX_SPOOLED:
+        log(f"hook {agent}: {MAX_SPOOLED} events already wait in {folder}; this one is dropped", cwd)
+        return
+    name = f"{time.time_ns():020d}-{os.getpid()}.json"
+    tmp = os.path.join(folder, "." + name)
+    with open(tmp, "wb") as fh:
+        fh.write(json.dumps({"agent": agent}).encode() + b"\n" + raw)
+    os.replace(tmp, os.path.join(folder, name))
+
+
+def replay(cwd: str | None) -> None:
+    """Hand spooled events to their handlers, oldest first; stop at the first
+    that is still refused for a busy ledger."""
+    from todoledger.core.model import BusyError
+
+    folder = spool_dir(cwd)
+    if not os.path.isdir(folder):
+        return
+    for name in sorted(n for n in os.listdir(folder) if not n.startswith(".")):
+        path = os.path.join(folder, name)
+        try:
+            with open(path, "rb") as fh:
+                head, _, raw = fh.read().partition(b"\n")
+            agent = json.loads(head)["agent"]
+            handler(agent)(json.loads(raw), cwd)
+        except BusyError:
+            return
+        except Exception as exc:  # a bad spooled event must not block the ones after it
+            log(f"hook replay {name}: {type(exc).__name__}: {exc}", cwd)
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:
+    found: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(AGENTS[agent]).handle
+    return found
+
+
 def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
     """Read the agent's hook JSON, hand it to the agent's handler, print its
     answer. Always returns 0."""
@@ -74,14 +136,30 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             log(f"hook {agent}: expected a JSON object on stdin")
             return 0
         cwd = event_cwd(event)
-        handler: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(
-            AGENTS[agent]
-        ).handle
-        answer = handler(event, cwd)
-        out = stdout or sys.stdout
-        if answer and out is not None:
-            out.write(answer)
-            out.flush()
+        replay(cwd)
+        try:
+            answer = handler(agent)(event, cwd)
+        except BusyError as exc:
+            spool(agent, raw, cwd)
+            log(f"hook {agent}: {exc}; kept for the next run", cwd)
+            return 0
+        if answer:
+            _write(answer, stdout)
     except Exception as exc:
         log(f"hook {agent}: {type(exc).__name__}: {exc}", cwd)
     return 0
+
+
+def _write(answer: str, stdout: Any) -> None:
+    # UTF-8 whatever the locale: a non-UTF-8 console must not swallow the plan.
+    out = stdout if stdout is not None else sys.stdout
+    if out is None:
+        return
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+        buffer.write(answer.encode("utf-8"))
+        buffer.flush()
+    else:
+        out.write(answer)
+        out.flush()

@@ -16,11 +16,11 @@ def writer_of(event: dict[str, Any]) -> str:
 
 
 def handle(event: dict[str, Any], cwd: str | None) -> str | None:
-    from todoledger.service import Ledger
+    from todoledger.hooks import ledger as hook_ledger
 
     name = event.get("hook_event_name")
     if name == "SessionStart":
-        with Ledger(cwd=cwd, create=False) as ledger:
+        with hook_ledger(cwd, create=False) as ledger:
             return ledger.prime()
     if name != "PostToolUse":
         return None
@@ -37,6 +37,6 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     # Task ids belong to the session's task list, which its subagents share:
     # their Task calls write as the session so that the ids resolve.
     writer = writer_of(event) if dialect == "claude-code" else writer_of({**event, "agent_id": None})
-    with Ledger(cwd=cwd) as ledger:
+    with hook_ledger(cwd) as ledger:
         ledger.write(payload, writer=writer, dialect=dialect, response=response)
     return None

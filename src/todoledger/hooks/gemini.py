@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 TOOL = "write_todos"
@@ -20,15 +19,15 @@ def writer_of(event: dict[str, Any]) -> str:
     return f"gemini:{session}"
 
 
-def handle(event: dict[str, Any], cwd: Path | None) -> str | None:
-    from todoledger.service import Ledger
+def handle(event: dict[str, Any], cwd: str | None) -> str | None:
+    from todoledger.hooks import ledger as hook_ledger
 
     name = event.get("hook_event_name")
     if name == "SessionStart":
-        with Ledger(cwd=cwd, create=False) as ledger:
+        with hook_ledger(cwd, create=False) as ledger:
             text = ledger.prime()
         answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
-        return json.dumps(answer, ensure_ascii=False)
+        return json.dumps(answer)  # ASCII escapes: valid JSON on any console encoding
     if name != "AfterTool" or event.get("tool_name") != TOOL:
         return None
     response = event.get("tool_response")
@@ -41,6 +40,6 @@ def handle(event: dict[str, Any], cwd: Path | None) -> str | None:
             payload = {"todos": display["todos"]}
     if not isinstance(payload, dict):
         raise ValueError(f"{TOOL}: tool_input is not an object")
-    with Ledger(cwd=cwd) as ledger:
+    with hook_ledger(cwd) as ledger:
         ledger.write(payload, writer=writer_of(event), dialect="gemini")
     return None

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 
@@ -13,8 +12,8 @@ def writer_of(event: dict[str, Any]) -> str:
     return f"opencode:{event.get('sessionID') or event.get('session_id') or 'unknown'}"
 
 
-def handle(event: dict[str, Any], cwd: Path | None) -> str | None:
-    from todoledger.service import Ledger
+def handle(event: dict[str, Any], cwd: str | None) -> str | None:
+    from todoledger.hooks import ledger as hook_ledger
 
     todos = event.get("todos")
     if todos is None and isinstance(event.get("properties"), dict):  # the raw bus event
@@ -23,6 +22,6 @@ def handle(event: dict[str, Any], cwd: Path | None) -> str | None:
         todos = props.get("todos")
     if not isinstance(todos, list):
         raise ValueError("todo.updated: expected {sessionID, todos: [...]}")
-    with Ledger(cwd=cwd) as ledger:
+    with hook_ledger(cwd) as ledger:
         ledger.write({"todos": todos}, writer=writer_of(event), dialect="opencode")
     return None

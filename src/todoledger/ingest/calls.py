@@ -11,10 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-# Separates a call's identity from where it sits in the transcript inside an
-# ops row's source_key; ids (toolu_…, call_…, prt_…) never contain it.
-WHERE_MARK = "@"
-
 
 @dataclass
 class TodoCall:
@@ -36,17 +32,14 @@ class TodoCall:
 
     @property
     def where(self) -> str:
+        """The place in the transcript, for reports (an op's `source_at`)."""
         return f"L{self.line}" if self.line is not None else (self.message or "")
 
     @property
-    def plan(self) -> str:
-        return plan_name(self.project, self.session)
-
-    @property
     def source_key(self) -> str:
-        # Stable across re-imports: format, session and call id; the place in
-        # the transcript rides along so reports can cite it.
-        return f"{self.fmt}:{self.session}:{self.key}{WHERE_MARK}{self.where}"
+        # The call's identity only: the same call found on another line (an
+        # older copy of the transcript, a tail on stdin) is the same call.
+        return f"{self.fmt}:{self.session}:{self.key}"
 
 
 @dataclass
@@ -62,27 +55,9 @@ class Skipped:
         return dict(sorted(self.counts.items()))
 
 
-def short_session(session: str) -> str:
-    for prefix in ("ses_", "session-"):
-        if session.startswith(prefix):
-            session = session[len(prefix) :]
-    return session[:8] or "unknown"
-
-
 def project_name(folder: str | None) -> str:
     if not folder:
         return "unknown"
     # Transcripts from Windows keep backslashes; PurePath on POSIX would not split them.
     name = PurePath(folder.replace("\\", "/")).name
     return name or "unknown"
-
-
-def plan_name(project: str, session: str) -> str:
-    return f"{project}/{short_session(session)}"
-
-
-def where_of(source_key: str | None) -> str:
-    """The transcript place stored in an ops row's source_key, or ''."""
-    if not source_key or WHERE_MARK not in source_key:
-        return ""
-    return source_key.rsplit(WHERE_MARK, 1)[1]

@@ -55,6 +55,7 @@ class ClaudeReader:
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._seen: set[str] = set()
         self._scan: Scanner | None = None
+        self._projects: dict[str, str] = {}  # session -> project
 
     def read(self, fh: IO[bytes], cursor: LineCursor | None = None) -> Iterator[TodoCall]:
         self._scan = Scanner(MARKERS, self.skipped, cursor)
@@ -70,6 +71,9 @@ class ClaudeReader:
         if kind not in RECORD_TYPES:
             self.skipped.add("unknown record types")
             return
+        session = text(d.get("sessionId"))
+        if session is not None and text(d.get("cwd")):
+            self._project(d, session)
         message = d.get("message")
         blocks = message.get("content") if isinstance(message, dict) else None
         if not isinstance(blocks, list):
@@ -82,12 +86,24 @@ class ClaudeReader:
             elif block.get("type") == "tool_result":
                 self._result(d, block, number)
 
-    def _writer(self, d: dict[str, Any], session: str) -> str:
+    def _writer(self, d: dict[str, Any], session: str, dialect: str) -> str:
         writer = f"claude-code:{session}"
-        if d.get("isSidechain") is True:
-            # Subagents write their own lists: keep them apart from the main agent's.
+        if d.get("isSidechain") is True and dialect == "claude-code":
+            # Subagents write their own TodoWrite lists: keep them apart from the main
+            # agent's. Task ids belong to the session's one task list, which subagents
+            # share, so their Task calls write as the session (as the live hook does).
             return f"{writer}:{text(d.get('agentId')) or 'sidechain'}"
         return writer
+
+    def _project(self, d: dict[str, Any], session: str) -> str:
+        """The session's project, fixed by the first line read that has a `cwd`: a `cd`
+        mid-session changes the cwd of later lines but not the session's plan."""
+        project = self._projects.get(session)
+        if project is None:
+            folder = text(d.get("cwd"))
+            project = project_name(folder) if folder else self.fallback_project
+            self._projects[session] = project
+        return project
 
     def _call(self, d: dict[str, Any], block: dict[str, Any], number: int) -> None:
         key = text(block.get("id")) or f"line{number}"
@@ -131,10 +147,10 @@ class ClaudeReader:
         return TodoCall(
             fmt=FORMAT,
             session=session,
-            project=project_name(text(d.get("cwd"))) if d.get("cwd") else self.fallback_project,
+            project=self._project(d, session),
             key=key,
             at=timestamp(d.get("timestamp")),
-            writer=self._writer(d, session),
+            writer=self._writer(d, session, dialect),
             dialect=dialect,
             payload=payload,
             line=number,

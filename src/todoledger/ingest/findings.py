@@ -10,7 +10,7 @@ from typing import Protocol
 from todoledger.core.diff import is_rewording, normalise
 from todoledger.core.lint import looks_truncated
 from todoledger.core.model import OPEN_STATUSES
-from todoledger.ingest.story import ItemStory, Story
+from todoledger.ingest.story import ItemStory, Story, parse_time
 
 # "Far longer than the rest": this many times the median, and at least this long.
 STUCK_FACTOR = 3.0
@@ -29,6 +29,7 @@ TITLES = {
     "unrelated-rewording": "text replaced by unrelated text",
     "conflict": "conflicting writes",
     "lint": "lint findings of the calls",
+    "clock-backwards": "clock went backwards",
 }
 
 
@@ -87,6 +88,7 @@ def find(story: Story) -> list[Finding]:
     _parallel(story, add)
     _content(story, add)
     _lint(story, add)
+    _clock(story, add)
     for e in story.events:
         if e["field"] == "conflict" and isinstance(e["new"], dict):
             d = e["new"]
@@ -142,6 +144,24 @@ def _lint(story: Story, add: Add) -> None:
     for (where, message), places in first.items():
         again = f" (in {len(places)} calls: {', '.join(places[:8])})" if len(places) > 1 else ""
         add("lint", f"{where}: {message}{again}", ops[(where, message)], [])
+
+
+def _clock(story: Story, add: Add) -> None:
+    """A call stamped earlier than the call before it: the transcript's clock
+    jumped (or calls were taken in the wrong order), so durations around it lie."""
+    prev = None
+    for call in story.calls:
+        if call.kind != "write" or not call.at:
+            continue
+        if prev is not None and parse_time(call.at) < parse_time(prev.at):
+            back = (parse_time(prev.at) - parse_time(call.at)).total_seconds()
+            add(
+                "clock-backwards",
+                f"call at {call.at} is {duration(back)} earlier than the call before it ({prev.at})",
+                call.op,
+                [],
+            )
+        prev = call
 
 
 def _stuck(items: list[ItemStory], add: Add) -> None:

@@ -2,9 +2,11 @@
 
 Each call goes through `Ledger.write` with the transcript's own timestamp
 and a source key made of format, session and call id, so importing the same
-files again writes nothing. Calls are written in batches inside one
-transaction (a refused call writes nothing, so it costs only itself):
-a transaction per call would spend the time on fsyncs, not on reading.
+files again (or a copy where the calls sit on other lines) writes nothing;
+the place in the transcript goes along as `source_at` for reports. Calls
+are written in batches inside one transaction (a refused call writes
+nothing, so it costs only itself): a transaction per call would spend the
+time on fsyncs, not on reading.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import IO, Any
 
 from todoledger.core.model import LedgerError
 from todoledger.ingest.calls import Skipped, TodoCall
-from todoledger.ingest.sources import Source, discover, read_calls, stdin_format
+from todoledger.ingest.plans import PlanNames
+from todoledger.ingest.sources import Source, discover, open_stdin, read_calls
 from todoledger.service import Ledger
 
 BATCH_CALLS = 256  # calls per transaction: short enough for other writers to get in
+MAX_HELD = 256  # timeless calls waiting for their session's first known time
 
 
 @dataclass
@@ -68,7 +72,7 @@ class _Batch:
         self.size = 0
         self._tx: Any = None
 
-    def write(self, call: TodoCall, at: str) -> bool | None:
+    def write(self, call: TodoCall, plan: str, at: str) -> bool | None:
         """True if written, False if imported before, None if refused."""
         if self._tx is None:
             self._tx = self.ledger.store.write()
@@ -76,12 +80,13 @@ class _Batch:
         try:
             result = self.ledger.write(
                 call.payload,
-                plan=call.plan,
+                plan=plan,
                 writer=call.writer,
                 dialect=call.dialect,
                 response=call.response,
                 at=at,
                 source_key=call.source_key,
+                source_at=call.where or None,
             )
         except LedgerError:
             return None  # a refused write leaves nothing behind (Ledger.apply's guarantee)
@@ -109,50 +114,93 @@ def _file_time(source: Source) -> str:
     return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+class _Session:
+    """One session's calls as they are written: its plan and its clock."""
+
+    def __init__(self, entry: SessionImport) -> None:
+        self.entry = entry
+        self.last_at: str | None = None
+        # Calls without a time before any call with one: they wait for the
+        # session's next known time, which is closer than the file's.
+        self.held: list[TodoCall] = []
+
+
 def write_calls(
-    ledger: Ledger, calls: Iterable[TodoCall], source: str, fmt: str, fallback_at: Callable[[], str]
+    ledger: Ledger,
+    calls: Iterable[TodoCall],
+    source: str,
+    fmt: str,
+    fallback_at: Callable[[], str],
+    names: PlanNames | None = None,
 ) -> list[SessionImport]:
     """Write calls in batches; one SessionImport per plan met, in order of appearance."""
-    sessions: dict[str, SessionImport] = {}
-    last_at: str | None = None
+    names = names or PlanNames(ledger)
+    entries: dict[str, SessionImport] = {}
+    sessions: dict[tuple[str, str], _Session] = {}
     batch = _Batch(ledger)
+
+    def put(state: _Session, call: TodoCall, at: str) -> None:
+        state.last_at = at
+        outcome = batch.write(call, state.entry.plan, at)
+        if outcome is None:
+            state.entry.refused += 1
+        else:
+            state.entry.written += outcome
+
+    def release(state: _Session, at: str) -> None:
+        held, state.held = state.held, []
+        for call in held:
+            put(state, call, at)
+
     try:
         for call in calls:
-            entry = sessions.get(call.plan)
-            if entry is None:
-                entry = sessions[call.plan] = SessionImport(call.plan, source, fmt)
-            entry.calls += call.counted
+            state = sessions.get((call.fmt, call.session))
+            if state is None:
+                plan = names.name(call.fmt, call.session, call.project)
+                entry = entries.get(plan)
+                if entry is None:
+                    entry = entries[plan] = SessionImport(plan, source, fmt)
+                state = sessions[(call.fmt, call.session)] = _Session(entry)
+            state.entry.calls += call.counted
             if call.failed:
-                entry.failed += 1
+                state.entry.failed += 1
                 continue
-            # A call without its own time sits after the one before it.
-            at = call.at or last_at or fallback_at()
-            last_at = at
-            outcome = batch.write(call, at)
-            if outcome is None:
-                entry.refused += 1
-            else:
-                entry.written += outcome
+            if call.at is None and state.last_at is None:
+                state.held.append(call)
+                if len(state.held) > MAX_HELD:
+                    release(state, fallback_at())
+                continue
+            if state.held:
+                assert call.at is not None
+                release(state, call.at)
+            # A call without its own time sits right after the session's call before it.
+            put(state, call, call.at or state.last_at or fallback_at())
+        for state in sessions.values():
+            if state.held:
+                release(state, fallback_at())
         batch.commit()
     except BaseException as exc:
         batch.abort(exc)
         raise
-    return list(sessions.values())
+    return list(entries.values())
 
 
 def import_source(
-    ledger: Ledger, source: Source, result: IngestResult, stdin: IO[bytes] | None = None
+    ledger: Ledger,
+    source: Source,
+    result: IngestResult,
+    stdin: IO[bytes] | None = None,
+    names: PlanNames | None = None,
 ) -> None:
-    fmt = source.fmt if source.path is not None else stdin_format_of(stdin)
+    if source.path is None:
+        # The format is read off the stream's head once; the stream goes on from there.
+        fmt, stdin = open_stdin(stdin or sys.stdin.buffer)
+        source = Source(source.name, fmt or "unknown", None, 0)
     calls = read_calls(source, result.skipped, stdin)
-    sessions = write_calls(ledger, calls, source.name, fmt, lambda: _file_time(source))
+    sessions = write_calls(ledger, calls, source.name, source.fmt, lambda: _file_time(source), names)
     result.sessions.extend(sessions)
     if not sessions:
         result.skipped.add("transcripts without todo calls")
-
-
-def stdin_format_of(stdin: IO[bytes] | None) -> str:
-    return stdin_format(stdin or sys.stdin.buffer)
 
 
 def finish(ledger: Ledger, result: IngestResult) -> None:
@@ -181,10 +229,11 @@ def ingest(
     """Import every transcript under `paths` (or the `sources` already found)."""
     result = IngestResult(skipped=skipped or Skipped())
     found = sources if sources is not None else list(discover(list(paths), result.skipped))
+    names = PlanNames(ledger)
     with ledger.store.bulk():
         for source in found:
             result.files += 1
-            import_source(ledger, source, result, stdin)
+            import_source(ledger, source, result, stdin, names)
             if progress is not None:
                 progress(source, source.size)
     finish(ledger, result)

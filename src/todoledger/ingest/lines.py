@@ -22,6 +22,9 @@ import orjson
 from todoledger.ingest.calls import Skipped
 
 BLOCK_BYTES = 1 << 20
+# No todo call comes near this; a longer line (an inlined file, a runaway
+# output) is counted and passed over so that memory stays bounded.
+MAX_LINE_BYTES = 64 << 20
 
 
 class LineCursor:
@@ -59,24 +62,45 @@ class Scanner:
 
     def lines(self, fh: IO[bytes]) -> Iterator[tuple[int, bytes]]:
         """(line number, raw line) for every complete line holding a marker."""
-        carry = b""
+        # The line cut at a block's end, in pieces: a line longer than a block is
+        # joined once when its end comes (adding on each block would copy it over
+        # and over), and dropped once it passes MAX_LINE_BYTES.
+        carry: list[bytes] = []
+        size = 0
         while True:
             chunk = fh.read(BLOCK_BYTES)
             if not chunk:
-                if carry.strip():
+                if size > MAX_LINE_BYTES or any(part.strip() for part in carry):
                     self.skipped.add("unfinished last line")
                 return
             end = chunk.rfind(b"\n") + 1
             if not end:
-                carry += chunk  # one line longer than a block
+                size += len(chunk)
+                if size <= MAX_LINE_BYTES:
+                    carry.append(chunk)
+                else:
+                    carry.clear()
                 continue
             lo = 0
-            if carry:  # the line cut at the last block's end: complete it on its own
+            if size:  # the line cut at the last block's end: complete it on its own
                 lo = chunk.find(b"\n") + 1
-                yield from self._block(carry + chunk[:lo], 0, None)
+                if size + lo > MAX_LINE_BYTES:
+                    self._skip_line(size + lo)
+                else:
+                    carry.append(chunk[:lo])
+                    line = b"".join(carry)
+                    carry.clear()  # the pieces go before the line is read: one copy held, not two
+                    yield from self._block(line, 0, None)
             # The block itself is searched in place between offsets: no copy of it is made.
             yield from self._block(chunk, lo, end)
-            carry = chunk[end:]
+            tail = chunk[end:]
+            carry, size = ([tail] if tail else []), len(tail)
+
+    def _skip_line(self, length: int) -> None:
+        self.skipped.add("lines too long to read")
+        self._first = False
+        self.cursor.offset += length
+        self.cursor.line += 1
 
     def _block(self, block: bytes, lo: int, hi: int | None) -> Iterator[tuple[int, bytes]]:
         hi = len(block) if hi is None else hi

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from todoledger.core.markdown import md_text
 from todoledger.core.model import LedgerError
 from todoledger.ingest.findings import TITLES, Finding, duration, find, short
 from todoledger.ingest.story import ItemStory, Story, build
@@ -56,13 +58,15 @@ def _where(where: str) -> str:
     return f"line {where[1:]}" if where.startswith("L") and where[1:].isdigit() else where
 
 
-def headline(r: Report) -> list[str]:
-    """What happened, in a few sentences."""
+def headline(r: Report, esc: Callable[[str], str] = str) -> list[str]:
+    """What happened, in a few sentences; `esc` quotes the transcript's own text
+    (writer names hold its session id) for the output format."""
     s = r.story
     calls = [c for c in s.calls if c.kind == "write"]
     final = ", ".join(f"{n} {k}" for k, n in r.final().items()) or "no items"
+    writers = ", ".join(esc(w) for w in _writers(s)) or "nobody"
     lines = [
-        f"{len(calls)} todo calls by {', '.join(_writers(s)) or 'nobody'} from {s.start} to {s.end}"
+        f"{len(calls)} todo calls by {writers} from {esc(s.start)} to {esc(s.end)}"
         f" ({duration(_span(s))}); {_n(len(s.items), 'item')}, {_n(len(s.phases), 'phase')}.",
         f"Final state: {final}.",
     ]
@@ -149,22 +153,29 @@ def render_json(r: Report) -> str:
     return json.dumps(to_dict(r), ensure_ascii=False, indent=2)
 
 
-def _md(text: str) -> str:
-    # Agent text is untrusted: keep it from breaking tables or adding markup.
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+# Agent text is untrusted: in Markdown it must stay plain text. HTML is
+# entity-escaped (no tags, no entities of its own), the characters that start
+# inline markup get a backslash (code, emphasis, strikethrough, links and
+# images, which all need `[`, table cells), line breaks become spaces (no new
+# block) and control and bidi characters go. Characters that only mean
+# something at the start of a line (`#`, `-`, `1.`) are escaped there.
+_md = md_text
 
 
 def render_md(r: Report) -> str:
+    # Every text that came from a transcript goes through _md: item texts, writer
+    # names (they hold the session id), times and places (from the transcript too).
     s = r.story
     out = [f"# Plan {_md(s.plan)}", ""]
-    out += [f"{line}" for line in headline(r)]
+    out += headline(r, _md)
     out += ["", "## Phases", ""]
     out += ["| # | from | to | took | items | done | first item |", "|---|---|---|---|---|---|---|"]
     for p in s.phases:
         done = sum(1 for i in p.items if s.items[i].status == "completed")
         title = _md(_phase_title(s, p.items))
         out.append(
-            f"| {p.index} | {p.start} | {p.end} | {duration(p.seconds)} | {len(p.items)} | {done} | {title} |"
+            f"| {p.index} | {_md(p.start)} | {_md(p.end)} | {duration(p.seconds)} | {len(p.items)} | {done}"
+            f" | {title} |"
         )
     out += ["", "## What went wrong", ""]
     if not r.findings:
@@ -175,8 +186,8 @@ def render_md(r: Report) -> str:
             continue
         out.append(f"- **{title}** ({len(group)})")
         for f in group[:20]:
-            where = f" — {_where(f.where)}" if f.where else ""
-            out.append(f"  - {f.at}{where}: {_md(f.message)}")
+            where = f" — {_md(_where(f.where))}" if f.where else ""
+            out.append(f"  - {_md(f.at)}{where}: {_md(f.message)}")
         if len(group) > 20:
             out.append(f"  - … and {len(group) - 20} more")
     out += ["", "## Timeline", ""]
@@ -190,8 +201,9 @@ def render_md(r: Report) -> str:
         secs = row["seconds"]
         status = it.status + (" (dropped)" if it.dropped_op is not None else "")
         out.append(
-            f"| {it.id} {_md(short(it.content, 60))} | {row['added']} | {row['started'] or ''} | {end} |"
-            f" {duration(secs.get('pending', 0))} | {duration(secs.get('in_progress', 0))} | {status} |"
+            f"| {_md(it.id)} {_md(short(it.content, 60))} | {_md(row['added'])} | {_md(row['started'] or '')}"
+            f" | {_md(end)} | {duration(secs.get('pending', 0))} | {duration(secs.get('in_progress', 0))}"
+            f" | {_md(status)} |"
         )
     out += [
         "",
@@ -203,6 +215,7 @@ def render_md(r: Report) -> str:
     for c in s.calls:
         warn = "; ".join(_md(w.get("message", "")) for w in c.warnings)
         out.append(
-            f"| {c.op} | {c.at} | {_where(c.where)} | {_md(c.writer)} | {_md(c.summary or 'no change')} | {warn} |"
+            f"| {c.op} | {_md(c.at)} | {_md(_where(c.where))} | {_md(c.writer)}"
+            f" | {_md(c.summary or 'no change')} | {warn} |"
         )
     return "\n".join(out) + "\n"

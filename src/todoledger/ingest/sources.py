@@ -7,18 +7,19 @@ content (the first lines), not from the name, so renamed copies work.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
 from todoledger.ingest import claude, codex, gemini, opencode
 from todoledger.ingest.calls import Skipped, TodoCall
-from todoledger.ingest.lines import LineCursor
+from todoledger.ingest.lines import BLOCK_BYTES, LineCursor
 
 SNIFF_BYTES = 64 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -91,10 +92,11 @@ def discover(paths: list[str], skipped: Skipped) -> Iterator[Source]:
 
 
 def _walk(root: Path, skipped: Skipped) -> Iterator[Source]:
-    for storage in (root, root / "storage"):
-        if _is_storage(storage):
-            yield Source(str(storage), "opencode-storage", storage, 0)
-            return
+    if _is_storage(root):
+        yield Source(str(root), "opencode-storage", root, 0)
+        return
+    # A storage folder is one source and is not walked into; everything beside it
+    # is (opencode's data folder holds both storage/ and opencode.db).
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
         keep = []
@@ -130,7 +132,11 @@ def _file(path: Path, skipped: Skipped) -> Source | None:
 def read_calls(source: Source, skipped: Skipped, stdin: IO[bytes] | None = None) -> Iterator[TodoCall]:
     """Every todo call of one source, in transcript order; skips are counted into `skipped`."""
     if source.path is None:
-        yield from _stdin(stdin or sys.stdin.buffer, skipped)
+        fh = stdin or sys.stdin.buffer
+        fmt: str | None = source.fmt
+        if fmt == "stdin":  # not told yet (import_source tells it once, before)
+            fmt, fh = open_stdin(fh)
+        yield from _stdin(fmt, fh, skipped)
         return
     path = source.path
     if source.fmt == "opencode-storage":
@@ -173,10 +179,8 @@ def _document(fmt: str, raw: bytes, skipped: Skipped, path: Path | None) -> Iter
         skipped.counts.update(reader.skipped.counts)
 
 
-def _stdin(fh: IO[bytes], skipped: Skipped) -> Iterator[TodoCall]:
-    head = fh.peek(SNIFF_BYTES)[:SNIFF_BYTES] if hasattr(fh, "peek") else b""
-    fmt = sniff(head, ".jsonl")
-    if fmt is None:
+def _stdin(fmt: str | None, fh: IO[bytes], skipped: Skipped) -> Iterator[TodoCall]:
+    if fmt is None or fmt == "unknown":
         skipped.add("files that are not transcripts")
         return
     if fmt in ("opencode-export", "gemini-json"):
@@ -187,6 +191,43 @@ def _stdin(fh: IO[bytes], skipped: Skipped) -> Iterator[TodoCall]:
         yield from _lines(fmt, fh, skipped, None)
 
 
-def stdin_format(fh: IO[bytes]) -> str:
-    head = fh.peek(SNIFF_BYTES)[:SNIFF_BYTES] if hasattr(fh, "peek") else b""
-    return sniff(head, ".jsonl") or "unknown"
+def open_stdin(fh: IO[bytes]) -> tuple[str | None, IO[bytes]]:
+    """The format of a stream, and the stream again from its first byte.
+
+    `peek` would show only what the pipe has delivered so far, so a slow
+    writer would be misread: the head is read for real (a JSONL stream's first
+    line tells; a document needs up to SNIFF_BYTES) and put back in front.
+    """
+    head = fh.readline(SNIFF_BYTES)
+    # A live tail may not send more for a while: wait for more only when the first line does not tell.
+    fmt = sniff(head, ".jsonl") if head.endswith(b"\n") and _one_line_object(head.strip()) else None
+    if fmt is None:
+        while len(head) < SNIFF_BYTES:
+            more = fh.read(SNIFF_BYTES - len(head))
+            if not more:
+                break
+            head += more
+        fmt = sniff(head, ".jsonl")
+    return fmt, io.BufferedReader(_Prefixed(head, fh), BLOCK_BYTES)
+
+
+class _Prefixed(io.RawIOBase):
+    """Bytes already read, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = memoryview(head)
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._head:
+            n = min(len(view), len(self._head))
+            view[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(view))
+        view[: len(data)] = data
+        return len(data)

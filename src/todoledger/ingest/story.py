@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 
 from todoledger.core.model import CREATED, OPEN_STATUSES, REMOVED
-from todoledger.ingest.calls import where_of
 
 
 def seconds_between(a: str, b: str) -> float:
@@ -138,7 +137,7 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
             dialect=o.get("dialect"),
             summary=o.get("summary"),
             warnings=list(o.get("warnings") or []),
-            where=where_of(o.get("source_key")),
+            where=o.get("source_at") or "",
         )
         for o in ops
     ]

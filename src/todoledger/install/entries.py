@@ -51,16 +51,24 @@ def is_our_command(command: object, exe: str) -> bool:
 def ensure_entry(
     doc: JsonDoc, path: list[str], entry: dict[str, Any], describe: str, keep: frozenset[str] = frozenset()
 ) -> str:
-    """Make the object at `path` contain `entry`; its other keys stay."""
+    """Add `entry` at `path` unless an entry is there already. An existing one
+    is the user's choice (a remote server, a pinned plan, `enabled: false`):
+    it is kept as it is and the summary says how it differs."""
     label = ".".join(path)
     current = doc.require(path, "object")
     if current is None:
         doc.set_path(path, entry)
         return f"+ {label}: {describe}"
-    changed = _update_keys(doc, path, current.value, entry, keep)
-    if not changed:
+    return kept_summary(label, current.value, entry, keep)
+
+
+def kept_summary(
+    label: str, current: dict[str, Any], entry: dict[str, Any], keep: frozenset[str] = frozenset()
+) -> str:
+    differs = [k for k, v in entry.items() if k not in keep and not (k in current and same(current[k], v))]
+    if not differs:
         return f"= {label}: already installed"
-    return f"~ {label}: updated {', '.join(changed)}"
+    return f"= {label}: kept as configured (differs from the default in {', '.join(differs)})"
 
 
 def ensure_hook(doc: JsonDoc, spec: HookSpec, exe: str) -> tuple[str, list[str]]:

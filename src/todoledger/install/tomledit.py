@@ -18,13 +18,16 @@ import tomlkit.exceptions
 import tomlkit.items
 
 from todoledger.core.model import LedgerError
-from todoledger.install.entries import same
+from todoledger.install.entries import kept_summary, same
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def ensure_server(text: str, label: str, name: str, entry: dict[str, Any], describe: str) -> tuple[str, str]:
     """Return (new text, summary line) with `mcp_servers.<name>` containing `entry`."""
+    if text.startswith("\ufeff"):  # editors on Windows add a BOM that TOML parsers refuse: keep it aside
+        new, summary = ensure_server(text[1:], label, name, entry, describe)
+        return "\ufeff" + new, summary
     doc, expected = _parse(text, label)
     where = f"mcp_servers.{name}"
     servers = doc.get("mcp_servers")
@@ -44,11 +47,9 @@ def ensure_server(text: str, label: str, name: str, entry: dict[str, Any], descr
             new = doc.as_string()
         summary = f"+ {where}: {describe}"
     else:
-        changed = [k for k, v in entry.items() if k not in current or not same(_plain(current[k]), v)]
-        for key in changed:
-            current[key] = entry[key]
-        new = doc.as_string()
-        summary = f"~ {where}: updated {', '.join(changed)}" if changed else f"= {where}: already installed"
+        # The user's own entry (another path, a pinned plan, disabled) stays as it is.
+        plain = {k: _plain(v) for k, v in current.items()}
+        return text, kept_summary(where, plain, entry)
 
     if not _equal(new, expected):
         raise LedgerError(f"{label}: could not merge `{where}` safely; add it by hand (nothing was changed)")

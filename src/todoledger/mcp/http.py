@@ -4,6 +4,7 @@ remote agents and Host/Origin checks against DNS rebinding."""
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hmac
 import ipaddress
 import socket
@@ -70,29 +71,61 @@ class Guard:
     must name this server (DNS rebinding), and with a token every request
     must carry `Authorization: Bearer <token>`."""
 
-    def __init__(self, app: ASGIApp, settings: TransportSecuritySettings, token: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        settings: TransportSecuritySettings,
+        token: str | None,
+        origins_only: list[str] | None = None,
+    ) -> None:
         self.app = app
         self.origin_check = TransportSecurityMiddleware(settings)
         self.token = token.encode() if token else None
+        # Bound to every interface (token required): clients may use any of the
+        # machine's names or addresses, so only browser Origins are checked.
+        self.origins_only = origins_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refused = await self.origin_check.validate_request(Request(scope))
-        if refused is not None:
-            await refused(scope, receive, send)
-            return
+        headers = Headers(scope=scope)
+        if self.origins_only is not None:
+            origin = headers.get("origin")
+            if origin and not any(fnmatch.fnmatch(origin.lower(), pattern) for pattern in self.origins_only):
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    403,
+                    f"origin {origin} is not allowed (todoledger serve --allow-host NAME)",
+                )
+                return
+        else:
+            refused = await self.origin_check.validate_request(Request(scope))
+            if refused is not None:
+                what = (
+                    f"host {headers.get('host')}"
+                    if refused.status_code == 421
+                    else f"origin {headers.get('origin')}"
+                )
+                message = f"{what} does not name this server (todoledger serve --allow-host NAME adds it)"
+                await _refuse(scope, receive, send, refused.status_code, message)
+                return
         if self.token is not None:
-            given = Headers(scope=scope).get("authorization", "").encode()
+            given = headers.get("authorization", "").encode()
             scheme, _, credential = given.partition(b" ")
             if not (scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token)):
                 reason = "wrong bearer token" if given else "missing bearer token"
                 body = {"error": f"{reason}: send Authorization: Bearer <token> (todoledger serve --token)"}
-                headers = {"www-authenticate": 'Bearer realm="todoledger"'}
-                await JSONResponse(body, status_code=401, headers=headers)(scope, receive, send)
+                challenge = {"www-authenticate": 'Bearer realm="todoledger"'}
+                await JSONResponse(body, status_code=401, headers=challenge)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
+    await JSONResponse({"error": message}, status_code=status)(scope, receive, send)
 
 
 def check_exposure(host: str, token: str | None) -> None:
@@ -120,6 +153,10 @@ def create_app(
             route.endpoint
         )
     settings = security_settings(host, allow_hosts)
+    origins_only = None
+    if host in WILDCARDS:
+        origins_only = [o.lower() for o in settings.allowed_origins]
+        settings = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
@@ -127,7 +164,7 @@ def create_app(
         transport_security=settings,
         host=host,
     )
-    return Guard(app, settings, token), tools
+    return Guard(app, settings, token, origins_only), tools
 
 
 def serve(

@@ -42,8 +42,14 @@ def session_writer(ctx: Context[Any, Any]) -> str:
     name = "".join(c if c.isalnum() or c in "-_.@/" else "-" for c in name)[:64] or "client"
     headers = ctx.headers
     # stdio has no headers: the process is the session. HTTP: the legacy
-    # transport's session id; the 2026 protocol is sessionless.
-    session = PROCESS_SESSION if headers is None else (headers.get(SESSION_HEADER) or "http")[:8]
+    # transport's session id. The 2026 protocol is sessionless: two agents with
+    # the same client name must not share one view (one's list would drop the
+    # other's items), so each request is its own writer unless the agent passes
+    # back the `writer` that todowrite returned.
+    if headers is None:
+        session = PROCESS_SESSION
+    else:
+        session = (headers.get(SESSION_HEADER) or "")[:8] or "req-" + secrets.token_hex(4)
     return f"mcp:{name}:{session}"
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from todoledger.core.markdown import md_code, md_text
 from todoledger.core.model import (
     DEFAULT_PLAN,
     MAX_CONTENT_CHARS,
@@ -43,7 +44,10 @@ INSTRUCTIONS = (
 )
 
 _PLAN = {"type": "string", "description": "Plan name (default: main)"}
-_WRITER = {"type": "string", "description": "Who writes (default: this MCP session)"}
+_WRITER = {
+    "type": "string",
+    "description": "Who writes (default: this MCP session; reuse the writer a result returns)",
+}
 _STATUS = {"type": "string", "enum": list(STATUSES)}
 
 TOOLS: dict[str, dict[str, Any]] = {
@@ -76,6 +80,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                     "description": "Plan name; or Codex steps",
                 },
                 "explanation": {"type": "string"},
+                "plan_name": {"type": "string", "description": "Plan name when plan holds Codex steps"},
                 "writer": _WRITER,
             },
         },
@@ -225,12 +230,22 @@ def enum_arg(args: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str |
     return value
 
 
+# Zero-width and bidi characters make a plan name look like another one.
+_INVISIBLE = frozenset(
+    "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"
+)
+
+
 def plan_name(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise ToolInputError(f'"plan" must be a plan name (a string), not {_kind(value)}')
-    if not value.strip() or len(value) > MAX_PLAN_CHARS or any(ord(c) < 32 for c in value):
+    if (
+        not value.strip()
+        or len(value) > MAX_PLAN_CHARS
+        or not all(c.isprintable() and c not in _INVISIBLE for c in value)
+    ):
         raise ToolInputError(f'"plan" must be a name of 1 to {MAX_PLAN_CHARS} printable characters')
     return value
 
@@ -321,7 +336,7 @@ class PlanTools:
             payload: dict[str, Any] = {"plan": raw_plan}
             if explanation is not None:
                 payload["explanation"] = explanation
-            plan = None
+            plan = plan_name(args.get("plan_name"))  # Codex's "plan" holds its steps
         else:
             plan = plan_name(raw_plan)
             if todos is None:
@@ -350,6 +365,8 @@ class PlanTools:
         out: dict[str, Any] = {"plan_name" if "plan" in shown else "plan": plan, "revision": result.revision}
         out |= shown
         out["ids"] = result.ids
+        if writer.split(":")[-1].startswith("req-"):
+            out["writer"] = writer  # sessionless HTTP: pass it back to keep one view across calls
         changes: dict[str, int] = {}
         for ch in result.changes:
             if ch["kind"] != "conflict":
@@ -487,7 +504,7 @@ class PlanTools:
             status or "", "update"
         )
         if status == "cancelled":
-            fields["reason"] = fields["notes"] or "cancelled"
+            fields["reason"] = fields.pop("notes", None) or "cancelled"  # the why, once
         item = lg.update(
             ref, plan=plan, writer=writer, kind=kind, **{k: v for k, v in fields.items() if v is not None}
         )
@@ -545,9 +562,10 @@ _MARKS = {"pending": " ", "in_progress": "~", "completed": "x", "cancelled": "-"
 
 
 def render_markdown(view: dict[str, Any]) -> str:
-    """The plan as a Markdown checklist: phases nest their items."""
+    """The plan as a Markdown checklist: phases nest their items. Every text
+    from an agent is escaped: it cannot add lines, links or HTML."""
     items: list[dict[str, Any]] = view["items"]
-    lines = [f"# Plan {view['plan']} (revision {view['revision']})", ""]
+    lines = [f"# Plan {md_text(view['plan'])} (revision {view['revision']})", ""]
     if not items:
         return "\n".join([*lines, "_empty_", ""])
     ids = {it["id"] for it in items}
@@ -562,16 +580,18 @@ def render_markdown(view: dict[str, Any]) -> str:
             if it["priority"] != "medium":
                 extra.append(it["priority"])
             if it["status"] == "in_progress":
-                extra.append(f"in progress, {it['updated_by']}" if it["updated_by"] else "in progress")
+                extra.append(
+                    f"in progress, {md_text(it['updated_by'])}" if it["updated_by"] else "in progress"
+                )
             if it["depends_on"]:
                 extra.append("waits for " + ", ".join(it["depends_on"]))
             tail = f" ({'; '.join(extra)})" if extra else ""
             lines.append(
-                f"{'  ' * depth}- [{_MARKS.get(it['status'], ' ')}] {it['content']} `{it['id']}`{tail}"
+                f"{'  ' * depth}- [{_MARKS.get(it['status'], ' ')}] {md_text(it['content'])} {md_code(it['id'])}{tail}"
             )
             for label in ("evidence", "reason", "notes"):
                 if it.get(label):
-                    lines.append(f"{'  ' * (depth + 1)}{label}: {it[label]}")
+                    lines.append(f"{'  ' * (depth + 1)}{label}: {md_text(it[label])}")
             if depth < 32:
                 emit(it["id"], depth + 1)
 

@@ -10,12 +10,17 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Protocol
+    from collections.abc import Sequence
+    from typing import Any, Protocol
 
     class Executor(Protocol):
         serial_key: str  # "INTEGER PRIMARY KEY" (SQLite's 64-bit rowid) or "BIGSERIAL PRIMARY KEY"
 
         def execute_script(self, statements: list[str]) -> None: ...
+
+        def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+        def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
 
 def m001_initial(db: Executor) -> None:
@@ -55,7 +60,42 @@ def m001_initial(db: Executor) -> None:
     )
 
 
+# Imports before m002 wrote the transcript place into the key: `<fmt>:<session>:<call>@<where>`.
+_LEGACY_WHERE_MARK = "@"
+
+
+def m002_op_source_location(db: Executor) -> None:
+    """An op's source key is the call's identity only; where it sat in the
+    transcript moves to `source_at`, so the same call found on another line
+    (an older copy, a tail on stdin) is known as imported. A cursor keeps a
+    fingerprint of the file it points into, so a replaced file starts over."""
+    db.execute_script(
+        [
+            "ALTER TABLE ops ADD COLUMN source_at TEXT",
+            "ALTER TABLE cursors ADD COLUMN fingerprint TEXT",
+        ]
+    )
+    legacy = db.query(
+        "SELECT op, source_key FROM ops WHERE source_key LIKE ? ORDER BY op", (f"%{_LEGACY_WHERE_MARK}%",)
+    )
+    if not legacy:
+        return
+    # Every key in use, old ones included, so that no update can hit the UNIQUE constraint.
+    taken = {r[0] for r in db.query("SELECT source_key FROM ops WHERE source_key IS NOT NULL")}
+    rows: list[tuple[str, str, int]] = []
+    for op, key in legacy:
+        identity, where = str(key).rsplit(_LEGACY_WHERE_MARK, 1)
+        if identity in taken:
+            # The same call imported twice from two places (the bug this fixes): the
+            # first keeps the identity, the copy keeps its old, still unique, key.
+            identity = str(key)
+        taken.add(identity)
+        rows.append((identity, where, op))
+    db.executemany("UPDATE ops SET source_key = ?, source_at = ? WHERE op = ?", rows)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
+    ("op_source_location", m002_op_source_location),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -236,11 +236,22 @@ class Repo:
         summary: str | None = None,
         warnings: list[dict[str, str]] | None = None,
         source_key: str | None = None,
+        source_at: str | None = None,
     ) -> int:
         return self.db.execute(
-            "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (plan, writer, at, kind, dialect, summary, encode(warnings) if warnings else None, source_key),
+            "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                plan,
+                writer,
+                at,
+                kind,
+                dialect,
+                summary,
+                encode(warnings) if warnings else None,
+                source_key,
+                source_at,
+            ),
         )
 
     def last_undoable(self, plan: str) -> Row | None:
@@ -272,7 +283,8 @@ class Repo:
 
     def ops(self, plan: str) -> list[Row]:
         return self.db.query(
-            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key FROM ops"
+            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at"
+            " FROM ops"
             " WHERE plan = ? ORDER BY op",
             (plan,),
         )

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from todoledger.core.model import LedgerError
+from todoledger.core.model import BusyError, LedgerError
 from todoledger.core.timefmt import now
 from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -24,7 +24,9 @@ class SQLiteStore:
     backend = "sqlite"
     serial_key = "INTEGER PRIMARY KEY"
 
-    def __init__(self, path: str | os.PathLike[str] | None, *, create: bool = True) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS
+    ) -> None:
         """Open the ledger at `path`; with `create=False` a missing file is an
         empty in-memory ledger, so reading never leaves files behind."""
         self.path = os.fspath(path) if path is not None else None
@@ -38,10 +40,10 @@ class SQLiteStore:
                 self.conn = sqlite3.connect(
                     os.fspath(path),
                     isolation_level=None,
-                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    timeout=busy_ms / 1000,
                     check_same_thread=False,
                 )
-                self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                self.conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
                 mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if mode != "wal":
                     raise LedgerError(f"{path}: cannot switch the ledger to WAL mode (got {mode})")
@@ -51,6 +53,7 @@ class SQLiteStore:
             except OSError as exc:
                 raise LedgerError(f"{path}: cannot open the ledger ({exc.strerror})") from None
         self._depth = 0
+        self.busy_ms = busy_ms
         self._migrate()
 
     def _migrate(self) -> None:
@@ -92,8 +95,8 @@ class SQLiteStore:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise LedgerError(
-                f"{self.location}: the ledger stayed busy for {BUSY_TIMEOUT_MS // 1000} s ({exc}); try again"
+            raise BusyError(
+                f"{self.location}: another process held the ledger for {self.busy_ms / 1000:g} s ({exc}); try again"
             ) from None
         self._depth = 1
         try:

@@ -35,7 +35,7 @@ def claude_code(project: Path, home: Path, exe: str) -> Built:
     handler = {"type": "command", "command": hook_command(exe, "claude-code"), "timeout": 10}
     hooks = [
         HookSpec("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate", handler),
-        HookSpec("SessionStart", "startup|resume|clear|compact", handler),
+        HookSpec("SessionStart", "startup|resume|clear|compact|fork", handler),
     ]
     server = {"type": "stdio", "command": exe, "args": ["mcp"], "env": {}}
     settings, notes = json_change(project / ".claude" / "settings.json", _hooks_edit(hooks, exe))

@@ -85,7 +85,9 @@ def test_claude_code_keeps_foreign_settings(dirs: tuple[Path, Path]) -> None:
     expected["hooks"]["PostToolUse"].append(
         {"matcher": "TodoWrite|TaskCreate|TaskUpdate", "hooks": [OUR_CLAUDE]}
     )
-    expected["hooks"]["SessionStart"] = [{"matcher": "startup|resume|clear|compact|fork", "hooks": [OUR_CLAUDE]}]
+    expected["hooks"]["SessionStart"] = [
+        {"matcher": "startup|resume|clear|compact|fork", "hooks": [OUR_CLAUDE]}
+    ]
     assert json.loads(after) == expected
     assert '\n         {\n            "matcher": "TodoWrite' in after  # the file's 3-space indent
 

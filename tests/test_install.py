@@ -526,3 +526,22 @@ def test_codex_config_with_a_byte_order_mark(dirs: tuple[Path, Path]) -> None:
     run("codex", project=project, home=home)
     after = config.read_text(encoding="utf-8")
     assert after.startswith(before) and "[mcp_servers.todoledger]" in after
+
+
+def test_install_says_when_todoledger_is_not_on_path(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from todoledger.cli.cmd_install import install
+
+    project, home = dirs
+    monkeypatch.setenv("PATH", "/nonexistent")
+    out = CliRunner().invoke(
+        install, ["claude-code", "--project", str(project), "--home", str(home), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    notes = json.loads(out.output)["notes"]
+    assert f"re-run with --command {Path(sys.executable).parent / 'todoledger'}" in notes[-1]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import click
@@ -45,6 +47,12 @@ def install(
         result = run(agent, project=project, home=home, dry_run=dry_run, command=exe)
     except LedgerError as e:
         raise click.ClickException(str(e)) from e
+    if shutil.which(exe) is None:
+        # A venv's bin folder is rarely on the PATH that the agent runs hooks with.
+        here = Path(sys.executable).parent / "todoledger"
+        result.notes.append(
+            f"{exe!r} is not on this PATH, so the agent may not find it: re-run with --command {here}"
+        )
     if agent == "codex" and not home_given and os.environ.get("CODEX_HOME"):
         # Codex then reads $CODEX_HOME/config.toml, not the ~/.codex one we merged into.
         result.notes.append(

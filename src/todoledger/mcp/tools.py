@@ -253,6 +253,15 @@ def plan_name(value: Any) -> str | None:
 # the tools -------------------------------------------------------------------
 
 
+def _also_in_progress(lg: Any, plan: str, writer: str, item_id: str) -> list[str]:
+    """The writer's other items in progress: the habit is one at a time."""
+    return [
+        it["id"]
+        for it in lg.show(plan)["items"]
+        if it["status"] == "in_progress" and it["updated_by"] == writer and it["id"] != item_id
+    ]
+
+
 def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
     out = {"id": item["id"], "content": item["content"]}
     for name in fields:
@@ -458,11 +467,7 @@ class PlanTools:
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
         item = got[0]
         out: dict[str, Any] = {"plan": plan, "claimed": _compact(item, "priority", "notes")}
-        others = [
-            it["id"]
-            for it in lg.show(plan)["items"]
-            if it["status"] == "in_progress" and it["updated_by"] == writer and it["id"] != item["id"]
-        ]
+        others = _also_in_progress(lg, plan, writer, item["id"])
         if others:
             out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
         return out
@@ -515,11 +520,7 @@ class PlanTools:
         if status == "completed" and not item.get("evidence"):
             out["hint"] = "add evidence: what shows it is done"
         elif status == "in_progress":
-            others = [
-                it["id"]
-                for it in lg.show(plan)["items"]
-                if it["status"] == "in_progress" and it["updated_by"] == writer and it["id"] != item["id"]
-            ]
+            others = _also_in_progress(lg, plan, writer, item["id"])
             if others:
                 out["hint"] = f"you also have {', '.join(others[:5])} in_progress; keep exactly one"
         return out

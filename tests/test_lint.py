@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from todoledger.core.lint import CUT_LIMITS, check_item_count, lint_items, lint_payload, looks_truncated
+from todoledger.core.lint import CUT_LIMITS, check_item_count, lint_items, looks_truncated
 from todoledger.core.model import MAX_CONTENT_CHARS, Finding, Incoming, LedgerError, LimitError
+from todoledger.dialects import lint_payload
 
 # Real truncated content from the seeds.
 SEED_TRUNCATED = "Phase 0.3: Launch SGLang with K2.5 base + AQ-MedA..."

@@ -363,7 +363,7 @@ def write(source: str, plan: str | None, writer: str | None, as_json: bool, dial
 @click.argument("source", metavar="[FILE|-]", default="-")
 def lint(source: str, plan: str | None, writer: str | None, as_json: bool, dialect: str) -> None:
     """Check a payload without writing it; exits 1 on errors."""
-    from todoledger.core.lint import lint_payload
+    from todoledger.dialects import lint_payload
 
     findings = lint_payload(_read_payload(source), dialect)
     if as_json:

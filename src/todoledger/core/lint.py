@@ -17,14 +17,12 @@ from todoledger.core.model import (
     STATUSES,
     Finding,
     Incoming,
-    LedgerError,
     LimitError,
-    LintError,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 __all__ = [
     "CUT_LIMITS",
@@ -32,7 +30,6 @@ __all__ = [
     "content_key",
     "field_where",
     "lint_items",
-    "lint_payload",
     "looks_truncated",
 ]
 
@@ -181,22 +178,3 @@ def _list_findings(items: Sequence[Incoming], key: str) -> list[Finding]:
         msg = f"{len(running)} items are in_progress ({', '.join(running)}); only one should be at a time"
         findings.append(Finding("warning", container, "multiple-in-progress", msg))
     return findings
-
-
-def lint_payload(data: str | bytes | Any, dialect: str = "auto") -> list[Finding]:
-    """Every finding for a payload, errors and warnings; used by `todoledger lint`.
-
-    Never raises except LimitError: a payload that cannot be read at all
-    becomes a single error finding.
-    """
-    # Imported here because dialects sit above core; the call only goes one way at import time.
-    from todoledger.dialects import read
-
-    try:
-        return read(data, dialect).findings
-    except LimitError:
-        raise
-    except LintError as e:
-        return list(e.findings)
-    except LedgerError as e:
-        return [Finding("error", "$", "unknown-payload", str(e))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from todoledger.core.jsonload import json_path, load_checked
-from todoledger.core.model import Finding, LedgerError, LintError, ParsedWrite
+from todoledger.core.model import Finding, LedgerError, LimitError, LintError, ParsedWrite
 from todoledger.dialects import claude_code, claude_tasks, codex, gemini, opencode
 from todoledger.dialects._base import kind
 
@@ -217,3 +217,19 @@ def render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
         raise LedgerError(f'unknown dialect "{dialect}"; expected one of {", ".join(DIALECTS)}')
     result: dict[str, Any] = _MODULES[dialect].render(items)
     return result
+
+
+def lint_payload(data: str | bytes | Any, dialect: str = "auto") -> list[Finding]:
+    """Every finding for a payload, errors and warnings; used by `todoledger lint`.
+
+    Never raises except LimitError: a payload that cannot be read at all
+    becomes a single error finding.
+    """
+    try:
+        return read(data, dialect).findings
+    except LimitError:
+        raise
+    except LintError as e:
+        return list(e.findings)
+    except LedgerError as e:
+        return [Finding("error", "$", "unknown-payload", str(e))]

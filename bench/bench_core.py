@@ -198,7 +198,8 @@ def bench_scale(items: int, events: int, work: Path, runs: int) -> None:
         print(
             f"50-item whole-list write: median {median_ms(write_times):.2f} ms, max {max(write_times) * 1000:.2f} ms (target <= 10 ms)"
         )
-        assert lg.check("big") == [] if count_events <= 200_000 else True
+        if count_events <= 200_000:  # replaying a million events is a benchmark of its own
+            assert lg.check("big") == []
 
 
 def bench_taskwarrior(runs: int, work: Path) -> None:

@@ -16,7 +16,3 @@ ID_LENGTH = 6
 def new_id() -> str:
     # 32 symbols: 5 random bits each, from the OS (secrets would cost an import of hashlib).
     return "".join(ALPHABET[b & 31] for b in os.urandom(ID_LENGTH))
-
-
-def looks_like_id(text: str) -> bool:
-    return len(text) == ID_LENGTH and all(c in ALPHABET for c in text)

@@ -16,7 +16,7 @@ from todoledger.service import Ledger
 
 
 def summarise(reports: list[Report]) -> dict[str, Any]:
-    items = closed = completed = 0
+    items = completed = 0
     took: list[float] = []
     anomalies: Counter[str] = Counter()
     plans_with: Counter[str] = Counter()
@@ -27,8 +27,6 @@ def summarise(reports: list[Report]) -> dict[str, Any]:
             if it.removed:
                 continue
             items += 1
-            if it.status in ("completed", "cancelled"):
-                closed += 1
             done = it.last("completed")
             if it.status == "completed" and done is not None:
                 completed += 1

@@ -79,9 +79,6 @@ class ItemStory:
     def last(self, status: str) -> Transition | None:
         return next((t for t in reversed(self.transitions) if t.new == status), None)
 
-    def ever(self, status: str) -> bool:
-        return any(s.status == status for s in self.spans)
-
 
 @dataclass
 class Call:

@@ -144,13 +144,6 @@ class ToolInputError(LedgerError):
     """The tool's arguments are wrong; the message says which and how."""
 
 
-def tools_list_json() -> str:
-    """The `tools/list` entries as a client sees them (name, description, inputSchema)."""
-    return json.dumps(
-        [{"name": name} | spec for name, spec in TOOLS.items()], separators=(",", ":"), ensure_ascii=False
-    )
-
-
 def footprint_tokens(text: str) -> int:
     """The usual estimate: four characters a token."""
     return (len(text) + 3) // 4

@@ -3,7 +3,7 @@ transactions. SQLite is embedded; PostgreSQL implements the same protocol."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -29,7 +29,5 @@ class Store(Protocol):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
-
-    def iterate(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Row]: ...
 
     def close(self) -> None: ...

@@ -75,9 +75,6 @@ class Repo:
         rows = self.db.query("SELECT revision FROM plans WHERE name = ?", (plan,))
         return int(rows[0][0]) if rows else 0
 
-    def plan_exists(self, plan: str) -> bool:
-        return bool(self.db.query("SELECT 1 FROM plans WHERE name = ?", (plan,)))
-
     def touch_plan(self, plan: str, at: str) -> int:
         """Count one more change of the plan; returns the new revision."""
         rows = self.db.query(
@@ -157,9 +154,6 @@ class Repo:
     def tail_position(self, plan: str) -> float:
         rows = self.db.query("SELECT MAX(position) FROM items WHERE plan = ?", (plan,))
         return float(rows[0][0]) if rows and rows[0][0] is not None else 0.0
-
-    def dependents(self, item_id: str) -> list[str]:
-        return [r[0] for r in self.db.query("SELECT item FROM deps WHERE blocker = ?", (item_id,))]
 
     def blockers(self, item_id: str) -> list[str]:
         return [r[0] for r in self.db.query("SELECT blocker FROM deps WHERE item = ?", (item_id,))]

@@ -146,8 +146,5 @@ class SQLiteStore:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self.conn.execute(sql, params).fetchall()
 
-    def iterate(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Row]:
-        yield from self.conn.execute(sql, params)
-
     def close(self) -> None:
         self.conn.close()

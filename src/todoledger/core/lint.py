@@ -48,8 +48,6 @@ _CONTENT_KEYS: dict[str, str] = {
     "gemini": "description",
 }
 _SPACES = re.compile(r"\s+")
-_STATUS_LIST = ", ".join(STATUSES)
-_PRIORITY_LIST = ", ".join(PRIORITIES)
 
 
 def content_key(dialect: str) -> str:
@@ -98,28 +96,21 @@ def _suggest(value: str, vocab: Sequence[str]) -> str:
     return f'; did you mean "{guess}"?' if guess in vocab and guess != value else ""
 
 
-def _status_finding(it: Incoming) -> Finding | None:
-    s = it.status
-    if s is None or s in STATUSES:
+def _vocab_finding(it: Incoming, name: str) -> Finding | None:
+    """A status or priority outside its vocabulary; a value of the other slot is named as such."""
+    value: str | None = getattr(it, name)
+    vocab, other, other_name = (
+        (STATUSES, PRIORITIES, "priority") if name == "status" else (PRIORITIES, STATUSES, "status")
+    )
+    if value is None or value in vocab:
         return None
-    where = field_where(it.where, "status")
-    if s in PRIORITIES:
-        msg = f'status "{s}" is a priority value; status must be one of {_STATUS_LIST}'
+    allowed = ", ".join(vocab)
+    if value in other:
+        msg = f'{name} "{value}" is a {other_name} value; {name} must be one of {allowed}'
     else:
-        msg = f'status "{s}" is not one of {_STATUS_LIST}{_suggest(s, STATUSES)}'
-    return Finding("error", where, "bad-status", msg)
-
-
-def _priority_finding(it: Incoming) -> Finding | None:
-    p = it.priority
-    if p is None or p in PRIORITIES:
-        return None
-    where = field_where(it.where, "priority")
-    if p in STATUSES:
-        msg = f'priority "{p}" is a status value; priority must be one of {_PRIORITY_LIST}'
-    else:
-        msg = f'priority "{p}" is not one of {_PRIORITY_LIST}'
-    return Finding("error", where, "bad-priority", msg)
+        hint = _suggest(value, vocab) if name == "status" else ""
+        msg = f'{name} "{value}" is not one of {allowed}{hint}'
+    return Finding("error", field_where(it.where, name), f"bad-{name}", msg)
 
 
 def _content_findings(it: Incoming, key: str) -> list[Finding]:
@@ -151,7 +142,7 @@ def lint_items(items: Sequence[Incoming], dialect: str, *, whole: bool = True) -
     findings: list[Finding] = []
     for it in items:
         findings.extend(_content_findings(it, key))
-        for f in (_status_finding(it), _priority_finding(it)):
+        for f in (_vocab_finding(it, "status"), _vocab_finding(it, "priority")):
             if f is not None:
                 findings.append(f)
     if whole:

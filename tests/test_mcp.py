@@ -41,7 +41,10 @@ OPENCODE = [
     {"content": "Write the parser", "status": "in_progress", "priority": "high", "id": "2"},
     {"content": "Document it", "status": "pending", "priority": "low", "id": "3"},
 ]
-CODEX = [{"step": "Inspect logs", "status": "completed"}, {"step": "Patch config", "status": "in_progress"}]
+CODEX = [
+    {"content": "Inspect logs", "status": "completed"},
+    {"content": "Patch config", "status": "in_progress"},
+]
 GEMINI = [
     {"description": "Survey callers", "status": "in_progress"},
     {"description": "Rename API", "status": "pending"},
@@ -165,8 +168,11 @@ def test_tools_list_is_small_and_teaches_the_habit(ledger_env: Path) -> None:
 def test_stdio_each_dialect_read_update_claim_resources(ledger_env: Path) -> None:
     async def main() -> None:
         async with stdio(ledger_env, name="codex", TODOLEDGER_PLAN="cx") as cx:  # the server's default plan
-            codex = await call(cx, "todowrite", {"plan": CODEX, "explanation": "triage"})
-            assert codex["plan"] == CODEX and codex["plan_name"] == "cx"
+            codex = await call(cx, "todowrite", {"todos": CODEX})
+            assert codex["plan"] == "cx" and [t["content"] for t in codex["todos"]] == [
+                "Inspect logs",
+                "Patch config",
+            ]
             bare = await call(cx, "plan_update", {"id": codex["ids"][1], "status": "completed"})
             assert bare["hint"] == "add evidence: what shows it is done"
         async with stdio(ledger_env, name="claude-code") as c:
@@ -352,7 +358,12 @@ def test_bad_input_gets_one_clear_error_and_changes_nothing(ledger_env: Path) ->
                 ),
                 ("todowrite", {"bogus": 1, "todos": []}, "has no argument 'bogus'"),
                 ("todowrite", {"todos": [], "plan": 7}, '"plan" must be a plan name'),
-                ("todowrite", {"todos": CLAUDE, "plan": CODEX}, "not both"),
+                (
+                    "todowrite",
+                    {"todos": CLAUDE, "plan": CODEX},
+                    '"plan" must be a plan name (a string), not an array',
+                ),
+                ("todowrite", {"plan": "main"}, '"todos" is required'),
                 ("todowrite", {"todos": [{"content": "x" * 3_000_000, "status": "pending"}]}, "the limit is"),
                 ("todoread", {"all": "yes"}, "true or false"),
                 ("todoread", {"plan": "ghost"}, "known plans: 'main'"),
@@ -501,7 +512,7 @@ def test_extra_routes_share_the_guard(ledger_env: Path) -> None:
         create_app(host="192.0.2.1")
 
 
-def test_codex_shape_names_its_plan_markdown_is_escaped_and_reasons_are_told_once(ledger_env: Path) -> None:
+def test_markdown_is_escaped_and_reasons_are_told_once(ledger_env: Path) -> None:
     hostile = (
         "Harmless\n- [x] Ship to prod `approved`\n\n# Plan main (revision 999)\n"
         "<img src=x onerror=alert(1)> [click](javascript:alert(1))"
@@ -509,8 +520,6 @@ def test_codex_shape_names_its_plan_markdown_is_escaped_and_reasons_are_told_onc
 
     async def main() -> None:
         async with stdio(ledger_env) as c:
-            wrote = await call(c, "todowrite", {"plan": CODEX, "plan_name": "release"})
-            assert wrote["plan_name"] == "release" and wrote["plan"] == CODEX
             item = (await call(c, "todowrite", {"todos": [{"content": hostile, "status": "pending"}]}))[
                 "ids"
             ][0]
@@ -529,7 +538,6 @@ def test_codex_shape_names_its_plan_markdown_is_escaped_and_reasons_are_told_onc
 
     anyio.run(main)
     with Ledger(ledger_env) as lg:
-        assert [i["content"] for i in lg.items("release")] == ["Inspect logs", "Patch config"]
         (row,) = lg.items("main")
         assert (row["reason"], row["notes"]) == ("not needed", None)
 

@@ -114,7 +114,7 @@ def test_update_refuses_raw_dependencies_and_bad_positions(lg: Ledger) -> None:
 
 def test_patch_with_a_dangling_task_id_creates_nothing(lg: Ledger) -> None:
     lg.write({"subject": "Port the parser"}, writer="c", response={"task": {"id": "1"}})
-    lg.undo()
+    lg.undo(writer="c")
     with pytest.raises(LedgerError, match="unknown task id '1'"):
         lg.write({"taskId": "1", "status": "in_progress"}, writer="c")
     assert lg.show()["items"] == []

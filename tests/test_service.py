@@ -278,14 +278,14 @@ def test_dependency_cycle_is_refused_and_named(lg: Ledger) -> None:
 def test_undo_reverses_last_change_and_repeats(lg: Ledger) -> None:
     lg.write(todos(("A", "pending"), ("B", "pending")), writer="a")
     lg.write(todos(("A", "completed")), writer="a")
-    undone = lg.undo()
-    assert undone["kind"] == "write"
+    undone = lg.undo(writer="a")
+    assert undone["kind"] == "write" and undone["yours"]
     items = by_content(lg)
     assert items["A"]["status"] == "pending" and items["B"]["status"] == "pending"
-    lg.undo()
+    lg.undo(writer="a")
     assert lg.show()["items"] == []
     with pytest.raises(LedgerError, match="nothing to undo"):
-        lg.undo()
+        lg.undo(writer="a")
     assert lg.check() == []
 
 
@@ -403,8 +403,12 @@ def test_new_writer_relisting_finished_work_does_not_reopen_or_duplicate(lg: Led
     items = lg.show()["items"]
     assert [(i["content"], i["status"]) for i in items] == [("Run tests", "completed"), ("Deploy", "pending")]
     assert [c["kind"] for c in res.changes if c["item"] == items[0]["id"]] == ["conflict"]
-    # Once the new session really moves it, its change applies.
+    # Its next list still never saw the completion: moving the item on from
+    # what it believed does not reopen finished work.
     lg.write(todos(("Run tests", "in_progress"), ("Deploy", "pending")), writer="new-session")
+    assert lg.show()["items"][0]["status"] == "completed"
+    # Reopening is a deliberate act on the item itself.
+    lg.start(items[0]["id"], writer="new-session")
     assert lg.show()["items"][0]["status"] == "in_progress"
 
 

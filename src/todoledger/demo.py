@@ -194,5 +194,7 @@ def load_demo(ledger: Ledger, *, plan: str = DEMO_PLAN, reset: bool = False) -> 
             extra["evidence"] = note
         elif note:
             extra["reason"] = note
-        ledger.update(ids[key], plan=plan, writer=writer, status=status, at=at(hours), kind="demo", **extra)
+        ledger.update(
+            ids[key], plan=plan, writer=writer, status=status, at=at(hours), kind="demo", force=True, **extra
+        )
     return True

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from todoledger.core import graph
+from todoledger.core.describe import short
 from todoledger.core.diff import Conflict, Merge, MergeInput, Seen, merge
 from todoledger.core.ids import new_id
 from todoledger.core.model import (
@@ -72,6 +73,7 @@ class WriteResult:
     ids: list[str]
     changes: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # what the writer should act on now
     skipped: bool = False
 
     def as_dict(self) -> dict[str, Any]:
@@ -82,6 +84,7 @@ class WriteResult:
             "ids": self.ids,
             "changes": self.changes,
             "warnings": [w.as_dict() for w in self.warnings],
+            "notices": self.notices,
             "skipped": self.skipped,
         }
 
@@ -151,10 +154,12 @@ class Ledger:
                 items = self.repo.items(plan)
                 revision = self.repo.revision(plan)
         derived = graph.derive(items)
+        waiting = graph.cancelled_blockers(items)
         rows = []
         for it in items:
             row = it.as_dict()
             row["blocked"], row["ready"] = derived[it.id]
+            row["waits_on_cancelled"] = waiting.get(it.id, [])
             rows.append(row)
         return {"plan": plan, "revision": revision, "items": rows}
 
@@ -191,6 +196,19 @@ class Ledger:
             self.repo.touch_plan(plan, at)
             return [item.as_dict() | {"ready": False, "claimed": True}]
 
+    def stranded(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """Open items that wait for a cancelled item: never ready until someone
+        removes or re-points the dependency."""
+        plan = plan or default_plan()
+        with self.store.read():
+            pairs = self.repo.stranded(plan)
+            found = self.repo.items_by_id([i for i, _ in pairs], deps=False)
+        out: dict[str, dict[str, Any]] = {}
+        for item_id, blocker in pairs:
+            row = out.setdefault(item_id, _compact_row(found[item_id]) | {"waits_on_cancelled": []})
+            row["waits_on_cancelled"].append(blocker)
+        return list(out.values())
+
     def _ready(self, plan: str, limit: int) -> list[Item]:
         out: list[Item] = []
         fetch = limit + 8
@@ -206,7 +224,7 @@ class Ledger:
         parent, depth = item.parent, 0
         while parent and depth < 64:
             blockers = self.repo.items_by_id(self.repo.blockers(parent))
-            if any(b.status in OPEN_STATUSES for b in blockers.values()):
+            if any(graph.unmet(b) for b in blockers.values()):
                 return True
             parent, depth = self.repo.parent_of(parent), depth + 1
         return False
@@ -339,7 +357,9 @@ class Ledger:
                     new_id=lambda: self._fresh_id(known),
                 )
             )
-            changes = _changes(result, writer)
+            changes = _changes(result, known)
+            warnings += self._progress_warnings(parsed, result, known)
+            notices = _drop_notices(result, known)
             links = any(e.blocked_by or e.blocks for e in parsed.items)
             fresh = [c for c in result.conflicts if not self._repeat_conflict(c.item, writer, _conflict(c))]
             recorded = result.creates or result.sets or result.dropped or fresh
@@ -389,7 +409,26 @@ class Ledger:
             if result.aliases:
                 self.repo.save_aliases(plan, writer, result.aliases)
             revision = self.repo.touch_plan(plan, at) if w.count else self.repo.ensure_plan(plan, at)
-        return WriteResult(plan, parsed.dialect, revision, result.matches, changes, warnings)
+        return WriteResult(plan, parsed.dialect, revision, result.matches, changes, warnings, notices)
+
+    def _progress_warnings(self, parsed: ParsedWrite, result: Merge, known: dict[str, Item]) -> list[Finding]:
+        """A list cannot be refused for what the agent already did, but starting or
+        finishing work whose prerequisites are unmet is told to the writer and kept."""
+        after = {s.item: s.new for s in result.sets if s.field == "status"}
+        out: list[Finding] = []
+        for index, item_id in enumerate(result.matches):
+            status = after.get(item_id)
+            if status not in PROGRESS or item_id not in known:
+                continue
+            waiting = self._unmet_prerequisites(item_id, after)
+            if waiting:
+                where = parsed.items[index].where or f"item {index}"
+                message = (
+                    f"{short(known[item_id].content, 60)!r} marked {status} while it waits for"
+                    f" {_list_items(waiting)}"
+                )
+                out.append(Finding("warning", where, "prerequisites-unmet", message))
+        return out
 
     def _check_patch_targets(
         self, parsed: ParsedWrite, known: dict[str, Item], aliases: dict[str, str]
@@ -453,7 +492,7 @@ class Ledger:
         rows = self.repo.db.query(
             "SELECT new FROM events WHERE item = ? AND field = 'conflict' AND writer = ? AND seq >"
             " (SELECT COALESCE(MAX(seq), 0) FROM events WHERE item = ?"
-            "  AND field NOT IN ('conflict', 'lint', 'dropped', 'reordered'))",
+            "  AND field NOT IN ('conflict', 'lint', 'dropped', 'reordered', 'forced'))",
             (item, writer, item),
         )
         return any(json.loads(r[0]) == detail for r in rows)
@@ -508,22 +547,54 @@ class Ledger:
         writer: str | None = None,
         kind: str = "update",
         at: str | None = None,
+        force: bool = False,
         **fields: Any,
     ) -> dict[str, Any]:
         """Change one item's fields (content, status, priority, active_form,
         parent, evidence, reason, notes) and dependencies (`add_blocker`,
-        `remove_blocker`)."""
+        `remove_blocker`). Starting or completing an item whose prerequisites
+        are unmet is refused unless `force`, which is recorded."""
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = at or now()
         with self._transaction():
             item = self._require(plan, ref)
-            w = self._op(plan, writer, at, kind, summary=f"{kind} {item.id}")
+            status = fields.get("status")
+            waiting: list[Item] = []
+            if status in PROGRESS and status != item.status:
+                waiting = self._unmet_prerequisites(item.id)
+                if waiting and not force:
+                    verb = "complete" if status == "completed" else "start"
+                    raise LedgerError(
+                        f"cannot {verb} {item.id}: it waits for {_list_items(waiting)};"
+                        " finish those first or remove the dependency (force overrides, and is recorded)"
+                    )
+            w = self._op(
+                plan, writer, at, kind, summary=f"{kind} {item.id}" + (" (forced)" if waiting else "")
+            )
+            if waiting:
+                w.annotate(
+                    item.id, "forced", None, {"past": "prerequisites", "open": [b.id for b in waiting]}
+                )
             self._update_item(w, plan, item, fields)
             self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))}, replace=False)
             if w.count:
                 self.repo.touch_plan(plan, at)
             return self._require(plan, item.id).as_dict()
+
+    def _unmet_prerequisites(self, item_id: str, status_after: dict[str, str] | None = None) -> list[Item]:
+        """What the item waits for that is not completed, its phases' prerequisites
+        included; `status_after` overlays statuses a write is about to set."""
+        ids = list(self.repo.blockers(item_id))
+        parent, depth = self.repo.parent_of(item_id), 0
+        while parent and depth < 64:
+            ids += self.repo.blockers(parent)
+            parent, depth = self.repo.parent_of(parent), depth + 1
+        found = self.repo.items_by_id(list(dict.fromkeys(ids)), deps=False)
+        overlay = status_after or {}
+        for blocker in found.values():
+            blocker.status = overlay.get(blocker.id, blocker.status)
+        return [found[i] for i in dict.fromkeys(ids) if i in found and graph.unmet(found[i])]
 
     def _update_item(self, w: Writes, plan: str, item: Item, fields: dict[str, Any]) -> None:
         add_blocker = fields.pop("add_blocker", None)
@@ -656,22 +727,48 @@ class Ledger:
         return len(items)
 
     # undo ------------------------------------------------------------------
-    def undo(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
-        """Reverse the plan's last change by appending inverse events."""
+    def undo(
+        self, plan: str | None = None, *, writer: str | None = None, any_writer: bool = False
+    ) -> dict[str, Any]:
+        """Reverse the writer's last change by appending inverse events; with
+        `any_writer`, the plan's last change, whoever made it. A change that a
+        later change overwrote is not undone behind that change's back."""
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = now()
         with self._transaction():
-            last = self.repo.last_undoable(plan)
+            last = self.repo.last_undoable(plan, None if any_writer else writer)
             if last is None:
-                raise LedgerError(f"nothing to undo in plan {plan!r}")
+                anyone = None if any_writer else self.repo.last_undoable(plan)
+                if anyone is None:
+                    raise LedgerError(f"nothing to undo in plan {plan!r}")
+                raise LedgerError(
+                    f"nothing of {writer}'s to undo in plan {plan!r}; the last change is"
+                    f" {anyone[1]} by {anyone[2]} (op {anyone[0]}): --any undoes it"
+                )
             op, kind, by, when, summary = last
+            events = [
+                ev
+                for ev in self.repo.events(plan, op=op)
+                if ev.item is not None and ev.field not in ANNOTATIONS
+            ]
+            if events:
+                touched = {(ev.item, ev.field) for ev in events}
+                created = {ev.item for ev in events if ev.field in (CREATED, REMOVED)}
+                items = sorted({ev.item for ev in events if ev.item is not None})
+                for later in self.repo.later_changes(plan, max(ev.seq for ev in events), items):
+                    if (
+                        (later.item, later.field) in touched
+                        or later.item in created
+                        or later.field in (CREATED, REMOVED)
+                    ):
+                        raise LedgerError(
+                            f"cannot undo op {op} ({kind} by {by}): {later.item}'s {later.field} was changed"
+                            f" since by {later.writer} (op {later.op}); undo that first or change it by hand"
+                        )
             w = self._op(plan, writer, at, "undo", summary=f"undo op {op} ({kind} by {by} at {when})")
-            reverted = 0
-            for ev in reversed(self.repo.events(plan, op=op)):
-                if ev.item is None or ev.field in ANNOTATIONS:
-                    continue
-                reverted += 1
+            for ev in reversed(events):
+                assert ev.item is not None
                 if ev.field == CREATED:
                     current = self.repo.item(ev.item)
                     if current is not None:
@@ -696,7 +793,8 @@ class Ledger:
             "writer": by,
             "at": when,
             "summary": summary,
-            "events": reverted,
+            "events": len(events),
+            "yours": by == writer,
         }
 
     # export / import -------------------------------------------------------
@@ -790,14 +888,50 @@ class Ledger:
         return {"plan": plan, "records": len(records), "added": added, "changed": changed}
 
     # recovery --------------------------------------------------------------
-    def prime(self, plan: str | None = None, *, recent: int = 5) -> str:
-        from todoledger.core.prime import render_prime
+    def prime(
+        self, plan: str | None = None, *, recent: int = 5, writer: str | None = None, recovering: bool = False
+    ) -> str:
+        """The recovery text. `recovering` (after a compaction) resets the writer's
+        base to what the text shows: a list the agent rebuilds from a summary
+        must not cancel what the summary left out."""
+        from todoledger.core.prime import render_prime, shown_ids
 
         view = self.show(plan)
+        if recovering and writer is not None and view["items"]:
+            self.recover_base(view, writer, shown_ids(view, recent=recent))
         return render_prime(view, recent=recent)
+
+    def recover_base(self, view: dict[str, Any], writer: str, shown: Iterable[str]) -> None:
+        """After a compaction the writer knows of its items only those it was just
+        shown, as they are now: its base shrinks to them, so a list rebuilt from a
+        summary cancels nothing the summary left out. Items it never had stay out
+        of its base: being shown someone else's work is no licence to drop it."""
+        by_id = {row["id"]: row for row in view["items"]}
+        with self._transaction():
+            old = self.repo.base(view["plan"], writer)
+            seen = {
+                i: Seen(
+                    by_id[i]["content"], by_id[i]["status"], by_id[i]["priority"], by_id[i]["active_form"]
+                )
+                for i in shown
+                if i in old and i in by_id
+            }
+            self._save_base(view["plan"], writer, old, seen, whole=True)
 
 
 EXPORTED = frozenset({"id", *STATE_FIELDS})
+# Statuses that claim work is under way or done: they need the prerequisites met.
+PROGRESS = frozenset({"in_progress", "completed"})
+
+
+def _compact_row(item: Item) -> dict[str, Any]:
+    return {"id": item.id, "content": item.content, "status": item.status, "priority": item.priority}
+
+
+def _list_items(items: list[Item], limit: int = 3) -> str:
+    shown = [f"{it.id} {short(it.content, 40)!r} ({it.status})" for it in items[:limit]]
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(shown) + more
 
 
 def _validate(name: str, value: Any) -> Any:
@@ -841,22 +975,37 @@ def _current_value(item: Item, name: str) -> Any:
     return sorted(value) if name == "depends_on" else value
 
 
-def _describe(item: str, name: str, old: Any, new: Any, writer: str) -> dict[str, Any]:
+def _describe(item: str, name: str, old: Any, new: Any) -> dict[str, Any]:
     if name == "status" and new == "cancelled":
         return {"kind": "status", "item": item, "old": old, "new": new}
     kind = {"content": "reworded", "position": "reordered", "priority": "priority"}.get(name, name)
     return {"kind": kind, "item": item, "old": old, "new": new}
 
 
-def _changes(result: Merge, writer: str) -> list[dict[str, Any]]:
+def _changes(result: Merge, known: dict[str, Item]) -> list[dict[str, Any]]:
     changes: list[dict[str, Any]] = [
         {"kind": "added", "item": c.item.id, "content": c.item.content} for c in result.creates
     ]
-    changes += [_describe(s.item, s.field, s.old, s.new, writer) for s in result.sets]
+    changes += [_describe(s.item, s.field, s.old, s.new) for s in result.sets]
     changes += [{"kind": "conflict", "item": c.item, **_conflict(c)} for c in result.conflicts]
-
-    changes += [{"kind": "dropped", "item": item_id} for item_id in result.dropped]
+    # Named, not counted: the writer sees what it left out and what it was.
+    changes += [
+        {"kind": "dropped", "item": i, "content": known[i].content, "was": known[i].status}
+        for i in result.dropped
+    ]
     return changes
+
+
+def _drop_notices(result: Merge, known: dict[str, Item]) -> list[str]:
+    """Work in progress that a list left out was cancelled: if it was finished
+    instead, the writer should say so."""
+    cancelled = {s.item for s in result.sets if s.field == "status" and s.new == "cancelled"}
+    return [
+        f"you dropped {short(known[i].content, 60)!r} ({i}), which was in progress: it is now cancelled;"
+        " if it is done, mark it completed"
+        for i in result.dropped
+        if i in cancelled and known[i].status == "in_progress"
+    ]
 
 
 def _conflict(c: Conflict) -> dict[str, Any]:

@@ -148,12 +148,15 @@ def next_cmd(plan: str | None, writer: str | None, as_json: bool, claim: bool, l
     """Ready items: dependencies met, by priority then order."""
     with ledger() if claim else reader() as lg:
         rows = lg.next(plan, limit=limit, claim=claim, writer=writer)
+        stranded = [] if as_json else lg.stranded(plan)
     if as_json:
         emit(rows)
         return
     from todoledger.cli import render
 
     render.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
+    if stranded:
+        render.stranded(stranded)
 
 
 def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *extra: Callable[[F], F]) -> None:
@@ -174,7 +177,10 @@ def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *ext
     cli.command(name)(click.argument("ref", metavar="ID")(wrapped))
 
 
-_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw))
+FORCE = click.option(
+    "--force", is_flag=True, help="Go ahead although prerequisites are unmet (recorded in the history)."
+)
+_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE)
 _item_command(
     "done",
     "Mark an item completed, with evidence.",
@@ -182,6 +188,7 @@ _item_command(
     click.option(
         "--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."
     ),
+    FORCE,
 )
 _item_command(
     "cancel",
@@ -272,15 +279,17 @@ def history(ref: str | None, plan: str | None, writer: str | None, as_json: bool
 
 @cli.command()
 @common
-def undo(plan: str | None, writer: str | None, as_json: bool) -> None:
-    """Reverse the plan's last change (by appending inverse events)."""
+@click.option("--any", "any_writer", is_flag=True, help="Undo the plan's last change, whoever made it.")
+def undo(plan: str | None, writer: str | None, as_json: bool, any_writer: bool) -> None:
+    """Reverse your last change in the plan (by appending inverse events)."""
     with ledger() as lg:
-        row = lg.undo(plan, writer=writer)
+        row = lg.undo(plan, writer=writer, any_writer=any_writer)
     if as_json:
         emit(row)
     else:
+        whose = "" if row["yours"] else f" (not yours: {row['writer']}'s)"
         click.echo(
-            f"undid op {row['undone_op']} ({row['kind']} by {row['writer']} at {row['at']}): {row['summary'] or ''}"
+            f"undid op {row['undone_op']}{whose}: {row['kind']} by {row['writer']} at {row['at']}: {row['summary'] or ''}"
         )
 
 

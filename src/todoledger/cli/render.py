@@ -41,3 +41,7 @@ def history(events: list[dict[str, Any]], title: str | None = None) -> None:
 
 def write_result(result: dict[str, Any]) -> None:
     _backend().write_result(result)
+
+
+def stranded(rows: list[dict[str, Any]]) -> None:
+    _backend().stranded(rows)

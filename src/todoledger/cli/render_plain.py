@@ -50,6 +50,8 @@ def plan(view: dict[str, Any], location: str | None = None) -> None:
             else (" (blocked)" if it.get("blocked") and it["status"] == "pending" else "")
         )
         waits = f"  waits for {', '.join(it['depends_on'])}" if it.get("depends_on") else ""
+        if it.get("waits_on_cancelled"):
+            waits += f" (waits for a cancelled item: {', '.join(it['waits_on_cancelled'])})"
         indent = "  " * _depth(it, by_id)
         lines.append(
             f"{it['id']}  {MARKS.get(it['status'], '?')}  {it['priority']:<6}  {indent}{clean(it['content'])}{flag}{waits}"
@@ -103,4 +105,13 @@ def write_result(result: dict[str, Any]) -> None:
     lines.append(
         f"{result['dialect']} list → plan {clean(result['plan'])} (revision {result['revision']}): {done}"
     )
+    lines += [f"note: {clean(n)}" for n in result.get("notices", [])]
+    _write(lines)
+
+
+def stranded(rows: list[dict[str, Any]]) -> None:
+    lines = ["waits for a cancelled item (remove or re-point the dependency):"]
+    lines += [
+        f"{it['id']} {clean(it['content'])}  waits for {', '.join(it['waits_on_cancelled'])}" for it in rows
+    ]
     _write(lines)

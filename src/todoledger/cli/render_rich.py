@@ -66,6 +66,8 @@ def plan(view: dict[str, Any], location: str | None = None) -> None:
             content.append(" ready", style="bold cyan")
         elif it.get("blocked") and it["status"] == "pending":
             content.append(" blocked", style="magenta")
+        if it.get("waits_on_cancelled"):
+            content.append(" waits for a cancelled item", style="bold magenta")
         if it.get("evidence"):
             content.append(Text(f"\n  evidence: {it['evidence']}", style="dim green"))
         if it.get("reason") and it["status"] == "cancelled":
@@ -141,3 +143,14 @@ def write_result(result: dict[str, Any]) -> None:
     console.print(
         Text(f"{result['dialect']} list → plan {result['plan']} (revision {result['revision']}): {summary}")
     )
+    for notice in result.get("notices", []):
+        console.print(Text("note: ", style="bold yellow") + _safe(notice))
+
+
+def stranded(rows: list[dict[str, Any]]) -> None:
+    console.print(
+        Text("waits for a cancelled item (remove or re-point the dependency):", style="bold magenta")
+    )
+    for it in rows:
+        line = Text(f"{it['id']} ", style="cyan") + _safe(it["content"])
+        console.print(line + Text(f"  waits for {', '.join(it['waits_on_cancelled'])}", style="magenta"))

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 MERGED_FIELDS = ("content", "status", "priority", "active_form")
 REWORD_THRESHOLD = 0.72
+# A dropped item and an added entry that are each other's only candidate pair up from here.
+PAIR_THRESHOLD = 0.5
 STATUS_RANK = {"pending": 0, "in_progress": 1, "completed": 2, "cancelled": 2}
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -87,13 +89,21 @@ class Merge:
         return bool(self.creates or self.sets or self.conflicts or self.dropped)
 
 
+def is_backwards(current: str, new: str) -> bool:
+    """Leaving finished work: completed to anything else, or cancelled to open."""
+    return (current == "completed" and new != "completed") or (
+        current == "cancelled" and new in OPEN_STATUSES
+    )
+
+
 def normalise(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def rewording_score(a: str, b: str) -> float:
+def rewording_score(a: str, b: str, floor: float = REWORD_THRESHOLD) -> float:
     """Similarity of two texts in [0, 1]; 0 when their numbers differ, since
-    "Benchmark 10 tokens" and "Benchmark 5 tokens" are different work."""
+    "Benchmark 10 tokens" and "Benchmark 5 tokens" are different work, and
+    0 below `floor`, which lets the cheap bounds skip the exact ratio."""
     from difflib import SequenceMatcher  # only fuzzy matching needs it; keep it off the hook path
 
     na, nb = normalise(a), normalise(b)
@@ -105,9 +115,10 @@ def rewording_score(a: str, b: str) -> float:
         return 0.0
     matcher = SequenceMatcher(None, na, nb, autojunk=False)
     # The cheap upper bounds reject most pairs before the quadratic ratio().
-    if matcher.real_quick_ratio() < REWORD_THRESHOLD or matcher.quick_ratio() < REWORD_THRESHOLD:
+    if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
         return 0.0
-    return matcher.ratio()
+    score = matcher.ratio()
+    return score if score >= floor else 0.0
 
 
 def is_rewording(a: str, b: str) -> bool:
@@ -208,18 +219,39 @@ def _match(inp: MergeInput) -> list[str | None]:
             if candidate not in used:
                 claim(i, candidate)
                 break
-    # Close rewording: only items the writer has seen, best score first.
+    # Rewording: only items the writer has seen and now leaves out, paired
+    # with the entries it adds, never across numbers.
     spare = [b for b in inp.base if b not in used and b in inp.known]
     pending = [i for i, e in enumerate(inp.incoming) if found[i] is None and e.content and not e.ext_id]
     if spare and pending and len(spare) * len(pending) <= MAX_FUZZY_PAIRS:
-        scored: list[tuple[float, int, int, str]] = []
-        for i in pending:
-            text = inp.incoming[i].content or ""
-            for rank, item_id in enumerate(spare):
-                score = max(rewording_score(text, t) for t in texts(item_id))
-                if score >= REWORD_THRESHOLD:
-                    scored.append((-score, abs(rank - i), i, item_id))
-        for _, _, i, item_id in sorted(scored):
+        scores = {
+            (i, item_id): max(
+                rewording_score(inp.incoming[i].content or "", t, PAIR_THRESHOLD) for t in texts(item_id)
+            )
+            for i in pending
+            for item_id in spare
+        }
+        # First the one-to-one pairings: an added entry whose only candidate is a
+        # dropped item that has no other candidate. Identical edits of sibling
+        # items ("10 tokens" / "5 tokens") then get identical results, whatever
+        # their scores' third decimal.
+        close = [pair for pair, score in scores.items() if score >= PAIR_THRESHOLD]
+        per_entry: dict[int, int] = {}
+        per_item: dict[str, int] = {}
+        for i, item_id in close:
+            per_entry[i] = per_entry.get(i, 0) + 1
+            per_item[item_id] = per_item.get(item_id, 0) + 1
+        for i, item_id in close:
+            if per_entry[i] == 1 and per_item[item_id] == 1:
+                claim(i, item_id)
+        # Then the close rewordings among what is left, best score first.
+        ranked = {item_id: rank for rank, item_id in enumerate(spare)}
+        scored = sorted(
+            (-score, abs(ranked[item_id] - i), i, item_id)
+            for (i, item_id), score in scores.items()
+            if score >= REWORD_THRESHOLD
+        )
+        for _, _, i, item_id in scored:
             if found[i] is None and item_id not in used:
                 claim(i, item_id)
     return found
@@ -268,6 +300,11 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
             # this writer itself dropped brings it back.)
             out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
             believed[name] = new
+        elif name == "status" and old != cur and is_backwards(cur, new) and not own_drop:
+            # A backward move is only for a writer that saw the state it leaves:
+            # a stale list must not reopen work someone finished meanwhile.
+            out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
+            believed[name] = old
         elif seen is None or old == cur:
             apply = True
         elif new == old:

@@ -54,16 +54,22 @@ def check_new_parent(item: str, parent: str, parent_of: Callable[[str], str | No
         node = parent_of(node)
 
 
+def unmet(blocker: Item) -> bool:
+    """A prerequisite holds only once completed: a cancelled one did not
+    happen, so what waits for it waits until someone re-points the link."""
+    return blocker.status != "completed"
+
+
 def derive(items: Sequence[Item]) -> dict[str, tuple[bool, bool]]:
     """Map item id -> (blocked, ready) for a whole plan.
 
-    Blocked: an unfinished dependency, directly or through a parent phase.
-    Ready: pending, not blocked, and no unfinished children (a phase is done
-    through its children, so it is not itself the next thing to do).
+    Blocked: an unmet dependency (open or cancelled), directly or through a
+    parent phase. Ready: pending, not blocked, and no unfinished children (a
+    phase is done through its children, so it is not itself the next thing).
     """
     by_id: Mapping[str, Item] = {i.id: i for i in items}
     open_children: set[str] = {i.parent for i in items if i.parent and i.status in OPEN_STATUSES}
-    direct = {i.id: any(b in by_id and by_id[b].status in OPEN_STATUSES for b in i.depends_on) for i in items}
+    direct = {i.id: any(b in by_id and unmet(by_id[b]) for b in i.depends_on) for i in items}
     memo: dict[str, bool] = {}
 
     def blocked(item_id: str, depth: int = 0) -> bool:
@@ -80,4 +86,16 @@ def derive(items: Sequence[Item]) -> dict[str, tuple[bool, bool]]:
     for i in items:
         b = blocked(i.id)
         out[i.id] = (b, i.status == "pending" and not b and i.id not in open_children)
+    return out
+
+
+def cancelled_blockers(items: Sequence[Item]) -> dict[str, list[str]]:
+    """Items that wait for a cancelled item, and which: shown until someone
+    removes or re-points the dependency."""
+    cancelled = {i.id for i in items if i.status == "cancelled"}
+    out: dict[str, list[str]] = {}
+    for i in items:
+        gone = [b for b in i.depends_on if b in cancelled]
+        if gone and i.status in OPEN_STATUSES:
+            out[i.id] = gone
     return out

@@ -37,7 +37,7 @@ STATE_FIELDS: tuple[str, ...] = (
 # existence; the rest annotate the story without changing state.
 CREATED = "created"
 REMOVED = "removed"
-ANNOTATIONS: frozenset[str] = frozenset({"conflict", "lint", "dropped", "reordered"})
+ANNOTATIONS: frozenset[str] = frozenset({"conflict", "lint", "dropped", "reordered", "forced"})
 
 # Input limits: a clear refusal beats a hang or a bloated ledger.
 MAX_PAYLOAD_BYTES = 2 * 1024 * 1024

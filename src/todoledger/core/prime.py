@@ -32,6 +32,10 @@ def render_prime(view: dict[str, Any], *, recent: int = 5, ready: int = 5) -> st
     blocked = [it for it in items if it["blocked"] and it["status"] == "pending"]
     if blocked:
         lines.append(f"Blocked: {len(blocked)} item(s) waiting on others.")
+    stranded = [it for it in items if it.get("waits_on_cancelled")]
+    if stranded:
+        lines.append("Waits for a cancelled item (remove or re-point the dependency):")
+        lines += [f"{_line(it)} waits for {', '.join(it['waits_on_cancelled'])}" for it in stranded]
     done = sorted(
         (it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True
     )
@@ -48,3 +52,18 @@ def render_prime(view: dict[str, Any], *, recent: int = 5, ready: int = 5) -> st
 def _line(it: dict[str, Any]) -> str:
     extra = f" ({it['evidence']})" if it.get("evidence") and it["status"] == "completed" else ""
     return f"- [{it['id']}] {it['content']} [{it['priority']}]{extra}"
+
+
+def shown_ids(view: dict[str, Any], *, recent: int = 5, ready: int = 5) -> list[str]:
+    """The items the recovery text names: after a compaction they are all the
+    writer knows of the plan, so they become its base."""
+    items: list[dict[str, Any]] = view["items"]
+    nxt = sorted(
+        (it for it in items if it["ready"]),
+        key=lambda it: ({"high": 0, "medium": 1, "low": 2}[it["priority"]], it["position"]),
+    )
+    done = sorted(
+        (it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True
+    )
+    doing = [it for it in items if it["status"] == "in_progress"]
+    return list(dict.fromkeys(it["id"] for it in [*doing, *nxt[:ready], *done[:recent]]))

@@ -68,6 +68,17 @@ def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
     return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS)
 
 
+def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response: Any = None) -> None:
+    """Record an agent's list; what the writer should hear (unmet prerequisites,
+    work in progress it dropped) goes to the hook log, since the agent cannot be told."""
+    with ledger(cwd) as lg:
+        result = lg.write(payload, writer=writer, dialect=dialect, response=response)
+    for w in result.warnings:
+        log(f"{writer}: warning: {w.where}: {w.message}", cwd)
+    for notice in result.notices:
+        log(f"{writer}: {notice}", cwd)
+
+
 def spool_dir(cwd: str | None) -> str:
     from todoledger.store.locate import ledger_file
 

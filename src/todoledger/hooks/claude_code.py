@@ -17,11 +17,14 @@ def writer_of(event: dict[str, Any]) -> str:
 
 def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     from todoledger.hooks import ledger as hook_ledger
+    from todoledger.hooks import mirror
 
     name = event.get("hook_event_name")
     if name == "SessionStart":
+        # After a compaction the agent knows only what this text shows it.
+        recovering = event.get("source") == "compact"
         with hook_ledger(cwd, create=False) as ledger:
-            return ledger.prime()
+            return ledger.prime(writer=writer_of(event), recovering=recovering)
     if name != "PostToolUse":
         return None
     tool = event.get("tool_name")
@@ -37,6 +40,5 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     # Task ids belong to the session's task list, which its subagents share:
     # their Task calls write as the session so that the ids resolve.
     writer = writer_of(event) if dialect == "claude-code" else writer_of({**event, "agent_id": None})
-    with hook_ledger(cwd) as ledger:
-        ledger.write(payload, writer=writer, dialect=dialect, response=response)
+    mirror(cwd, payload, writer=writer, dialect=dialect, response=response)
     return None

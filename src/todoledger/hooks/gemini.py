@@ -21,6 +21,7 @@ def writer_of(event: dict[str, Any]) -> str:
 
 def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     from todoledger.hooks import ledger as hook_ledger
+    from todoledger.hooks import mirror
 
     name = event.get("hook_event_name")
     if name == "SessionStart":
@@ -28,6 +29,12 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
             text = ledger.prime()
         answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         return json.dumps(answer)  # ASCII escapes: valid JSON on any console encoding
+    if name == "PreCompress":
+        # Gemini has no SessionStart after compressing: from here on the agent
+        # knows what the recovery text shows, so that becomes its base.
+        with hook_ledger(cwd, create=False) as ledger:
+            ledger.prime(writer=writer_of(event), recovering=True)
+        return None
     if name != "AfterTool" or event.get("tool_name") != TOOL:
         return None
     response = event.get("tool_response")
@@ -40,6 +47,5 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
             payload = {"todos": display["todos"]}
     if not isinstance(payload, dict):
         raise ValueError(f"{TOOL}: tool_input is not an object")
-    with hook_ledger(cwd) as ledger:
-        ledger.write(payload, writer=writer_of(event), dialect="gemini")
+    mirror(cwd, payload, writer=writer_of(event), dialect="gemini")
     return None

@@ -13,7 +13,7 @@ def writer_of(event: dict[str, Any]) -> str:
 
 
 def handle(event: dict[str, Any], cwd: str | None) -> str | None:
-    from todoledger.hooks import ledger as hook_ledger
+    from todoledger.hooks import mirror
 
     todos = event.get("todos")
     if todos is None and isinstance(event.get("properties"), dict):  # the raw bus event
@@ -22,6 +22,5 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
         todos = props.get("todos")
     if not isinstance(todos, list):
         raise ValueError("todo.updated: expected {sessionID, todos: [...]}")
-    with hook_ledger(cwd) as ledger:
-        ledger.write({"todos": todos}, writer=writer_of(event), dialect="opencode")
+    mirror(cwd, {"todos": todos}, writer=writer_of(event), dialect="opencode")
     return None

@@ -55,9 +55,8 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": (
             "Write your whole todo list; replaces your previous list (history is kept). Plan "
             "multi-step work first; keep exactly one item in_progress; update as you go; mark "
-            "completed only when really done (evidence via plan_update). Also accepts Claude Code, "
-            "opencode, Gemini ({description,status}) and Codex ({plan:[{step,status}]}) shapes. "
-            "Returns your list and the ledger ids."
+            "completed only when really done (evidence via plan_update). Items you leave out are "
+            "dropped (open ones cancelled): the reply names them. Returns your list and the ledger ids."
         ),
         "inputSchema": {
             "type": "object",
@@ -73,16 +72,13 @@ TOOLS: dict[str, dict[str, Any]] = {
                             "activeForm": {"type": "string"},
                             "id": {"type": "string"},
                         },
+                        "required": ["content", "status"],
                     },
                 },
-                "plan": {
-                    "type": ["string", "array"],
-                    "description": "Plan name; or Codex steps",
-                },
-                "explanation": {"type": "string"},
-                "plan_name": {"type": "string", "description": "Plan name when plan holds Codex steps"},
+                "plan": _PLAN,
                 "writer": _WRITER,
             },
+            "required": ["todos"],
         },
     },
     "todoread": {
@@ -127,6 +123,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "depends_on": {"type": "string"},
                 "undepend": {"type": "string"},
                 "parent": {"type": "string"},
+                "force": {"type": "boolean", "description": "start/complete despite unmet prerequisites"},
                 "plan": _PLAN,
                 "writer": _WRITER,
             },
@@ -329,28 +326,17 @@ class PlanTools:
     # todowrite -------------------------------------------------------------
     def todowrite(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
         args = check_arguments("todowrite", args)
-        raw_plan = args.get("plan")
+        plan = plan_name(args.get("plan"))
         todos = args.get("todos")
-        explanation = text_arg(args, "explanation", MAX_NOTES_CHARS)
-        if isinstance(raw_plan, list):
-            if todos is not None:
-                raise ToolInputError('give either "todos" or Codex steps in "plan", not both')
-            payload: dict[str, Any] = {"plan": raw_plan}
-            if explanation is not None:
-                payload["explanation"] = explanation
-            plan = plan_name(args.get("plan_name"))  # Codex's "plan" holds its steps
-        else:
-            plan = plan_name(raw_plan)
-            if todos is None:
-                raise ToolInputError(
-                    '"todos" is required: the whole list, e.g. [{"content": "...", "status": "pending"}]'
-                )
-            if not isinstance(todos, list):
-                raise ToolInputError(f'"todos" must be an array of items, not {_kind(todos)}')
-            payload = {"todos": todos}
+        if todos is None:
+            raise ToolInputError(
+                '"todos" is required: the whole list, e.g. [{"content": "...", "status": "pending"}]'
+            )
+        if not isinstance(todos, list):
+            raise ToolInputError(f'"todos" must be an array of items, not {_kind(todos)}')
         writer = self.writer_arg(args, writer)
         name = self.plan_or_default(plan)
-        return self.locked(lambda: self._todowrite(payload, name, writer))
+        return self.locked(lambda: self._todowrite({"todos": todos}, name, writer))
 
     def _todowrite(self, payload: dict[str, Any], plan: str, writer: str) -> dict[str, Any]:
         from todoledger.dialects import parse
@@ -362,19 +348,26 @@ class PlanTools:
         result = lg.apply(parsed, plan=plan, writer=writer)
         rows = {it["id"]: it for it in lg.show(plan)["items"]}
         mine = [rows[i] for i in result.ids if i in rows]
-        shown = _render(parsed.dialect, mine)
-        # Codex's own shape uses "plan" for its steps; the plan's name then moves aside.
-        out: dict[str, Any] = {"plan_name" if "plan" in shown else "plan": plan, "revision": result.revision}
-        out |= shown
+        out: dict[str, Any] = {"plan": plan, "revision": result.revision}
+        out |= _render(parsed.dialect, mine)
         out["ids"] = result.ids
         if writer.split(":")[-1].startswith("req-"):
             out["writer"] = writer  # sessionless HTTP: pass it back to keep one view across calls
         changes: dict[str, int] = {}
         for ch in result.changes:
-            if ch["kind"] != "conflict":
+            if ch["kind"] not in ("conflict", "dropped"):
                 changes[ch["kind"]] = changes.get(ch["kind"], 0) + 1
         if changes:
             out["changes"] = changes
+        dropped = [
+            {"id": c["item"], "content": c["content"], "was": c["was"]}
+            for c in result.changes
+            if c["kind"] == "dropped"
+        ]
+        if dropped:
+            out["dropped"] = dropped
+        if result.notices:
+            out["notices"] = result.notices
         conflicts = [
             {"id": c["item"], "field": c["field"], "kept": c["kept"], "yours": c["rejected"]}
             for c in result.changes
@@ -409,7 +402,13 @@ class PlanTools:
             }
         # A full read shows the writer every item: they join its base, so its
         # next whole list may drop what it leaves out (as its own tool would).
+        # A compact read is how an agent recovers after a compaction: its base
+        # shrinks to what it is shown, so its rebuilt list cancels nothing else.
         view = lg.show(plan, writer=writer) if full and self._writable else lg.show(plan)
+        if not full and self._writable:
+            from todoledger.core.prime import shown_ids
+
+            lg.recover_base(view, writer, shown_ids(view))
         items: list[dict[str, Any]] = view["items"]
         counts: dict[str, int] = {}
         for it in items:
@@ -454,7 +453,13 @@ class PlanTools:
         lg = self.ledger(write=claim and known)
         if not claim:
             rows = lg.next(plan, limit=limit) if known else []
-            return {"plan": plan, "ready": [_compact(it, "priority") for it in rows]}
+            listing: dict[str, Any] = {"plan": plan, "ready": [_compact(it, "priority") for it in rows]}
+            stranded = lg.stranded(plan) if known else []
+            if stranded:
+                listing["waits_on_cancelled"] = [
+                    _compact(it, "waits_on_cancelled") for it in stranded[:SHOWN]
+                ]
+            return listing
         got = lg.next(plan, claim=True, writer=writer) if known else []
         if not got:
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
@@ -480,6 +485,7 @@ class PlanTools:
             "add_blocker": text_arg(args, "depends_on", 64),
             "remove_blocker": text_arg(args, "undepend", 64),
         }
+        force = bool_arg(args, "force")
         if fields["content"] is not None and not fields["content"].strip():
             raise ToolInputError('"content" must not be empty')
         if all(v is None for v in fields.values()):
@@ -489,10 +495,10 @@ class PlanTools:
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
         assert ref is not None
-        return self.locked(lambda: self._plan_update(plan, explicit is not None, ref, fields, writer))
+        return self.locked(lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force))
 
     def _plan_update(
-        self, plan: str, explicit: bool, ref: str, fields: dict[str, Any], writer: str
+        self, plan: str, explicit: bool, ref: str, fields: dict[str, Any], writer: str, force: bool
     ) -> dict[str, Any]:
         if not self._known(self.ledger(write=False), plan, explicit):
             raise LedgerError(f"no item {ref!r}: plan {plan!r} is empty (write it with todowrite)")
@@ -504,7 +510,12 @@ class PlanTools:
         if status == "cancelled":
             fields["reason"] = fields.pop("notes", None) or "cancelled"  # the why, once
         item = lg.update(
-            ref, plan=plan, writer=writer, kind=kind, **{k: v for k, v in fields.items() if v is not None}
+            ref,
+            plan=plan,
+            writer=writer,
+            kind=kind,
+            force=force,
+            **{k: v for k, v in fields.items() if v is not None},
         )
         out: dict[str, Any] = {
             "plan": plan,

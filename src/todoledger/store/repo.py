@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from todoledger.core.diff import Seen
-from todoledger.core.model import CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
+from todoledger.core.model import ANNOTATIONS, CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,6 +23,8 @@ ITEM_COLUMNS = (
     " created_by, updated_by, created_at, updated_at"
 )
 _SCALAR_FIELDS = frozenset(STATE_FIELDS) - {"depends_on"}
+# Events that tell the story without changing state, as an SQL list.
+_ANNOTATION_SQL = ", ".join(f"'{name}'" for name in sorted(ANNOTATIONS))
 
 
 def encode(value: Any) -> str | None:
@@ -168,11 +170,23 @@ class Repo:
             for r in self.db.query(
                 "SELECT i.id FROM items i WHERE i.plan = ? AND i.status = 'pending'"
                 " AND NOT EXISTS (SELECT 1 FROM deps d JOIN items b ON b.id = d.blocker"
-                "   WHERE d.item = i.id AND b.status IN ('pending', 'in_progress'))"
+                "   WHERE d.item = i.id AND b.status <> 'completed')"
                 " AND NOT EXISTS (SELECT 1 FROM items c WHERE c.parent = i.id"
                 "   AND c.status IN ('pending', 'in_progress'))"
                 " ORDER BY i.prank, i.position, i.created_seq LIMIT ?",
                 (plan, limit),
+            )
+        ]
+
+    def stranded(self, plan: str) -> list[tuple[str, str]]:
+        """(item, cancelled blocker) for open items that wait for a cancelled one."""
+        return [
+            (r[0], r[1])
+            for r in self.db.query(
+                "SELECT d.item, d.blocker FROM deps d JOIN items i ON i.id = d.item"
+                " JOIN items b ON b.id = d.blocker WHERE d.plan = ? AND b.status = 'cancelled'"
+                " AND i.status IN ('pending', 'in_progress') ORDER BY i.position, d.blocker",
+                (plan,),
             )
         ]
 
@@ -248,15 +262,37 @@ class Repo:
             ),
         )
 
-    def last_undoable(self, plan: str) -> Row | None:
+    def last_undoable(self, plan: str, writer: str | None = None) -> Row | None:
+        """The plan's latest op that changed state and is not undone; given a
+        writer, that writer's latest."""
+        mine = " AND writer = ?" if writer is not None else ""
         rows = self.db.query(
             "SELECT op, kind, writer, at, summary FROM ops WHERE plan = ? AND kind <> 'undo'"
-            " AND undone_by IS NULL AND EXISTS (SELECT 1 FROM events e WHERE e.op = ops.op"
-            " AND e.field NOT IN ('conflict', 'lint', 'dropped', 'reordered'))"
+            f"{mine} AND undone_by IS NULL AND EXISTS (SELECT 1 FROM events e WHERE e.op = ops.op"
+            f" AND e.field NOT IN ({_ANNOTATION_SQL}))"
             " ORDER BY op DESC LIMIT 1",
-            (plan,),
+            (plan, writer) if writer is not None else (plan,),
         )
         return rows[0] if rows else None
+
+    def later_changes(self, plan: str, after_seq: int, items: Sequence[str]) -> list[Event]:
+        """State changes to these items after an event: what an undo would overwrite."""
+        found: list[Event] = []
+        for chunk in _chunks(list(dict.fromkeys(items))):
+            marks = ",".join("?" * len(chunk))
+            found += [
+                Event(r[0], r[1], r[2], r[3], r[4], decode(r[5]), decode(r[6]), r[7], r[8])
+                for r in self.db.query(
+                    "SELECT seq, op, plan, item, field, old, new, writer, at FROM events"
+                    f" WHERE plan = ? AND seq > ? AND item IN ({marks})"
+                    f" AND field NOT IN ({_ANNOTATION_SQL})"
+                    # An undone op and the undo that took it back cancel out.
+                    " AND op NOT IN (SELECT op FROM ops WHERE undone_by IS NOT NULL)"
+                    " AND op NOT IN (SELECT undone_by FROM ops WHERE undone_by IS NOT NULL) ORDER BY seq",
+                    (plan, after_seq, *chunk),
+                )
+            ]
+        return sorted(found, key=lambda e: e.seq)
 
     def mark_undone(self, op: int, by: int) -> None:
         self.db.execute("UPDATE ops SET undone_by = ? WHERE op = ?", (by, op))

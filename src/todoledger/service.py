@@ -427,7 +427,7 @@ class Ledger:
                     f"{short(known[item_id].content, 60)!r} marked {status} while it waits for"
                     f" {_list_items(waiting)}"
                 )
-                out.append(Finding("warning", where, "prerequisites-unmet", message))
+                out.append(Finding("warning", where, "prerequisites-unmet", message, item_id))
         return out
 
     def _check_patch_targets(

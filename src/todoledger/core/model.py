@@ -70,12 +70,16 @@ class Finding:
     where: str
     code: str
     message: str
+    item: str | None = None  # the ledger item it concerns, once the payload is matched
 
     def line(self) -> str:
         return f"{self.level}: {self.where}: {self.message}"
 
     def as_dict(self) -> dict[str, str]:
-        return {"level": self.level, "where": self.where, "code": self.code, "message": self.message}
+        out = {"level": self.level, "where": self.where, "code": self.code, "message": self.message}
+        if self.item is not None:
+            out["item"] = self.item
+        return out
 
 
 class LintError(LedgerError):

@@ -29,6 +29,7 @@ TITLES = {
     "unrelated-rewording": "text replaced by unrelated text",
     "conflict": "conflicting writes",
     "lint": "lint findings of the calls",
+    "prerequisites-unmet": "started or completed while waiting for unmet prerequisites",
     "clock-backwards": "clock went backwards",
 }
 
@@ -137,6 +138,14 @@ def _lint(story: Story, add: Add) -> None:
     ops: dict[tuple[str, str], int] = {}
     for call in story.calls:
         for w in call.warnings:
+            if w.get("code") in TITLES:  # a finding of its own, about one item
+                add(
+                    str(w["code"]),
+                    f"{call.where or f'op {call.op}'}: {w.get('message', '')}",
+                    call.op,
+                    [str(w["item"])] if w.get("item") else [],
+                )
+                continue
             key = (w.get("where", "$"), w.get("message", ""))
             if key not in first:
                 first[key], ops[key] = [], call.op

@@ -1,0 +1,332 @@
+"""The plan must not lie: each scenario here was reproduced against the ledger
+before its fix (issue 7, part A) and is kept as a regression test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import subprocess_env, todoledger_bin
+from todoledger import Ledger
+from todoledger.core.model import LedgerError
+
+
+@pytest.fixture
+def lg(ledger_env: Path) -> Any:
+    with Ledger(ledger_env) as ledger:
+        yield ledger
+
+
+def todos(*rows: tuple[str, str]) -> dict[str, Any]:
+    return {"todos": [{"content": c, "status": s, "priority": "high"} for c, s in rows]}
+
+
+def state(lg: Ledger, plan: str = "main") -> dict[str, str]:
+    return {i["content"]: i["status"] for i in lg.show(plan)["items"]}
+
+
+def cli(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [todoledger_bin(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(db, TODOLEDGER_WRITER="cli:tester"),
+        timeout=60,
+    )
+
+
+# A1: a stale list never moves finished work back ------------------------------------
+
+
+def test_stale_main_agent_list_does_not_reopen_what_a_subagent_completed(lg: Ledger) -> None:
+    lg.write(todos(("Deploy SGLang", "in_progress"), ("Benchmark 16 draft tokens", "pending")), writer="main")
+    bench = lg.show()["items"][1]["id"]
+    lg.done(bench, evidence="60 tok/s vs 82 baseline", writer="subagent")
+    res = lg.write(
+        todos(("Deploy SGLang", "completed"), ("Benchmark 16 draft tokens", "in_progress")), writer="main"
+    )
+    assert state(lg) == {"Deploy SGLang": "completed", "Benchmark 16 draft tokens": "completed"}
+    assert {"kind": "conflict", "item": bench, "field": "status", "kept": "completed"}.items() <= next(
+        c for c in res.changes if c["kind"] == "conflict"
+    ).items()
+    assert lg.get(bench)["evidence"] == "60 tok/s vs 82 baseline"
+    assert lg.check() == []
+
+
+def test_stale_list_does_not_reopen_a_cancelled_item_but_one_that_saw_it_may(lg: Ledger) -> None:
+    lg.write(todos(("Try NEXTN MTP", "pending")), writer="main")
+    item = lg.show()["items"][0]["id"]
+    lg.cancel(item, reason="garbage output on SM120", writer="user")
+    lg.write(todos(("Try NEXTN MTP", "in_progress")), writer="main")
+    assert state(lg) == {"Try NEXTN MTP": "cancelled"}
+    # A writer whose list showed the item cancelled may bring it back.
+    lg.write(todos(("Try NEXTN MTP", "cancelled")), writer="user")
+    lg.write(todos(("Try NEXTN MTP", "pending")), writer="user")
+    assert state(lg) == {"Try NEXTN MTP": "pending"}
+
+
+# A2: finishing work whose prerequisites are open is visible ------------------------
+
+
+def test_done_and_start_refuse_blocked_items_naming_the_blockers(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        disk = lg.add("Verify /data has space for 25K samples")["id"]
+        run = lg.add("Run inference: 25K samples", depends_on=[disk])["id"]
+    for verb in ("start", "done"):
+        proc = cli(ledger_env, verb, run)
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert f"it waits for {disk} 'Verify /data has space for 25K samples' (pending)" in proc.stderr
+    with Ledger(ledger_env) as lg:
+        assert lg.get(run)["status"] == "pending"
+    forced = cli(ledger_env, "done", run, "--force", "--json")
+    assert forced.returncode == 0 and json.loads(forced.stdout)["status"] == "completed"
+    with Ledger(ledger_env) as lg:
+        story = lg.history(item=run)
+    (forced_event,) = [e for e in story if e["field"] == "forced"]
+    assert (forced_event["new"], forced_event["writer"]) == (
+        {"past": "prerequisites", "open": [disk]},
+        "cli:tester",
+    )
+
+
+def test_whole_list_finishing_blocked_work_is_kept_but_warned_and_reported(lg: Ledger) -> None:
+    disk = lg.add("Verify /data has space for 25K samples", writer="main")["id"]
+    run = lg.add("Run inference: 25K samples", depends_on=[disk], writer="main")["id"]
+    res = lg.write(
+        todos(
+            ("Verify /data has space for 25K samples", "pending"), ("Run inference: 25K samples", "completed")
+        ),
+        writer="main",
+    )
+    assert lg.get(run)["status"] == "completed"  # the list mirrors what the agent did
+    (warning,) = [w for w in res.warnings if w.code == "prerequisites-unmet"]
+    assert warning.where == "todos[1]" and disk in warning.message
+    from todoledger.ingest.report import load
+
+    report = load(lg, "main")
+    assert any(f.code == "prerequisites-unmet" and run in f.items for f in report.findings)
+
+
+def test_hook_logs_the_warning_since_the_agent_cannot_be_told(ledger_env: Path, tmp_path: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        lg.write(todos(("Train EAGLE-3", "pending"), ("Fix weight keys", "pending")), writer="claude-code:s1")
+        first, second = (i["id"] for i in lg.show()["items"])
+        lg.dep_add(second, first)
+    event = {
+        "session_id": "s1",
+        "cwd": str(tmp_path),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "TodoWrite",
+        "tool_input": {
+            "todos": [
+                {"content": "Train EAGLE-3", "status": "pending", "activeForm": "Training"},
+                {"content": "Fix weight keys", "status": "in_progress", "activeForm": "Fixing"},
+            ]
+        },
+    }
+    env = subprocess_env(ledger_env)
+    proc = subprocess.run(
+        [todoledger_bin(), "hook", "claude-code"],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "")
+    log = (ledger_env.parent / "hook.log").read_text()  # the log lives beside the ledger
+    assert "'Fix weight keys' marked in_progress while it waits for" in log and first in log
+
+
+# A3: a dropped prerequisite does not silently unblock -------------------------------
+
+
+def test_dependent_of_a_dropped_blocker_is_not_ready_and_says_why(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        lg.write(
+            todos(("Download AQ-MedAI drafter", "pending"), ("Finetune the drafter", "pending")), writer="w"
+        )
+        download, tune = (i["id"] for i in lg.show()["items"])
+        lg.dep_add(tune, download)
+        lg.write(todos(("Finetune the drafter", "pending")), writer="w")  # the download was dropped
+        assert lg.get(download)["status"] == "cancelled"
+        row = next(i for i in lg.show()["items"] if i["id"] == tune)
+        assert (row["ready"], row["waits_on_cancelled"]) == (False, [download])
+        assert lg.next() == []
+        assert f"[{tune}] Finetune the drafter [high] waits for {download}" in lg.prime()
+    out = cli(ledger_env, "next").stdout
+    assert out.startswith("nothing is ready\nwaits for a cancelled item")
+    assert f"{tune} Finetune the drafter  waits for {download}" in out
+    with Ledger(ledger_env) as lg:
+        lg.dep_remove(tune, download)
+        assert [i["id"] for i in lg.next()] == [tune]
+
+
+# A4: rewording is matched consistently ----------------------------------------------
+
+
+def test_identical_edits_of_sibling_items_are_both_rewordings(lg: Ledger) -> None:
+    lg.write(
+        todos(
+            ("Deploy SGLang with EAGLE3 drafter", "completed"),
+            ("Benchmark 10 speculative tokens", "pending"),
+            ("Benchmark 5 speculative tokens", "pending"),
+        ),
+        writer="oc",
+    )
+    before = {i["content"]: i["id"] for i in lg.show()["items"]}
+    report = lg.write(
+        todos(
+            ("Deploy SGLang with EAGLE3 drafter", "completed"),
+            ("Benchmark with 10 draft tokens", "pending"),
+            ("Benchmark with 5 draft tokens", "pending"),
+        ),
+        writer="oc",
+    )
+    after = {i["content"]: i["id"] for i in lg.show()["items"]}
+    assert after == {
+        "Deploy SGLang with EAGLE3 drafter": before["Deploy SGLang with EAGLE3 drafter"],
+        "Benchmark with 10 draft tokens": before["Benchmark 10 speculative tokens"],
+        "Benchmark with 5 draft tokens": before["Benchmark 5 speculative tokens"],
+    }
+    assert sorted(c["kind"] for c in report.changes) == ["reworded", "reworded"]
+
+
+def test_pairing_never_crosses_numbers_or_unrelated_work(lg: Ledger) -> None:
+    lg.write(todos(("Benchmark 10 tokens", "pending"), ("Deploy the server", "pending")), writer="oc")
+    lg.write(todos(("Benchmark 5 tokens", "pending"), ("Write the report", "pending")), writer="oc")
+    assert state(lg) == {
+        "Benchmark 10 tokens": "cancelled",
+        "Deploy the server": "cancelled",
+        "Benchmark 5 tokens": "pending",
+        "Write the report": "pending",
+    }
+
+
+def test_a_paired_rewording_keeps_dependencies_dependents_and_children(lg: Ledger) -> None:
+    lg.write(todos(("Phase 0: quick probe", "pending"), ("Run 16 token benchmark", "pending")), writer="oc")
+    phase, bench = (i["id"] for i in lg.show()["items"])
+    child = lg.add("Kill old servers", parent=phase, writer="oc")["id"]
+    later = lg.add("Compare with baseline", depends_on=[bench], writer="oc")["id"]
+    lg.dep_add(bench, child)
+    lg.write(
+        todos(
+            ("Phase 0: quick probe of the drafter", "pending"),
+            ("Run the 16 token benchmark", "pending"),
+            ("Kill old servers", "pending"),
+            ("Compare with baseline", "pending"),
+        ),
+        writer="oc",
+    )
+    rows = {i["id"]: i for i in lg.show()["items"]}
+    assert rows[phase]["content"] == "Phase 0: quick probe of the drafter"
+    assert rows[child]["parent"] == phase and rows[bench]["depends_on"] == [child]
+    assert rows[later]["depends_on"] == [bench] and len(rows) == 4
+
+
+# A5: drops are named; compaction resets the base ------------------------------------
+
+
+def test_write_reply_names_dropped_items_and_flags_work_in_progress(ledger_env: Path) -> None:
+    payload = json.dumps(
+        todos(
+            ("Deploy SGLang with EAGLE3 drafter (16 spec tokens)", "in_progress"),
+            ("Benchmark 16 speculative tokens", "pending"),
+        )
+    )
+    cli(ledger_env, "write", "--writer", "opencode:s1", "-", stdin=payload)
+    proc = cli(
+        ledger_env,
+        "write",
+        "--writer",
+        "opencode:s1",
+        "--json",
+        "-",
+        stdin=json.dumps(todos(("Benchmark 16 speculative tokens", "pending"))),
+    )
+    result = json.loads(proc.stdout)
+    (dropped,) = [c for c in result["changes"] if c["kind"] == "dropped"]
+    assert dropped["content"] == "Deploy SGLang with EAGLE3 drafter (16 spec tokens)"
+    assert dropped["was"] == "in_progress"
+    assert result["notices"] == [
+        f"you dropped 'Deploy SGLang with EAGLE3 drafter (16 spec tokens)' ({dropped['item']}), which was in"
+        " progress: it is now cancelled; if it is done, mark it completed"
+    ]
+
+
+def test_list_rebuilt_after_compaction_cancels_nothing_the_summary_left_out(ledger_env: Path) -> None:
+    campaign = [f"Sweep step {n}" for n in range(12)]
+    with Ledger(ledger_env) as lg:
+        lg.write(todos(*[(c, "pending") for c in campaign]), writer="claude-code:s1")
+    env = subprocess_env(ledger_env)
+    start = {"session_id": "s1", "cwd": os.getcwd(), "hook_event_name": "SessionStart", "source": "compact"}
+    shown = subprocess.run(
+        [todoledger_bin(), "hook", "claude-code"],
+        input=json.dumps(start),
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    seen = [c for c in campaign if c + " [high]" in shown]
+    assert seen == campaign[:5]  # the recovery text shows five ready items, not the whole list
+    # The agent rebuilds its list from what it was shown, and starts new work.
+    with Ledger(ledger_env) as lg:
+        lg.write(
+            todos(
+                (seen[0], "in_progress"), *[(c, "pending") for c in seen[1:]], ("Write the report", "pending")
+            ),
+            writer="claude-code:s1",
+        )
+        final = state(lg)
+    assert [c for c, s in final.items() if s == "cancelled"] == []
+    assert len(final) == 13
+
+
+def test_mcp_reply_names_drops(lg: Ledger) -> None:
+    from todoledger.mcp.tools import PlanTools
+
+    tools = PlanTools()
+    tools.todowrite(
+        {"todos": [{"content": "A", "status": "in_progress"}, {"content": "B", "status": "pending"}]}, "m"
+    )
+    reply = tools.todowrite({"todos": [{"content": "B", "status": "pending"}]}, "m")
+    assert reply["dropped"] == [{"id": reply["dropped"][0]["id"], "content": "A", "was": "in_progress"}]
+    assert "you dropped 'A'" in reply["notices"][0]
+    tools.close()
+
+
+# A6: undo undoes your own change -----------------------------------------------------
+
+
+def test_undo_with_a_writer_reverses_that_writers_change_not_someone_elses(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        a = lg.add("Check server", writer="alice")["id"]
+        b = lg.add("Run benchmark", writer="alice")["id"]
+        lg.done(a, writer="alice", evidence="200")
+        lg.start(b, writer="bob")
+    out = cli(ledger_env, "undo", "--writer", "alice", "--json")
+    assert json.loads(out.stdout)["kind"] == "done"
+    with Ledger(ledger_env) as lg:
+        assert (lg.get(a)["status"], lg.get(b)["status"]) == ("pending", "in_progress")
+    refused = cli(ledger_env, "undo", "--writer", "carol")
+    assert refused.returncode == 1
+    assert "nothing of carol's to undo in plan 'main'; the last change is start by bob" in refused.stderr
+    anyone = cli(ledger_env, "undo", "--writer", "carol", "--any")
+    assert "(not yours: bob's)" in anyone.stdout
+    with Ledger(ledger_env) as lg:
+        assert lg.get(b)["status"] == "pending"
+
+
+def test_undo_refuses_to_overwrite_a_later_change(lg: Ledger) -> None:
+    a = lg.add("Check server", writer="alice")["id"]
+    lg.start(a, writer="alice")
+    lg.done(a, writer="bob", evidence="ok")
+    with pytest.raises(LedgerError, match=f"{a}'s status was changed since by bob"):
+        lg.undo(writer="alice")
+    assert lg.get(a)["status"] == "completed"

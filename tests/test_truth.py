@@ -330,3 +330,109 @@ def test_undo_refuses_to_overwrite_a_later_change(lg: Ledger) -> None:
     with pytest.raises(LedgerError, match=f"{a}'s status was changed since by bob"):
         lg.undo(writer="alice")
     assert lg.get(a)["status"] == "completed"
+
+
+# A7: a call the agent's harness rejected is not applied -----------------------------
+
+
+def _rollout(path: Path, *, refused: bool) -> None:
+    meta = {
+        "timestamp": "2026-11-01T10:00:00Z",
+        "type": "session_meta",
+        "payload": {"id": "01a231d0-aaaa", "cwd": "/src/spectora"},
+    }
+    args = json.dumps(
+        {
+            "plan": [
+                {"step": "Check server health", "status": "completed"},
+                {"step": "Benchmark 16 draft tokens", "status": "in_progress"},
+            ]
+        }
+    )
+    call = {
+        "timestamp": "2026-11-01T10:01:00Z",
+        "type": "response_item",
+        "payload": {"type": "function_call", "name": "update_plan", "arguments": args, "call_id": "call_7"},
+    }
+    other = {
+        "timestamp": "2026-11-01T10:01:01Z",
+        "type": "response_item",
+        "payload": {"type": "function_call_output", "call_id": "call_6", "output": "ls: done"},
+    }
+    answer = {
+        "timestamp": "2026-11-01T10:01:02Z",
+        "type": "response_item",
+        "payload": {
+            "type": "function_call_output",
+            "call_id": "call_7",
+            "output": "unsupported call: update_plan" if refused else "Plan updated",
+        },
+    }
+    path.write_text("\n".join(json.dumps(r) for r in (meta, call, other, answer)) + "\n")
+
+
+def test_ingest_records_a_refused_update_plan_without_applying_it(lg: Ledger, tmp_path: Path) -> None:
+    from todoledger.ingest.importer import ingest
+    from todoledger.ingest.report import load
+
+    rollout = tmp_path / "rollout-2026-11-01T10-00-00-01a231d0-aaaa.jsonl"
+    _rollout(rollout, refused=True)
+    result = ingest(lg, [str(rollout)])
+    (session,) = result.sessions
+    assert (session.calls, session.written, session.failed) == (1, 0, 1)
+    assert lg.show(session.plan)["items"] == []
+    report = load(lg, session.plan)
+    (refusal,) = [f for f in report.findings if f.code == "refused-call"]
+    assert "unsupported call: update_plan" in refusal.message and refusal.where == "L2"
+    assert ingest(lg, [str(rollout)]).sessions[0].failed == 1  # again: nothing new is recorded
+    assert len([o for o in lg.ops(session.plan) if o["kind"] == "refused"]) == 1
+
+
+def test_an_accepted_update_plan_still_lands(lg: Ledger, tmp_path: Path) -> None:
+    from todoledger.ingest.importer import ingest
+
+    rollout = tmp_path / "rollout-2026-11-01T10-00-00-01a231d0-aaaa.jsonl"
+    _rollout(rollout, refused=False)
+    (session,) = ingest(lg, [str(rollout)]).sessions
+    assert state(lg, session.plan) == {
+        "Check server health": "completed",
+        "Benchmark 16 draft tokens": "in_progress",
+    }
+
+
+def test_lint_refused_calls_are_told_in_the_story(lg: Ledger, tmp_path: Path) -> None:
+    from todoledger.ingest.importer import ingest
+    from todoledger.ingest.report import load
+
+    line = {
+        "type": "assistant",
+        "sessionId": "s-dup",
+        "cwd": "/src/kimi",
+        "timestamp": "2026-02-10T10:00:00Z",
+        "message": {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "TodoWrite",
+                    "input": {
+                        "todos": [
+                            {
+                                "content": "Benchmark 16 speculative tokens",
+                                "status": "pending",
+                                "activeForm": "Benchmarking",
+                                "priority": "high",
+                            }
+                        ]
+                    },
+                }
+            ]
+        },
+    }
+    transcript = tmp_path / "s-dup.jsonl"
+    # The seeds' call put the priority in the status slot: lint refuses it.
+    transcript.write_text(json.dumps(line).replace('"status": "pending"', '"status": "high"') + "\n")
+    (session,) = ingest(lg, [str(transcript)]).sessions
+    assert session.refused == 1 and lg.show(session.plan)["items"] == []
+    (refusal,) = [f for f in load(lg, session.plan).findings if f.code == "refused-call"]
+    assert 'refused: rejected: todos[0].status: status "high" is a priority value' in refusal.message

@@ -411,6 +411,37 @@ class Ledger:
             revision = self.repo.touch_plan(plan, at) if w.count else self.repo.ensure_plan(plan, at)
         return WriteResult(plan, parsed.dialect, revision, result.matches, changes, warnings, notices)
 
+    def record_refused(
+        self,
+        reason: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        dialect: str | None = None,
+        at: str | None = None,
+        source_key: str | None = None,
+        source_at: str | None = None,
+    ) -> bool:
+        """Tell in the plan's story that a call was made and refused (by the agent's
+        own tool, or by lint): nothing in the plan changes. False if recorded before."""
+        plan = plan or default_plan()
+        at = at or now()
+        with self._transaction():
+            if source_key and self.repo.has_source(source_key):
+                return False
+            self.repo.ensure_plan(plan, at)
+            self.repo.new_op(
+                plan,
+                writer or default_writer(),
+                at,
+                "refused",
+                dialect=dialect,
+                summary=reason,
+                source_key=source_key,
+                source_at=source_at,
+            )
+        return True
+
     def _progress_warnings(self, parsed: ParsedWrite, result: Merge, known: dict[str, Item]) -> list[Finding]:
         """A list cannot be refused for what the agent already did, but starting or
         finishing work whose prerequisites are unmet is told to the writer and kept."""

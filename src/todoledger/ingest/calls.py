@@ -29,6 +29,15 @@ class TodoCall:
     message: str | None = None  # message / part id where there are no lines
     counted: bool = True  # False for a stored final list that is no tool call
     failed: bool = False  # the agent's tool reported an error: the list did not change
+    error: str | None = None  # what the agent's harness answered, when it refused the call
+
+    @property
+    def refusal(self) -> str:
+        """Why the call was refused, for the plan's story."""
+        reason = (self.error or "").strip()
+        return (
+            f"the agent's tool refused it: {reason[:200]}" if reason else "the agent's tool reported an error"
+        )
 
     @property
     def where(self) -> str:

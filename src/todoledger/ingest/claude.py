@@ -124,6 +124,8 @@ class ClaudeReader:
         if pending is not None:
             pending.done = True
             pending.call.failed = block.get("is_error") is True
+            if pending.call.failed:
+                pending.call.error = _result_text(block.get("content"))
             if isinstance(result, dict):
                 pending.call.response = result
                 if not isinstance(pending.call.payload.get("input"), dict) and isinstance(
@@ -167,3 +169,13 @@ class ClaudeReader:
             if self._scan is not None:
                 self._scan.unwatch(key.encode())
             yield head.call
+
+
+def _result_text(content: Any) -> str | None:
+    """A tool result's text: a string, or the text blocks of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        return " ".join(parts) or None
+    return None

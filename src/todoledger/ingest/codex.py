@@ -9,6 +9,7 @@ Each line is `{"timestamp", "type", "payload"}`; a plan update is a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -18,7 +19,12 @@ from todoledger.ingest.claude import timestamp
 from todoledger.ingest.lines import LineCursor, candidate_lines, load, text
 
 FORMAT = "codex"
-MARKERS = (b"update_plan",)  # session_meta is the first line, read whatever it holds
+# session_meta is the first line, read whatever it holds; a call's answer is a
+# function_call_output line, read only while an update_plan call waits for one.
+MARKERS = (b"update_plan", b"function_call_output")
+# What Codex answers a plan update it did not apply ("unsupported call: update_plan"
+# since update_plan became opt-in; "failed to parse function arguments" on bad JSON).
+_REFUSED = re.compile(r"^\s*(unsupported call|failed to parse|error\b)", re.IGNORECASE)
 RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 META_MAX_BYTES = 4 * 1024 * 1024  # session_meta carries the instructions; still one line
 
@@ -44,8 +50,14 @@ class CodexReader:
                 self.meta(record)
 
     def read(self, fh: IO[bytes], cursor: LineCursor | None = None) -> Iterator[TodoCall]:
+        """update_plan calls in order, each once Codex answered it (a refused one
+        marked failed), or at the end of the file if its answer is not there yet."""
+        waiting: dict[str, TodoCall] = {}  # call id -> call, in the order of the calls
+        answered: set[str] = set()
         # The first line names the session: session_meta, or {"id", "instructions"} in the oldest rollouts.
         for number, raw in candidate_lines(fh, MARKERS, self.skipped, cursor, first_line=True):
+            if number > 1 and b"update_plan" not in raw and not any(key.encode() in raw for key in waiting):
+                continue  # another tool's output
             d = load(raw, self.skipped)
             if d is None:
                 continue
@@ -60,12 +72,19 @@ class CodexReader:
                 item = d.get("payload")
             else:
                 item = d  # rollouts before the {timestamp, type, payload} envelope
-            if not isinstance(item, dict) or item.get("type") != "function_call":
+            if not isinstance(item, dict):
                 continue
-            if item.get("name") != "update_plan":
+            if item.get("type") == "function_call_output":
+                call_id = text(item.get("call_id")) or ""
+                if call_id in waiting:
+                    _answer(waiting[call_id], item.get("output"))
+                    answered.add(call_id)
+                    yield from _flush(waiting, answered)
+                continue
+            if item.get("type") != "function_call" or item.get("name") != "update_plan":
                 continue
             key = text(item.get("call_id")) or text(item.get("id")) or f"line{number}"
-            yield TodoCall(
+            waiting[key] = TodoCall(
                 fmt=FORMAT,
                 session=self.session,
                 project=self.project,
@@ -76,6 +95,28 @@ class CodexReader:
                 payload=item,
                 line=number,
             )
+        yield from waiting.values()  # unanswered so far (the file ends, or the answer was never written)
+
+
+def _answer(call: TodoCall, output: Any) -> None:
+    """Mark a call with Codex's answer: a refusal means the plan did not change."""
+    message = output.get("content") if isinstance(output, dict) else output
+    refused = (isinstance(output, dict) and output.get("success") is False) or (
+        isinstance(message, str) and _REFUSED.match(message) is not None
+    )
+    if refused:
+        call.failed = True
+        call.error = message if isinstance(message, str) else None
+
+
+def _flush(waiting: dict[str, TodoCall], answered: set[str]) -> Iterator[TodoCall]:
+    """Answered calls from the front, keeping the calls' order."""
+    while waiting:
+        key = next(iter(waiting))
+        if key not in answered:
+            return
+        answered.discard(key)
+        yield waiting.pop(key)
 
 
 def _session_from_name(name: str) -> str:

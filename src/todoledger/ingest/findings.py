@@ -30,8 +30,13 @@ TITLES = {
     "conflict": "conflicting writes",
     "lint": "lint findings of the calls",
     "prerequisites-unmet": "started or completed while waiting for unmet prerequisites",
+    "refused-call": "calls refused, which changed nothing",
     "clock-backwards": "clock went backwards",
 }
+
+
+# Warnings the ledger attaches to a write about one item (not lint of the payload).
+ITEM_WARNINGS = frozenset({"prerequisites-unmet"})
 
 
 class Add(Protocol):
@@ -90,6 +95,14 @@ def find(story: Story) -> list[Finding]:
     _content(story, add)
     _lint(story, add)
     _clock(story, add)
+    for call in story.calls:
+        if call.kind == "refused":
+            add(
+                "refused-call",
+                f"{call.writer}'s {call.dialect or 'todo'} call: {call.summary or 'refused'}",
+                call.op,
+                [],
+            )
     for e in story.events:
         if e["field"] == "conflict" and isinstance(e["new"], dict):
             d = e["new"]
@@ -138,7 +151,7 @@ def _lint(story: Story, add: Add) -> None:
     ops: dict[tuple[str, str], int] = {}
     for call in story.calls:
         for w in call.warnings:
-            if w.get("code") in TITLES:  # a finding of its own, about one item
+            if w.get("code") in ITEM_WARNINGS:  # a finding of its own, about one item
                 add(
                     str(w["code"]),
                     f"{call.where or f'op {call.op}'}: {w.get('message', '')}",

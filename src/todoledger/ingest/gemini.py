@@ -61,6 +61,7 @@ class GeminiReader:
                 line=where,
                 message=None if where is not None else text(message.get("id")),
                 failed=tc.get("status") == "error",
+                error=_error_text(tc) if tc.get("status") == "error" else None,
             )
 
     def read_document(self, data: Any) -> Iterator[TodoCall]:
@@ -91,3 +92,8 @@ class GeminiReader:
                 yield from self._calls(d, number)
             else:
                 self.skipped.add("unknown record types")
+
+
+def _error_text(tc: dict[str, Any]) -> str | None:
+    display = tc.get("resultDisplay")
+    return display if isinstance(display, str) else None

@@ -74,9 +74,7 @@ class _Batch:
 
     def write(self, call: TodoCall, plan: str, at: str) -> bool | None:
         """True if written, False if imported before, None if refused."""
-        if self._tx is None:
-            self._tx = self.ledger.store.write()
-            self._tx.__enter__()
+        self.begin()
         try:
             result = self.ledger.write(
                 call.payload,
@@ -88,12 +86,31 @@ class _Batch:
                 source_key=call.source_key,
                 source_at=call.where or None,
             )
-        except LedgerError:
-            return None  # a refused write leaves nothing behind (Ledger.apply's guarantee)
+        except LedgerError as exc:
+            # A refused write leaves nothing behind (Ledger.apply's guarantee); the
+            # story still tells that the call was made and why it was refused.
+            self.refuse(call, plan, at, f"refused: {exc}")
+            return None
         self.size += 1
         if self.size >= BATCH_CALLS:
             self.commit()
         return not result.skipped
+
+    def begin(self) -> None:
+        if self._tx is None:
+            self._tx = self.ledger.store.write()
+            self._tx.__enter__()
+
+    def refuse(self, call: TodoCall, plan: str, at: str, reason: str) -> None:
+        self.ledger.record_refused(
+            reason,
+            plan=plan,
+            writer=call.writer,
+            dialect=call.dialect,
+            at=at,
+            source_key=call.source_key,
+            source_at=call.where or None,
+        )
 
     def commit(self) -> None:
         if self._tx is not None:
@@ -163,7 +180,10 @@ def write_calls(
                 state = sessions[(call.fmt, call.session)] = _Session(entry)
             state.entry.calls += call.counted
             if call.failed:
+                # The agent's harness refused the call: its list did not change.
                 state.entry.failed += 1
+                batch.begin()
+                batch.refuse(call, state.entry.plan, call.at or state.last_at or fallback_at(), call.refusal)
                 continue
             if call.at is None and state.last_at is None:
                 state.held.append(call)

@@ -47,6 +47,7 @@ def _call(part: dict[str, Any], session: str, project: str, message: str | None)
         line=None,
         message=f"{msg}/{part_id}" if msg else part_id,
         failed=state.get("status") == "error",
+        error=text(state.get("error")) if state.get("status") == "error" else None,
     )
 
 

@@ -37,10 +37,11 @@ class Report:
 
 def load(ledger: Ledger, plan: str) -> Report:
     events = ledger.history(plan)
-    if not events:
+    ops = ledger.ops(plan)
+    if not ops:
         known = ", ".join(p["plan"] for p in ledger.plans()[:10])
         raise LedgerError(f"plan {plan!r} has no history" + (f"; plans: {known}" if known else ""))
-    return analyze(plan, events, ledger.ops(plan))
+    return analyze(plan, events, ops)
 
 
 def analyze(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Report:
@@ -62,7 +63,7 @@ def headline(r: Report, esc: Callable[[str], str] = str) -> list[str]:
     """What happened, in a few sentences; `esc` quotes the transcript's own text
     (writer names hold its session id) for the output format."""
     s = r.story
-    calls = [c for c in s.calls if c.kind == "write"]
+    calls = [c for c in s.calls if c.kind in ("write", "refused")]
     final = ", ".join(f"{n} {k}" for k, n in r.final().items()) or "no items"
     writers = ", ".join(esc(w) for w in _writers(s)) or "nobody"
     lines = [

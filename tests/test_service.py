@@ -72,7 +72,12 @@ def test_numbers_are_not_rewordings(lg: Ledger) -> None:
 def test_drop_cancels_open_item_and_restore_brings_it_back(lg: Ledger) -> None:
     lg.write(todos(("A", "in_progress"), ("B", "pending")), writer="a")
     res = lg.write(todos(("A", "in_progress")), writer="a")
-    assert {"kind": "dropped", "item": by_content(lg)["B"]["id"]} in res.changes
+    assert {
+        "kind": "dropped",
+        "item": by_content(lg)["B"]["id"],
+        "content": "B",
+        "was": "pending",
+    } in res.changes
     b = by_content(lg)["B"]
     assert (b["status"], b["reason"]) == ("cancelled", "dropped by a")
     restored = lg.restore(b["id"])

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
 
+    from todoledger.core.view import PlanView
     from todoledger.store.base import Store
 
 
@@ -157,6 +158,13 @@ class Ledger:
             row["blocked"], row["ready"] = derived[it.id]
             rows.append(row)
         return {"plan": plan, "revision": revision, "items": rows}
+
+    def view(self, plan: str | None = None, *, writer: str | None = None) -> PlanView:
+        """The plan as every reader shows it (`core.view`): counts, in progress,
+        ready next, blocked, recently completed, each item with its depth."""
+        from todoledger.core.view import build
+
+        return build(self.show(plan, writer=writer))
 
     def get(self, ref: str, plan: str | None = None) -> dict[str, Any]:
         plan = plan or default_plan()
@@ -793,8 +801,7 @@ class Ledger:
     def prime(self, plan: str | None = None, *, recent: int = 5) -> str:
         from todoledger.core.prime import render_prime
 
-        view = self.show(plan)
-        return render_prime(view, recent=recent)
+        return render_prime(self.view(plan), recent=recent)
 
 
 EXPORTED = frozenset({"id", *STATE_FIELDS})

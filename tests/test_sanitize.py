@@ -109,17 +109,22 @@ def test_prime_and_plain_output_carry_no_control_or_hidden_character(ledger_env:
     assert "agent\ufffd[2Jevil" in _piped(ledger_env, "history")
 
 
-def test_rich_output_on_a_terminal_carries_no_agent_escape(ledger_env: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        (("show",), "evidence: evidence Deploy"),
+        (("show",), "reason: reason Deploy"),
+        (("history",), "agent\ufffd[2Jevil"),
+        (("next", "--claim", "--writer", "WRITER"), "claimed by agent"),
+    ],
+)
+def test_rich_output_on_a_terminal_carries_no_agent_escape(
+    ledger_env: Path, command: tuple[str, ...], shown: str
+) -> None:
     ids = _plan_with_hostile_text(ledger_env)
-    show = _on_terminal(ledger_env, "show")
-    assert "evidence: evidence Deploy" in SGR.sub("", show) and "reason: reason Deploy" in SGR.sub("", show)
-    _assert_clean(show, terminal=True)
-    history = _on_terminal(ledger_env, "history")
-    assert ids["done"] in history
-    _assert_clean(history, terminal=True)
-    claimed = _on_terminal(ledger_env, "next", "--claim", "--writer", ids["writer"])
-    assert "claimed by" in claimed
-    _assert_clean(claimed, terminal=True)
+    out = _on_terminal(ledger_env, *(ids["writer"] if arg == "WRITER" else arg for arg in command))
+    assert shown in SGR.sub("", out)
+    _assert_clean(out, terminal=True)
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "gemini"])

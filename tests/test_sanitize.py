@@ -160,4 +160,7 @@ def test_for_terminal_leaves_only_printable_text() -> None:
 
 def test_markdown_and_html_build_on_it() -> None:
     assert md_text(f"x{CLEAR}\u202ey\nz") == "x\ufffd\\[2Jy z"
-    assert html_text(f"<b>{LINK}</b>\u200b") == "&lt;b&gt;\ufffd]8;;http://evil\ufffd\\click here\ufffd]8;;\ufffd\\&lt;/b&gt;"
+    assert (
+        html_text(f"<b>{LINK}</b>\u200b")
+        == "&lt;b&gt;\ufffd]8;;http://evil\ufffd\\click here\ufffd]8;;\ufffd\\&lt;/b&gt;"
+    )

@@ -175,6 +175,7 @@ def build(doc: Mapping[str, Any]) -> PlanView:
 
 def _item(r: Mapping[str, Any], depth: int) -> ItemView:
     verification = r.get("verification")
+    waits_on_cancelled = _ids(r.get("waits_on_cancelled"))
     return ItemView(
         id=r["id"],
         content=r["content"],
@@ -185,7 +186,8 @@ def _item(r: Mapping[str, Any], depth: int) -> ItemView:
         depth=depth,
         depends_on=_ids(r.get("depends_on")),
         blocked=bool(r.get("blocked")),
-        ready=bool(r.get("ready")),
+        # Never "ready" while it waits for a cancelled item, whatever derived it.
+        ready=bool(r.get("ready")) and not waits_on_cancelled,
         active_form=r.get("active_form"),
         evidence=r.get("evidence"),
         reason=r.get("reason"),
@@ -195,7 +197,7 @@ def _item(r: Mapping[str, Any], depth: int) -> ItemView:
         created_at=r.get("created_at") or "",
         updated_at=r.get("updated_at") or "",
         verification=verification if verification in VERIFICATIONS else None,
-        waits_on_cancelled=_ids(r.get("waits_on_cancelled")),
+        waits_on_cancelled=waits_on_cancelled,
         estimate=r.get("estimate"),
         uses=_ids(r.get("uses")),
         needs_approval=bool(r.get("needs_approval")),

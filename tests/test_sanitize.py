@@ -152,6 +152,8 @@ def test_for_terminal_leaves_only_printable_text() -> None:
     out = for_terminal(every)
     assert all(ch.isprintable() for ch in out)
     assert "\n" not in out and for_terminal("a\nb", newlines=True) == "a\nb"
+    assert for_terminal("a\r\nb\rc", newlines=True) == "a\nb\ufffdc"
+    assert for_terminal("a\r\nb") == "a\ufffd b"
     assert for_terminal("plain text, déjà vu 日本語 🙂") == "plain text, déjà vu 日本語 🙂"
     assert for_terminal(f"a{CLEAR}b\rc\u202ed\u200be") == "a\ufffd[2Jb\ufffdcde"
     assert for_terminal("no\u00a0break\ttab") == "no break tab"

@@ -418,7 +418,7 @@ def demo(plan: str | None, writer: str | None, as_json: bool, reset: bool) -> No
         from todoledger.cli import render
 
         if not created:
-            click.echo(f"(demo plan {name!r} already loaded; --reset rebuilds it)")
+            say(f"(demo plan {name!r} already loaded; --reset rebuilds it)")
         render.plan(lg.view(name), lg.location)
         render.history(lg.history(name)[-12:], title="latest changes")
         click.echo(

@@ -41,14 +41,16 @@ def for_terminal(text: object, *, newlines: bool = False) -> str:
     """`text` safe to print: no control sequence, no hidden character.
 
     Line breaks become spaces unless `newlines` (a renderer that shows
-    multi-line text); carriage returns are never kept, as they let a line
-    overwrite itself.
+    multi-line text, which also reads CRLF as a line break); a lone carriage
+    return is never kept, as it lets a line overwrite itself.
     """
     if text is None:
         return ""
     value = text if isinstance(text, str) else str(text)
     if value.isprintable():  # the common case, checked in C
         return value
+    if newlines:  # a Windows line end moves nothing that a newline would not
+        value = value.replace("\r\n", "\n")
     return "".join([_char(ch, newlines) for ch in value])
 
 

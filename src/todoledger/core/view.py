@@ -113,7 +113,7 @@ class PlanView:
     recent: tuple[ItemView, ...]  # completed items, last completed first
 
     def summary(self) -> str:
-        """ "2 pending, 1 in_progress, 3 completed", or "" for an empty plan."""
+        """Like `2 pending, 1 in_progress, 3 completed`; empty for an empty plan."""
         return ", ".join(f"{n} {status}" for status, n in self.counts.items())
 
     def tree(self) -> list[ItemView]:
@@ -138,15 +138,12 @@ def build(doc: Mapping[str, Any]) -> PlanView:
     """The view of a plan from `Ledger.show`'s document ({"plan", "revision", "items"})."""
     rows: list[Mapping[str, Any]] = list(doc["items"])
     parents = {r["id"]: r.get("parent") for r in rows}
-    depth_of: dict[str, int] = {}
 
     def depth(item_id: str) -> int:
-        if item_id not in depth_of:
-            n, parent = 0, parents.get(item_id)
-            while parent in parents and n < MAX_DEPTH:
-                n, parent = n + 1, parents[parent]
-            depth_of[item_id] = n
-        return depth_of[item_id]
+        n, parent = 0, parents.get(item_id)
+        while parent in parents and n < MAX_DEPTH:
+            n, parent = n + 1, parents[parent]
+        return n
 
     items = tuple(_item(r, depth(r["id"])) for r in rows)
     present: dict[str, int] = {}

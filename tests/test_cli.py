@@ -119,7 +119,7 @@ def test_export_import_files(ledger_env: Path, tmp_path: Path) -> None:
 def test_prime_text(ledger_env: Path) -> None:
     run(ledger_env, "write", "-", stdin=SEED_PAYLOAD)
     text = run(ledger_env, "prime").stdout
-    assert text.startswith("todoledger plan 'main' (revision 1): 1 in_progress, 3 pending.")
+    assert text.startswith("todoledger plan 'main' (revision 1): 3 pending, 1 in_progress.")
     assert "In progress:" in text and "Ready next:" in text
 
 

@@ -64,7 +64,7 @@ def test_todowrite_is_mirrored_and_session_start_primes(ledger_env: Path) -> Non
     )
     assert start.returncode == 0
     assert start.stdout.startswith(
-        "todoledger plan 'main' (revision 1): 1 completed, 1 in_progress, 1 pending."
+        "todoledger plan 'main' (revision 1): 1 pending, 1 in_progress, 1 completed."
     )
     assert "Fix weight keys" in start.stdout.split("In progress:")[1]
 

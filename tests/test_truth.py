@@ -159,7 +159,7 @@ def test_dependent_of_a_dropped_blocker_is_not_ready_and_says_why(ledger_env: Pa
         row = next(i for i in lg.show()["items"] if i["id"] == tune)
         assert (row["ready"], row["waits_on_cancelled"]) == (False, [download])
         assert lg.next() == []
-        assert f"[{tune}] Finetune the drafter [high] waits for {download}" in lg.prime()
+        assert f"[{tune}] Finetune the drafter [high] (waits for a cancelled item ({download}))" in lg.prime()
     out = cli(ledger_env, "next").stdout
     assert out.startswith("nothing is ready\nwaits for a cancelled item")
     assert f"{tune} Finetune the drafter  waits for {download}" in out

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
 
+    from todoledger.core.view import PlanView
     from todoledger.store.base import Store
 
 
@@ -162,6 +163,13 @@ class Ledger:
             row["waits_on_cancelled"] = waiting.get(it.id, [])
             rows.append(row)
         return {"plan": plan, "revision": revision, "items": rows}
+
+    def view(self, plan: str | None = None, *, writer: str | None = None) -> PlanView:
+        """The plan as every reader shows it (`core.view`): counts, in progress,
+        ready next, blocked, recently completed, each item with its depth."""
+        from todoledger.core.view import build
+
+        return build(self.show(plan, writer=writer))
 
     def get(self, ref: str, plan: str | None = None) -> dict[str, Any]:
         plan = plan or default_plan()
@@ -927,27 +935,25 @@ class Ledger:
         must not cancel what the summary left out."""
         from todoledger.core.prime import render_prime, shown_ids
 
-        view = self.show(plan)
-        if recovering and writer is not None and view["items"]:
+        view = self.view(plan)
+        if recovering and writer is not None and view.items:
             self.recover_base(view, writer, shown_ids(view, recent=recent))
         return render_prime(view, recent=recent)
 
-    def recover_base(self, view: dict[str, Any], writer: str, shown: Iterable[str]) -> None:
+    def recover_base(self, view: PlanView, writer: str, shown: Iterable[str]) -> None:
         """After a compaction the writer knows of its items only those it was just
         shown, as they are now: its base shrinks to them, so a list rebuilt from a
         summary cancels nothing the summary left out. Items it never had stay out
         of its base: being shown someone else's work is no licence to drop it."""
-        by_id = {row["id"]: row for row in view["items"]}
+        by_id = {it.id: it for it in view.items}
         with self._transaction():
-            old = self.repo.base(view["plan"], writer)
+            old = self.repo.base(view.plan, writer)
             seen = {
-                i: Seen(
-                    by_id[i]["content"], by_id[i]["status"], by_id[i]["priority"], by_id[i]["active_form"]
-                )
+                i: Seen(by_id[i].content, by_id[i].status, by_id[i].priority, by_id[i].active_form)
                 for i in shown
                 if i in old and i in by_id
             }
-            self._save_base(view["plan"], writer, old, seen, whole=True)
+            self._save_base(view.plan, writer, old, seen, whole=True)
 
 
 EXPORTED = frozenset({"id", *STATE_FIELDS})

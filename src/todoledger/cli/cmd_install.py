@@ -85,16 +85,22 @@ def _as_dict(result: InstallResult) -> dict[str, object]:
 
 
 def _print_human(result: InstallResult, project: Path) -> None:
+    from todoledger.core.sanitize import for_terminal
+
+    def say(text: str) -> None:
+        # Config files and paths are not ours: print them through the one sanitiser too.
+        click.echo(for_terminal(text, newlines=True), nl=False)
+
     for change in result.changes:
         state = "created" if change.created else "updated" if change.changed else "unchanged"
         verb = f"would be {state}" if result.dry_run and change.changed else state
-        click.echo(f"{_shown(change.path, project)} ({verb})")
+        say(f"{_shown(change.path, project)} ({verb})\n")
         for line in change.summary:
-            click.echo(f"  {line}")
+            say(f"  {line}\n")
         if result.dry_run and change.changed:
-            click.echo(_diff(change, project), nl=False)
+            say(_diff(change, project))
     for note in result.notes:
-        click.echo(f"note: {note}")
+        say(f"note: {note}\n")
     if result.dry_run:
         click.echo("dry run: nothing was written")
     elif not result.changed:

@@ -87,6 +87,13 @@ def reader() -> Any:
     return Ledger(create=False)
 
 
+def say(line: str) -> None:
+    """One line for a person: agent text in it is sanitised (`core.sanitize`)."""
+    from todoledger.core.sanitize import for_terminal
+
+    click.echo(for_terminal(line))
+
+
 def emit(data: Any) -> None:
     from todoledger.cli.entry import dumps
 
@@ -113,13 +120,12 @@ def cli(ctx: click.Context) -> None:
 def show(plan: str | None, writer: str | None, as_json: bool, show_all: bool = False) -> None:
     """Show a plan: items, status, priority, dependencies."""
     with reader() as lg:
-        view = lg.show(plan, writer=writer) if writer else lg.show(plan)
         if as_json:
-            emit(view)
+            emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
             return
         from todoledger.cli import render
 
-        render.plan(view, lg.location)
+        render.plan(lg.view(plan, writer=writer), lg.location)
         if show_all:
             render.plans(lg.plans())
 
@@ -248,7 +254,7 @@ def dep_add(ref: str, blocker: str, plan: str | None, writer: str | None, as_jso
     """ID waits for BLOCKER."""
     with ledger() as lg:
         row = lg.dep_add(ref, blocker, plan=plan, writer=writer)
-    emit(row) if as_json else click.echo(f"{row['id']} now waits for {', '.join(row['depends_on'])}")
+    emit(row) if as_json else say(f"{row['id']} now waits for {', '.join(row['depends_on'])}")
 
 
 @dep.command("remove")
@@ -259,7 +265,7 @@ def dep_remove(ref: str, blocker: str, plan: str | None, writer: str | None, as_
     """ID no longer waits for BLOCKER."""
     with ledger() as lg:
         row = lg.dep_remove(ref, blocker, plan=plan, writer=writer)
-    emit(row) if as_json else click.echo(f"{row['id']} waits for {', '.join(row['depends_on']) or 'nothing'}")
+    emit(row) if as_json else say(f"{row['id']} waits for {', '.join(row['depends_on']) or 'nothing'}")
 
 
 @cli.command()
@@ -288,7 +294,7 @@ def undo(plan: str | None, writer: str | None, as_json: bool, any_writer: bool) 
         emit(row)
     else:
         whose = "" if row["yours"] else f" (not yours: {row['writer']}'s)"
-        click.echo(
+        say(
             f"undid op {row['undone_op']}{whose}: {row['kind']} by {row['writer']} at {row['at']}: {row['summary'] or ''}"
         )
 
@@ -314,7 +320,7 @@ def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool)
         raise LedgerError("input is not UTF-8 text") from None
     with ledger() as lg:
         row = lg.import_jsonl(lines, plan=plan, writer=writer)
-    emit(row) if as_json else click.echo(
+    emit(row) if as_json else say(
         f"imported {row['records']} items into {row['plan']!r}: {row['added']} added, {row['changed']} changed"
     )
 
@@ -379,7 +385,7 @@ def lint(source: str, plan: str | None, writer: str | None, as_json: bool, diale
         emit([f.as_dict() for f in findings])
     else:
         for f in findings:
-            click.echo(f.line())
+            say(f.line())
         if not findings:
             click.echo("ok: no findings")
     if any(f.level == "error" for f in findings):
@@ -397,7 +403,7 @@ def check(plan: str | None, writer: str | None, as_json: bool) -> None:
         emit({"ok": not problems and integrity == "ok", "integrity": integrity, "problems": problems})
     else:
         for p in problems:
-            click.echo(p)
+            say(p)
         click.echo(
             f"integrity: {integrity}; replay: {'ok' if not problems else f'{len(problems)} differences'}"
         )
@@ -415,15 +421,14 @@ def demo(plan: str | None, writer: str | None, as_json: bool, reset: bool) -> No
     name = plan or DEMO_PLAN
     with ledger() as lg:
         created = load_demo(lg, plan=name, reset=reset)
-        view = lg.show(name)
         if as_json:
-            emit(view)
+            emit(lg.show(name))
             return
         from todoledger.cli import render
 
         if not created:
-            click.echo(f"(demo plan {name!r} already loaded; --reset rebuilds it)")
-        render.plan(view, lg.location)
+            say(f"(demo plan {name!r} already loaded; --reset rebuilds it)")
+        render.plan(lg.view(name), lg.location)
         render.history(lg.history(name)[-12:], title="latest changes")
         click.echo(
             f"\nTry: todoledger next --plan {name}   todoledger history --plan {name}   todoledger prime --plan {name}"

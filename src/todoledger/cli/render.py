@@ -8,6 +8,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from todoledger.core.view import PlanView
+
 
 def _backend() -> ModuleType:
     if sys.stdout.isatty():
@@ -19,7 +21,7 @@ def _backend() -> ModuleType:
     return render_plain
 
 
-def plan(view: dict[str, Any], location: str | None = None) -> None:
+def plan(view: PlanView, location: str | None = None) -> None:
     _backend().plan(view, location)
 
 

@@ -1,47 +1,40 @@
 """The recovery point: a short text an agent reads at the start of a session
-or after compaction, so that it continues the plan instead of inventing one."""
+or after compaction, so that it continues the plan instead of inventing one.
+
+It goes into the agent's context (SessionStart hooks) and onto terminals
+(`todoledger prime`): every text in it is sanitised.
+"""
 
 from __future__ import annotations
 
+from todoledger.core.sanitize import for_terminal as clean
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from todoledger.core.view import ItemView, PlanView
 
 MAX_CHARS = 9_000  # Claude Code caps SessionStart context at 10,000 characters
 
 
-def render_prime(view: dict[str, Any], *, recent: int = 5, ready: int = 5) -> str:
-    items: list[dict[str, Any]] = view["items"]
-    plan = view["plan"]
-    if not items:
-        return f"todoledger: plan {plan!r} is empty. Write your todo list as usual; it is recorded here.\n"
-    counts: dict[str, int] = {}
-    for it in items:
-        counts[it["status"]] = counts.get(it["status"], 0) + 1
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
-    lines = [f"todoledger plan {plan!r} (revision {view['revision']}): {summary}."]
-    doing = [it for it in items if it["status"] == "in_progress"]
-    if doing:
+def render_prime(view: PlanView, *, recent: int = 5, ready: int = 5) -> str:
+    if not view.items:
+        return f"todoledger: plan {clean(view.plan)!r} is empty. Write your todo list as usual; it is recorded here.\n"
+    lines = [f"todoledger plan {clean(view.plan)!r} (revision {view.revision}): {view.summary()}."]
+    if view.in_progress:
         lines.append("In progress:")
-        lines += [_line(it) for it in doing]
-    nxt = [it for it in items if it["ready"]]
-    nxt.sort(key=lambda it: ({"high": 0, "medium": 1, "low": 2}[it["priority"]], it["position"]))
-    if nxt:
+        lines += [_line(it) for it in view.in_progress]
+    if view.ready:
         lines.append("Ready next:")
-        lines += [_line(it) for it in nxt[:ready]]
-    blocked = [it for it in items if it["blocked"] and it["status"] == "pending"]
-    if blocked:
-        lines.append(f"Blocked: {len(blocked)} item(s) waiting on others.")
-    stranded = [it for it in items if it.get("waits_on_cancelled")]
-    if stranded:
-        lines.append("Waits for a cancelled item (remove or re-point the dependency):")
-        lines += [f"{_line(it)} waits for {', '.join(it['waits_on_cancelled'])}" for it in stranded]
-    done = sorted(
-        (it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True
-    )
-    if done:
+        lines += [_line(it) for it in view.ready[:ready]]
+    if view.blocked:
+        lines.append(f"Blocked: {len(view.blocked)} item(s) waiting on others.")
+        stranded = [it for it in view.blocked if it.waits_on_cancelled]
+        if stranded:
+            lines.append("Waits for a cancelled item (remove or re-point the dependency):")
+            lines += [_line(it) for it in stranded]
+    if view.recent:
         lines.append("Recently completed:")
-        lines += [_line(it) for it in done[:recent]]
+        lines += [_line(it) for it in view.recent[:recent]]
     lines.append(
         "Keep this plan: continue from it, keep one item in progress, mark items done only with evidence."
     )
@@ -49,21 +42,14 @@ def render_prime(view: dict[str, Any], *, recent: int = 5, ready: int = 5) -> st
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 2] + "…\n"
 
 
-def _line(it: dict[str, Any]) -> str:
-    extra = f" ({it['evidence']})" if it.get("evidence") and it["status"] == "completed" else ""
-    return f"- [{it['id']}] {it['content']} [{it['priority']}]{extra}"
+def _line(it: ItemView) -> str:
+    extra = f" ({clean(it.evidence)})" if it.evidence and it.status == "completed" else ""
+    tags = "".join(f" ({clean(t)})" for t in it.tags())
+    return f"- [{clean(it.id)}] {clean(it.content)} [{it.priority}]{extra}{tags}"
 
 
-def shown_ids(view: dict[str, Any], *, recent: int = 5, ready: int = 5) -> list[str]:
+def shown_ids(view: PlanView, *, recent: int = 5, ready: int = 5) -> list[str]:
     """The items the recovery text names: after a compaction they are all the
-    writer knows of the plan, so they become its base."""
-    items: list[dict[str, Any]] = view["items"]
-    nxt = sorted(
-        (it for it in items if it["ready"]),
-        key=lambda it: ({"high": 0, "medium": 1, "low": 2}[it["priority"]], it["position"]),
-    )
-    done = sorted(
-        (it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True
-    )
-    doing = [it for it in items if it["status"] == "in_progress"]
-    return list(dict.fromkeys(it["id"] for it in [*doing, *nxt[:ready], *done[:recent]]))
+    writer knows of the plan (see `Ledger.recover_base`)."""
+    shown = [*view.in_progress, *view.ready[:ready], *view.recent[:recent]]
+    return list(dict.fromkeys(it.id for it in shown))

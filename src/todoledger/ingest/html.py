@@ -8,12 +8,12 @@ content can close the script element.
 
 from __future__ import annotations
 
-import html
 import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
+from todoledger.core.markdown import html_text
 from todoledger.core.model import LedgerError
 from todoledger.ingest.findings import TITLES, duration, short
 from todoledger.ingest.report import Report, _phase_title, _where, headline, item_row
@@ -39,7 +39,7 @@ def plotly_js() -> str:
 
 
 def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return html_text(text)
 
 
 def _script_json(data: Any) -> str:
@@ -50,11 +50,11 @@ def _script_json(data: Any) -> str:
 def figure(r: Report) -> dict[str, Any]:
     """A Gantt chart: one row per item, one bar per stretch in a status."""
     s = r.story
-    labels = {it.id: f"{it.id} {html.escape(short(it.content, 48))}" for it in s.items.values()}
+    labels = {it.id: f"{html_text(it.id)} {html_text(short(it.content, 48))}" for it in r.items()}
     traces: dict[str, dict[str, Any]] = {}
     from todoledger.ingest.story import parse_time
 
-    for it in s.items.values():
+    for it in r.items():
         for sp in it.spans:
             t = traces.setdefault(
                 sp.status,
@@ -76,7 +76,7 @@ def figure(r: Report) -> dict[str, Any]:
             t["x"].append(ms)
             t["base"].append(sp.start)
             t["text"].append(
-                f"{html.escape(short(it.content, 90))}<br>{sp.status} for {duration(sp.seconds)}<br>from {sp.start}"
+                f"{html_text(short(it.content, 90))}<br>{sp.status} for {duration(sp.seconds)}<br>from {html_text(sp.start)}"
             )
     order = list(labels.values())
     layout = {
@@ -144,7 +144,7 @@ def render_html(r: Report) -> str:
     )
     parts.append("<h2>Items</h2>")
     rows = []
-    for it in s.items.values():
+    for it in r.items():
         row = item_row(it)
         secs = row["seconds"]
         rows.append(

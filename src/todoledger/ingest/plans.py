@@ -10,19 +10,18 @@ were that taken too, the full id with a digest).
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
+
+from todoledger.core.sanitize import strip_hidden
 
 PREFIXES = ("ses_", "session-")
 SHORT = 8
-# Names are shown on terminals and in reports: no control characters or line
-# breaks, no bidi controls (they reorder what is shown), and no `/`, which
-# separates project from session.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f/\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def clean(part: str) -> str:
-    return _UNSAFE.sub("", part).strip()
+    # Names are shown on terminals and in reports: nothing hidden or controlling
+    # (the one sanitiser's rule), and no `/`, which separates project from session.
+    return strip_hidden(part).replace("/", "").strip()
 
 
 def short_session(session: str) -> str:

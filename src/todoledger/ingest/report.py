@@ -1,7 +1,9 @@
 """`todoledger report PLAN`: the plan's story, what went wrong, and where.
 
-`analyze` is pure over the ledger's events and ops; `render_md`,
-`render_json` and (in `html.py`) `render_html` only present it.
+`analyze` is pure over the ledger's events and ops and the plan's view
+(`core.view`, which every reader of a plan shares: the final state, the
+items in plan order); `render_md`, `render_json` and (in `html.py`)
+`render_html` only present it.
 """
 
 from __future__ import annotations
@@ -14,25 +16,31 @@ from typing import Any
 
 from todoledger.core.markdown import md_text
 from todoledger.core.model import LedgerError
+from todoledger.core.view import PlanView
 from todoledger.ingest.findings import TITLES, Finding, duration, find, short
 from todoledger.ingest.story import ItemStory, Story, build
 from todoledger.service import Ledger
-
-STATUS_ORDER = ("pending", "in_progress", "completed", "cancelled")
 
 
 @dataclass
 class Report:
     story: Story
     findings: list[Finding]
+    view: PlanView
 
     @property
     def plan(self) -> str:
         return self.story.plan
 
     def final(self) -> dict[str, int]:
-        counts = Counter(it.status for it in self.story.items.values() if not it.removed)
-        return {s: counts[s] for s in STATUS_ORDER if counts[s]}
+        return dict(self.view.counts)
+
+    def items(self) -> list[ItemStory]:
+        """Every item's story: the plan's items in plan order, then those removed since."""
+        s = self.story
+        shown = [s.items[it.id] for it in self.view.items if it.id in s.items]
+        seen = {it.id for it in shown}
+        return shown + [it for it in s.items.values() if it.id not in seen]
 
 
 def load(ledger: Ledger, plan: str) -> Report:
@@ -41,12 +49,12 @@ def load(ledger: Ledger, plan: str) -> Report:
     if not ops:
         known = ", ".join(p["plan"] for p in ledger.plans()[:10])
         raise LedgerError(f"plan {plan!r} has no history" + (f"; plans: {known}" if known else ""))
-    return analyze(plan, events, ops)
+    return analyze(ledger.view(plan), events, ops)
 
 
-def analyze(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Report:
-    story = build(plan, events, ops)
-    return Report(story, find(story))
+def analyze(view: PlanView, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Report:
+    story = build(view.plan, events, ops)
+    return Report(story, find(story), view)
 
 
 def _writers(story: Story) -> list[str]:
@@ -64,7 +72,7 @@ def headline(r: Report, esc: Callable[[str], str] = str) -> list[str]:
     (writer names hold its session id) for the output format."""
     s = r.story
     calls = [c for c in s.calls if c.kind in ("write", "refused")]
-    final = ", ".join(f"{n} {k}" for k, n in r.final().items()) or "no items"
+    final = r.view.summary() or "no items"
     writers = ", ".join(esc(w) for w in _writers(s)) or "nobody"
     lines = [
         f"{len(calls)} todo calls by {writers} from {esc(s.start)} to {esc(s.end)}"
@@ -141,7 +149,7 @@ def to_dict(r: Report) -> dict[str, Any]:
             }
             for p in s.phases
         ],
-        "items": [item_row(it) for it in s.items.values()],
+        "items": [item_row(it) for it in r.items()],
         "findings": [f.as_dict() for f in r.findings],
     }
 
@@ -196,7 +204,7 @@ def render_md(r: Report) -> str:
         "| item | added | started | completed / cancelled | pending | in progress | status |",
         "|---|---|---|---|---|---|---|",
     ]
-    for it in s.items.values():
+    for it in r.items():
         row = item_row(it)
         end = row["completed"] or row["cancelled"] or ""
         secs = row["seconds"]

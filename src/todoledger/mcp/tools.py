@@ -25,6 +25,8 @@ from todoledger.core.model import (
     STATUSES,
     LedgerError,
 )
+from todoledger.core.sanitize import INVISIBLE
+from todoledger.core.view import PlanView
 
 T = TypeVar("T")
 
@@ -221,9 +223,7 @@ def enum_arg(args: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str |
 
 
 # Zero-width and bidi characters make a plan name look like another one.
-_INVISIBLE = frozenset(
-    "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"
-)
+_INVISIBLE = INVISIBLE
 
 
 def plan_name(value: Any) -> str | None:
@@ -404,39 +404,12 @@ class PlanTools:
         # next whole list may drop what it leaves out (as its own tool would).
         # A compact read is how an agent recovers after a compaction: its base
         # shrinks to what it is shown, so its rebuilt list cancels nothing else.
-        view = lg.show(plan, writer=writer) if full and self._writable else lg.show(plan)
+        view = lg.view(plan, writer=writer) if full and self._writable else lg.view(plan)
         if not full and self._writable:
             from todoledger.core.prime import shown_ids
 
             lg.recover_base(view, writer, shown_ids(view))
-        items: list[dict[str, Any]] = view["items"]
-        counts: dict[str, int] = {}
-        for it in items:
-            counts[it["status"]] = counts.get(it["status"], 0) + 1
-        out: dict[str, Any] = {"plan": plan, "revision": view["revision"], "counts": counts}
-        doing = [_compact(it, "updated_by") for it in items if it["status"] == "in_progress"]
-        if doing:
-            out["in_progress"] = doing
-        ready = sorted(
-            (it for it in items if it["ready"]),
-            key=lambda it: ({"high": 0, "medium": 1, "low": 2}.get(it["priority"], 1), it["position"]),
-        )
-        if ready:
-            out["ready"] = [_compact(it, "priority") for it in ready[:SHOWN]]
-        blocked = sum(1 for it in items if it["blocked"] and it["status"] == "pending")
-        if blocked:
-            out["blocked"] = blocked
-        done = sorted(
-            (it for it in items if it["status"] == "completed"), key=lambda it: it["updated_at"], reverse=True
-        )
-        if done:
-            out["recent"] = [_compact(it, "evidence") for it in done[:SHOWN]]
-        if full:
-            out["items"] = [
-                _compact(it, "status", "priority", "parent", "depends_on", "evidence", "reason", "notes")
-                for it in items
-            ]
-        return out
+        return _read_reply(view, full)
 
     # plan_next -------------------------------------------------------------
     def plan_next(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
@@ -538,7 +511,7 @@ class PlanTools:
     def _plan_markdown(self, plan: str) -> str:
         lg = self.ledger(write=False)
         self._known(lg, plan, True)
-        return render_markdown(lg.show(plan))
+        return render_markdown(lg.view(plan))
 
     def prime(self) -> str:
         plan = self.plan_or_default(None)
@@ -563,42 +536,65 @@ def _render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
         return {"todos": [{"content": it["content"], "status": it["status"]} for it in items]}
 
 
+def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
+    """The compact read: the plan's summary as `core.view` has it, as data
+    (texts exactly as written: the agent matches them in its next list)."""
+    out: dict[str, Any] = {"plan": view.plan, "revision": view.revision, "counts": view.counts}
+    if view.in_progress:
+        out["in_progress"] = [
+            it.as_dict() | ({"updated_by": it.writer} if it.writer else {}) for it in view.in_progress
+        ]
+    if view.ready:
+        out["ready"] = [it.as_dict("priority") for it in view.ready[:SHOWN]]
+    if view.blocked:
+        out["blocked"] = len(view.blocked)
+    waiting = [it.as_dict("waits_on_cancelled") for it in view.items if it.waits_on_cancelled and it.is_open]
+    if waiting:
+        out["waits_for_cancelled"] = waiting
+    if view.recent:
+        out["recent"] = [it.as_dict("evidence", "verification") for it in view.recent[:SHOWN]]
+    if full:
+        out["items"] = [it.as_dict(*_FULL) for it in view.items]
+    return out
+
+
+# Fields of an item in a full read; the later ones appear once other work fills them.
+_FULL = (
+    "status",
+    "priority",
+    "parent",
+    "depends_on",
+    "evidence",
+    "reason",
+    "notes",
+    "verification",
+    "waits_on_cancelled",
+    "estimate",
+    "uses",
+    "needs_approval",
+)
 _MARKS = {"pending": " ", "in_progress": "~", "completed": "x", "cancelled": "-"}
 
 
-def render_markdown(view: dict[str, Any]) -> str:
+def render_markdown(view: PlanView) -> str:
     """The plan as a Markdown checklist: phases nest their items. Every text
     from an agent is escaped: it cannot add lines, links or HTML."""
-    items: list[dict[str, Any]] = view["items"]
-    lines = [f"# Plan {md_text(view['plan'])} (revision {view['revision']})", ""]
-    if not items:
+    lines = [f"# Plan {md_text(view.plan)} (revision {view.revision})", ""]
+    if not view.items:
         return "\n".join([*lines, "_empty_", ""])
-    ids = {it["id"] for it in items}
-    children: dict[str | None, list[dict[str, Any]]] = {}
-    for it in items:
-        parent = it["parent"] if it["parent"] in ids else None
-        children.setdefault(parent, []).append(it)
-
-    def emit(parent: str | None, depth: int) -> None:
-        for it in children.get(parent, []):
-            extra = []
-            if it["priority"] != "medium":
-                extra.append(it["priority"])
-            if it["status"] == "in_progress":
-                extra.append(
-                    f"in progress, {md_text(it['updated_by'])}" if it["updated_by"] else "in progress"
-                )
-            if it["depends_on"]:
-                extra.append("waits for " + ", ".join(it["depends_on"]))
-            tail = f" ({'; '.join(extra)})" if extra else ""
-            lines.append(
-                f"{'  ' * depth}- [{_MARKS.get(it['status'], ' ')}] {md_text(it['content'])} {md_code(it['id'])}{tail}"
-            )
-            for label in ("evidence", "reason", "notes"):
-                if it.get(label):
-                    lines.append(f"{'  ' * (depth + 1)}{label}: {md_text(it[label])}")
-            if depth < 32:
-                emit(it["id"], depth + 1)
-
-    emit(None, 0)
+    for it in view.tree():
+        extra = []
+        if it.priority != "medium":
+            extra.append(it.priority)
+        if it.status == "in_progress":
+            extra.append(f"in progress, {md_text(it.writer)}" if it.writer else "in progress")
+        if it.depends_on:
+            extra.append("waits for " + ", ".join(md_text(d) for d in it.depends_on))
+        extra += [md_text(tag) for tag in it.tags()]
+        tail = f" ({'; '.join(extra)})" if extra else ""
+        indent = "  " * it.depth
+        lines.append(f"{indent}- [{_MARKS.get(it.status, ' ')}] {md_text(it.content)} {md_code(it.id)}{tail}")
+        for label, value in (("evidence", it.evidence), ("reason", it.reason), ("notes", it.notes)):
+            if value:
+                lines.append(f"{indent}  {label}: {md_text(value)}")
     return "\n".join(lines) + "\n"

@@ -175,7 +175,9 @@ def test_no_traceback_on_corrupt_ledger(tmp_path: Path) -> None:
 
 def test_demo_command_shows_the_campaign(ledger_env: Path) -> None:
     out = run(ledger_env, "demo").stdout
-    assert 'msg 4329 (seed 003): refused, nothing applied: rejected: todos[3]: duplicate key "priority"' in out
+    assert (
+        'msg 4329 (seed 003): refused, nothing applied: rejected: todos[3]: duplicate key "priority"' in out
+    )
     assert "plan demo-qwen" in out and "todoledger report demo" in out
     again = run(ledger_env, "demo").stdout
     assert "already loaded" in again and "refused" not in again

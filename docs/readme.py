@@ -147,7 +147,7 @@ def mcp_replies(name: str, *calls: tuple[str, dict[str, Any]]) -> str:
 
 def main(argv: list[str]) -> int:
     """`--update` rewrites the outputs; otherwise check them. A path other than README.md may follow."""
-    from cogapp import Cog
+    from cogapp import Cog  # type: ignore[import-untyped]
 
     files = [a for a in argv if not a.startswith("--")] or [str(ROOT / "README.md")]
     hint = "README.md is out of date: run `.venv/bin/python docs/readme.py --update`"

@@ -114,6 +114,13 @@ def shell(name: str, *commands: str, head: int | None = None) -> str:
     return "```\n" + "\n".join(run(name, c, head=head) for c in commands) + "\n```\n"
 
 
+def python(name: str, code: str) -> str:
+    """The code as a Python block and, run as a script in the session's project, what it prints."""
+    file(name, "example.py", code)
+    out = run(name, f"{sys.executable} example.py").split("\n", 1)[1:]
+    return f"```python\n{code.rstrip()}\n```\n\nprints:\n\n```\n{''.join(out)}\n```\n"
+
+
 def mcp_replies(name: str, *calls: tuple[str, dict[str, Any]]) -> str:
     """The JSON text of each MCP tool reply (what the server sends as `content[0].text`),
     from the tools layer in this process against the session's ledger."""

@@ -47,6 +47,17 @@ def test_every_list_item_is_quoted_verbatim_in_a_seed() -> None:
         assert f"msg {call.msg}" in text or f"msg id={call.msg}" in text or f"Message {call.msg}" in text
 
 
+def test_raw_calls_match_the_seeds_character_for_character_as_far_as_they_print_them() -> None:
+    text = seeds_text()
+    raw = {c.msg: c.payload for c in CALLS}
+    # seeds 000 and 003 print the whole call up to the item they cut; 001 and 004 print two items
+    assert raw[4350].removesuffix("]}") + ',{"content":"..."}]}' in text
+    assert raw[4329].removesuffix("]}") + ',{"content":"Benc...' in text
+    for msg in (4950, 6000):
+        two = raw[msg][: raw[msg].index("},{", raw[msg].index("},{") + 3) + 1]
+        assert two in text, two
+
+
 def test_every_number_the_reviewer_writes_is_in_the_seeds() -> None:
     text = seeds_text().replace(",", "")
     written = [a.text + " " + a.source for a in ASSUMPTIONS] + [value for *_, value in FACTS]

@@ -60,11 +60,10 @@ class Call:
 
 
 def _todos(*items: tuple[str, str, str | None]) -> str:
-    """(content, status, priority or None where the seed cuts it off) -> opencode arguments."""
-    todos = [
-        {"content": c, "status": s} | ({"priority": p} if p else {}) for c, s, p in items
-    ]  # an opencode item as the seeds print it
-    return json.dumps({"todos": todos}, ensure_ascii=False)
+    """(content, status, priority or None where the seed cuts it off) -> opencode arguments,
+    with the keys in the order of the raw calls the seeds print (content, priority, status)."""
+    todos = [{"content": c} | ({"priority": p} if p else {}) | {"status": s} for c, s, p in items]
+    return json.dumps({"todos": todos}, ensure_ascii=False, separators=(",", ":"))
 
 
 CALLS: list[Call] = [

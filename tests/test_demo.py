@@ -79,6 +79,16 @@ def test_the_duplicate_key_call_is_refused_and_nothing_of_it_applied(ledger_env:
         assert ledger.check() == []
 
 
+@pytest.mark.skipif(
+    not hasattr(Ledger, "record_refused"), reason="refused calls are recorded from issue 7 A7 on"
+)
+def test_report_tells_the_refused_call_with_its_message(lg: Ledger) -> None:
+    report = load_report(lg, "demo")
+    (refused,) = [f for f in report.findings if f.code == "refused-call"]
+    assert refused.where == "msg 4329 (seed 003)"
+    assert 'duplicate key "priority"' in refused.message
+
+
 def test_report_shows_truncation_and_the_in_progress_item_dropped_after_the_summary(lg: Ledger) -> None:
     report = load_report(lg, "demo")
     truncated = {f.where for f in report.findings if f.code == "truncated"}

@@ -358,12 +358,29 @@ def load_demo(ledger: Ledger, *, plan: str = DEMO_PLAN, reset: bool = False) -> 
                     at=call.at,
                     source_at=call.where,
                 )
-            except LedgerError as refusal:  # nothing applied; the ledger does not keep refused calls yet
+            except LedgerError as refusal:  # nothing applied
                 outcomes.append(Outcome(call, None, str(refusal)))
+                _tell_refused(ledger, call, names[call.plan], str(refusal))
             else:
                 outcomes.append(Outcome(call, result))
         _review(ledger, names)
     return Loaded(True, list(names.values()), outcomes)
+
+
+def _tell_refused(ledger: Ledger, call: Call, plan: str, reason: str) -> None:
+    """Tell the refused call in the plan's story, as `ingest` does, where the ledger
+    can: `Ledger.record_refused` comes with issue 7 A7 (lead, on main). Without
+    it the demo's own output is the only place that tells the refusal."""
+    record = getattr(ledger, "record_refused", None)
+    if record is not None:
+        record(
+            f"refused: {reason}",
+            plan=plan,
+            writer=AGENT,
+            dialect="opencode",
+            at=call.at,
+            source_at=call.where,
+        )
 
 
 def _review(ledger: Ledger, names: dict[str, str]) -> None:

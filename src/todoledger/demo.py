@@ -22,7 +22,7 @@ import datetime as dt
 import itertools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from todoledger.core.ids import seeded
 from todoledger.core.model import LedgerError
@@ -392,7 +392,8 @@ def _review(ledger: Ledger, names: dict[str, str]) -> None:
         items = {i["content"]: i["id"] for i in ledger.show(name)["items"]}
         for plan, text, field, value in FACTS:
             if plan == key:
-                ledger.update(items[text], plan=name, writer=REVIEWER, at=next(stamps), **{field: value})
+                fact: dict[str, Any] = {field: value}  # notes or evidence
+                ledger.update(items[text], plan=name, writer=REVIEWER, at=next(stamps), **fact)
         for a in ASSUMPTIONS:
             if a.plan == key:
                 ledger.add(

@@ -175,9 +175,12 @@ def test_no_traceback_on_corrupt_ledger(tmp_path: Path) -> None:
 
 def test_demo_command_shows_the_campaign(ledger_env: Path) -> None:
     out = run(ledger_env, "demo").stdout
-    assert "Train EAGLE-3 (4 GPUs, 5 epochs)" in out and "latest changes" in out
+    assert (
+        'msg 4329 (seed 003): refused, nothing applied: rejected: todos[3]: duplicate key "priority"' in out
+    )
+    assert "plan demo-qwen" in out and "todoledger report demo" in out
     again = run(ledger_env, "demo").stdout
-    assert "already loaded" in again
+    assert "already loaded" in again and "refused" not in again
 
 
 def test_terminal_escapes_in_content_are_neutralised(ledger_env: Path) -> None:

@@ -377,30 +377,6 @@ def test_locate_prefers_nearest_dot_folder_then_git_root(
     assert ledger_path(deep) == tmp_path / "x.db"
 
 
-def test_demo_plan_has_pipeline_sweep_levels_assumptions_and_history(lg: Ledger) -> None:
-    from todoledger.demo import load_demo
-
-    assert load_demo(lg) is True
-    assert load_demo(lg) is False
-    items = by_content(lg, "demo")
-    train = items["Train EAGLE-3 (4 GPUs, 5 epochs)"]
-    assert sorted(train["depends_on"]) == sorted(
-        [
-            items["Stop vLLM, extract hidden states from synthetic data on /data"]["id"],
-            items["Download AQ-MedAI/Kimi-K2-Instruct-eagle3 for finetuning base"]["id"],
-        ]
-    )
-    for level in (1, 4, 16, 32):
-        assert f"Benchmark at concurrency {level}" in items
-    assert "Benchmark with 10 draft tokens" in items and "Baseline benchmark without speculation" in items
-    assert sum(1 for c in items if c.startswith("Verify")) >= 8
-    statuses = [e["new"] for e in lg.history("demo") if e["field"] == "status"]
-    assert statuses.count("completed") >= 15 and "cancelled" in statuses
-    assert lg.check("demo") == []
-    load_demo(lg, reset=True)
-    assert len(lg.show("demo")["items"]) == len(items)
-
-
 def test_new_writer_relisting_finished_work_does_not_reopen_or_duplicate(lg: Ledger) -> None:
     lg.write(todos(("Run tests", "in_progress")), writer="old-session")
     lg.write(todos(("Run tests", "completed")), writer="old-session")

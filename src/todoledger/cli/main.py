@@ -415,23 +415,27 @@ def check(plan: str | None, writer: str | None, as_json: bool) -> None:
 @common
 @click.option("--reset", is_flag=True, help="Rebuild the demo plan from scratch.")
 def demo(plan: str | None, writer: str | None, as_json: bool, reset: bool) -> None:
-    """Load the speculative-decoding campaign from the seeds as a demo plan and show it."""
+    """Load the todo calls the seeds quote (shared/seeds/) as two demo plans and show them."""
     from todoledger.demo import DEMO_PLAN, load_demo
 
     name = plan or DEMO_PLAN
     with ledger() as lg:
-        created = load_demo(lg, plan=name, reset=reset)
+        loaded = load_demo(lg, plan=name, reset=reset)
         if as_json:
             emit(lg.show(name))
             return
         from todoledger.cli import render
 
-        if not created:
-            say(f"(demo plan {name!r} already loaded; --reset rebuilds it)")
-        render.plan(lg.view(name), lg.location)
-        render.history(lg.history(name)[-12:], title="latest changes")
+        if not loaded.created:
+            say(f"(demo plans {', '.join(loaded.plans)} already loaded; --reset rebuilds them)")
+        for out in loaded.outcomes:
+            say("\n".join(out.lines(lg)))
+        for shown in loaded.plans:
+            click.echo()
+            render.plan(lg.view(shown), None)
+        say(f"\nledger: {lg.location}")
         click.echo(
-            f"\nTry: todoledger next --plan {name}   todoledger history --plan {name}   todoledger prime --plan {name}"
+            f"The story and its findings: todoledger report {name}   todoledger report {loaded.plans[-1]}"
         )
 
 

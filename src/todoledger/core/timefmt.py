@@ -1,11 +1,26 @@
-"""Timestamps: ISO 8601 in UTC with milliseconds, sortable as text."""
+"""Timestamps: ISO 8601 in UTC with milliseconds, sortable as text.
+
+TODOLEDGER_NOW fixes the clock (an ISO time) for the README generator and
+tests whose shown output includes times; nothing else sets it.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+
+NOW_ENV = "TODOLEDGER_NOW"
 
 
 def now() -> str:
+    fixed = os.environ.get(NOW_ENV)
+    if fixed:
+        try:
+            return normalise(fixed)
+        except ValueError:
+            from todoledger.core.model import LedgerError
+
+            raise LedgerError(f"{NOW_ENV}={fixed!r} is not an ISO 8601 time") from None
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 

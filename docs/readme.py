@@ -1,0 +1,166 @@
+"""README.md's example outputs, produced by running the real commands.
+
+README.md holds cog blocks (cogapp, as sqlite-utils does) that call the
+functions below. After a change to what a command prints, regenerate with
+
+    .venv/bin/python docs/readme.py --update      (same as: .venv/bin/cog -r README.md)
+
+and tests/test_readme.py fails (`cog --check`) while the README differs.
+
+Each named session is a scratch project in a temporary folder, with
+`../shared` pointing at the project's shared/ folder (the transcripts the
+ingest examples read). Its commands run one by one through bash, as shown,
+with the real `todoledger` of this environment and:
+- TODOLEDGER_DB=.todoledger/ledger.db (so outputs name no temporary path),
+- TODOLEDGER_ID_SEED=readme-<session>: the same ids on every run,
+- TODOLEDGER_NOW: a fixed clock, for outputs that show times.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+NOW = "2026-02-12T12:00:00.000Z"
+_SESSIONS: dict[str, Path] = {}
+_SCRATCH: list[Path] = []
+
+
+def _shared() -> Path:
+    for candidate in (ROOT.parent / "shared", ROOT.parent.parent / "shared", Path("/work/shared")):
+        if (candidate / "fixtures").is_dir():
+            return candidate
+    raise SystemExit("readme.py: shared/ (with fixtures/) not found beside the repository")
+
+
+def _root() -> Path:
+    if not _SCRATCH:
+        scratch = Path(tempfile.mkdtemp(prefix="todoledger-readme-"))
+        atexit.register(shutil.rmtree, scratch, True)
+        (scratch / "shared").symlink_to(_shared())
+        _SCRATCH.append(scratch)
+    return _SCRATCH[0]
+
+
+def session(name: str) -> Path:
+    """The scratch project of a session, created on first use."""
+    if name not in _SESSIONS:
+        folder = _root() / name
+        folder.mkdir()
+        _SESSIONS[name] = folder
+    return _SESSIONS[name]
+
+
+def env(name: str) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
+    out.update(
+        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        TODOLEDGER_DB=".todoledger/ledger.db",
+        TODOLEDGER_ID_SEED=f"readme-{name}",
+        TODOLEDGER_NOW=NOW,
+        TODOLEDGER_WRITER="cli:you",
+        NO_COLOR="1",
+        COLUMNS="120",
+    )
+    return out
+
+
+def file(name: str, path: str, content: str | dict[str, Any]) -> str:
+    """Put a file in the session's project (not shown); returns nothing to insert."""
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    (session(name) / path).write_text(text)
+    return ""
+
+
+def seed_call(msg: int) -> str:
+    """The todo call of the demo quoted from the seeds at message `msg`, as the agent sent it."""
+    from todoledger.demo import CALLS
+
+    return next(c.payload for c in CALLS if c.msg == msg)
+
+
+def run(name: str, command: str, *, head: int | None = None) -> str:
+    """`$ command` and what it prints (stdout and stderr, as a terminal shows them).
+
+    `head` keeps the first lines and says how many more there were."""
+    proc = subprocess.run(
+        ["bash", "-c", command],
+        cwd=session(name),
+        env=env(name),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = proc.stdout.rstrip("\n").splitlines()
+    lines = [ln.rstrip().replace(str(_root()), "..") for ln in lines]
+    if head is not None and len(lines) > head + 1:
+        lines = [*lines[:head], f"... ({len(lines) - head} more lines)"]
+    return "\n".join([f"$ {command}", *lines])
+
+
+def shell(name: str, *commands: str, head: int | None = None) -> str:
+    """A fenced block of commands run in order in one session, with their outputs."""
+    return "```\n" + "\n".join(run(name, c, head=head) for c in commands) + "\n```\n"
+
+
+def python(name: str, code: str) -> str:
+    """The code as a Python block and, run as a script in the session's project, what it prints."""
+    file(name, "example.py", code)
+    out = run(name, f"{sys.executable} example.py").split("\n", 1)[1:]
+    return f"```python\n{code.rstrip()}\n```\n\nprints:\n\n```\n{''.join(out)}\n```\n"
+
+
+def mcp_replies(name: str, *calls: tuple[str, dict[str, Any]]) -> str:
+    """The JSON text of each MCP tool reply (what the server sends as `content[0].text`),
+    from the tools layer in this process against the session's ledger."""
+    from todoledger.core.ids import seeded
+    from todoledger.core.model import LedgerError
+    from todoledger.mcp.server import _result
+    from todoledger.mcp.tools import PlanTools
+
+    saved = {k: os.environ.get(k) for k in ("TODOLEDGER_DB", "TODOLEDGER_NOW")}
+    os.environ.update(TODOLEDGER_DB=str(session(name) / ".todoledger" / "ledger.db"), TODOLEDGER_NOW=NOW)
+    tools = PlanTools(cwd=session(name))
+    out = []
+    try:
+        for n, (tool, args) in enumerate(calls):
+            with seeded(f"readme-{name}-mcp-{n}"):
+                try:
+                    reply = getattr(tools, tool)(args, "mcp:inspector-cli:readme")
+                except LedgerError as exc:  # the server answers with the sentence, marked isError
+                    out.append(f"(isError) {exc}")
+                    continue
+            out.append(_result(reply).content[0].text)  # type: ignore[union-attr]
+    finally:
+        tools.close()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return "```\n" + "\n".join(out) + "\n```\n"
+
+
+def main(argv: list[str]) -> int:
+    """`--update` rewrites the outputs; otherwise check them. A path other than README.md may follow."""
+    from cogapp import Cog  # type: ignore[import-untyped]
+
+    files = [a for a in argv if not a.startswith("--")] or [str(ROOT / "README.md")]
+    hint = "README.md is out of date: run `.venv/bin/python docs/readme.py --update`"
+    mode = ["-r"] if "--update" in argv else ["--check", "--diff", "--check-fail-msg", hint]
+    return int(Cog().main(["cog", *mode, *files]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,190 @@
+"""The demo tells the seeds' story and nothing else, with the same ids on every run."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import subprocess_env, todoledger_bin
+from todoledger import Ledger
+from todoledger.core.ids import new_id, seeded
+from todoledger.demo import AGENT, ASSUMPTIONS, CALLS, FACTS, REVIEWER, load_demo
+from todoledger.ingest.report import load as load_report
+
+SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+if not SEEDS.is_dir():
+    SEEDS = Path("/work/shared/seeds")
+
+
+def seeds_text() -> str:
+    if not SEEDS.is_dir():
+        pytest.skip("shared/seeds not present")
+    return "\n".join(p.read_text() for p in sorted(SEEDS.glob("*.txt")))
+
+
+def by_content(lg: Ledger, plan: str) -> dict[str, dict[str, Any]]:
+    return {i["content"]: i for i in lg.show(plan)["items"]}
+
+
+@pytest.fixture
+def lg(ledger_env: Path) -> Ledger:
+    ledger = Ledger(ledger_env)
+    load_demo(ledger)
+    return ledger
+
+
+def test_every_list_item_is_quoted_verbatim_in_a_seed() -> None:
+    text = seeds_text()
+    for call in CALLS:
+        todos = json.loads(call.payload)["todos"]
+        for todo in todos:
+            assert todo["content"] in text, todo["content"]
+        assert f"msg {call.msg}" in text or f"msg id={call.msg}" in text or f"Message {call.msg}" in text
+
+
+def test_raw_calls_match_the_seeds_character_for_character_as_far_as_they_print_them() -> None:
+    text = seeds_text()
+    raw = {c.msg: c.payload for c in CALLS}
+    # seeds 000 and 003 print the whole call up to the item they cut; 001 and 004 print two items
+    assert raw[4350].removesuffix("]}") + ',{"content":"..."}]}' in text
+    assert raw[4329].removesuffix("]}") + ',{"content":"Benc...' in text
+    for msg in (4950, 6000):
+        two = raw[msg][: raw[msg].index("},{", raw[msg].index("},{") + 3) + 1]
+        assert two in text, two
+
+
+def test_every_number_the_reviewer_writes_is_in_the_seeds() -> None:
+    text = seeds_text().replace(",", "")
+    written = [a.text + " " + a.source for a in ASSUMPTIONS] + [value for *_, value in FACTS]
+    for sentence in written:
+        sentence = re.sub(r"[Ss]eeds? \d{3}( and \d{3})?", "", sentence)  # which seed: file names
+        for number in re.findall(r"\d[\d,.]*\d|\d", sentence):
+            assert number.replace(",", "") in text, (number, sentence)
+
+
+def test_the_duplicate_key_call_is_refused_and_nothing_of_it_applied(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as ledger:
+        loaded = load_demo(ledger)
+        (refused,) = [o for o in loaded.outcomes if o.result is None]
+        assert refused.call.msg == 4329
+        assert refused.refusal is not None and 'duplicate key "priority"' in refused.refusal
+        items = by_content(ledger, "demo")
+        for text in ("Train EAGLE-3 (4 GPUs, 5 epochs)", "Benchmark 16 speculative tokens"):
+            assert text not in items
+        assert ledger.check() == []
+
+
+def test_report_tells_the_refused_call_with_its_message(lg: Ledger) -> None:
+    report = load_report(lg, "demo")
+    (refused,) = [f for f in report.findings if f.code == "refused-call"]
+    assert refused.where == "msg 4329 (seed 003)"
+    assert 'duplicate key "priority"' in refused.message
+
+
+def test_report_shows_truncation_and_the_in_progress_item_dropped_after_the_summary(lg: Ledger) -> None:
+    report = load_report(lg, "demo")
+    truncated = {f.where for f in report.findings if f.code == "truncated"}
+    assert truncated == {"msg 2871 (seed 002)", "msg 4950 (seed 001)"}
+    dropped = {lg.get(f.items[0], "demo")["content"]: f.where for f in report.findings if f.code == "dropped"}
+    # msg 4350 comes right after the state-of-the-union message 4348 and starts a new list
+    assert dropped["Wait for vLLM server to finish loading"] == "msg 4350 (seed 000)"
+    history = lg.history("demo", item=by_content(lg, "demo")["Wait for vLLM server to finish loading"]["id"])
+    assert [e["new"] for e in history if e["field"] == "status"] == ["cancelled"]
+    assert any(e["field"] == "reason" and e["new"] == f"dropped by {AGENT}" for e in history)
+
+
+def test_nothing_is_cancelled_but_by_the_agent_leaving_it_out(lg: Ledger) -> None:
+    for plan in ("demo", "demo-qwen"):
+        for item in lg.show(plan)["items"]:
+            if item["status"] == "cancelled":
+                assert item["reason"] == f"dropped by {AGENT}", item
+
+
+def test_assumptions_stay_pending_with_the_disk_figures(lg: Ledger) -> None:
+    items = {**by_content(lg, "demo"), **by_content(lg, "demo-qwen")}
+    verify = {c: i for c, i in items.items() if c.startswith("Verify")}
+    assert len(verify) == len(ASSUMPTIONS)
+    assert {i["status"] for i in verify.values()} == {"pending"}
+    assert {i["created_by"] for i in verify.values()} == {REVIEWER}
+    disk = next(i for c, i in verify.items() if "/data has room" in c)
+    assert "5.4 TB" in disk["content"] and "2.8 TB" in disk["content"]
+    assert "Check to come" in disk["notes"]
+
+
+def test_the_drafter_is_trained_from_scratch_and_never_shown_fine_tuned(lg: Ledger) -> None:
+    items = by_content(lg, "demo")
+    download = items["Download AQ-MedAI/Kimi-K2-Instruct-eagle3 for finetuning base"]
+    assert download["status"] == "cancelled"  # the plan at msg 2871, left out later
+    assert "trained from scratch" in download["notes"] and "37,312 samples" in download["notes"]
+    finished = [i for i in items.values() if i["status"] == "completed"]
+    assert not [i for i in finished if "fine" in (i["content"] + (i["evidence"] or "")).lower()]
+
+
+def test_qwen_campaign_has_its_own_plan_and_figures(lg: Ledger) -> None:
+    qwen = by_content(lg, "demo-qwen")
+    base = qwen["Benchmark current baseline config (cutlass MoE + cudnn FP4, no spec)"]
+    assert base["status"] == "completed"
+    assert "172 tok/s at C=1" in base["evidence"] and "2,156 tok/s at C=32" in base["evidence"]
+    assert "one run per concurrency level" in base["evidence"]
+    assert not any("Qwen" in c or "NEXTN" in c for c in by_content(lg, "demo"))
+    assert "Test NEXTN MTP speculative decoding" in qwen
+
+
+def test_demo_ids_are_the_same_on_every_run(tmp_path: Path) -> None:
+    views = []
+    for n in range(2):
+        with Ledger(tmp_path / f"run{n}.db") as ledger:
+            load_demo(ledger)
+            views.append((ledger.show("demo"), ledger.show("demo-qwen"), ledger.history("demo")))
+    assert views[0] == views[1]
+    with Ledger(tmp_path / "run0.db") as ledger:
+        before = [i["id"] for i in ledger.show("demo")["items"]]
+        load_demo(ledger, reset=True)
+        assert [i["id"] for i in ledger.show("demo")["items"]] == before
+        assert ledger.check() == []
+
+
+def test_seeded_ids_repeat_and_normal_ids_do_not() -> None:
+    with seeded("x"):
+        first = [new_id() for _ in range(3)]
+    with seeded("x"):
+        assert [new_id() for _ in range(3)] == first
+    assert new_id() not in first and len(set(first)) == 3
+
+
+def add(db: Path, text: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [todoledger_bin(), "add", text, "--json"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(db, **env),
+        timeout=60,
+    )
+
+
+def test_id_seed_env_repeats_ids_across_processes_and_keeps_collision_checks(tmp_path: Path) -> None:
+    seed = {"TODOLEDGER_ID_SEED": "readme"}
+    one = json.loads(add(tmp_path / "a.db", "first", **seed).stdout)["id"]
+    assert json.loads(add(tmp_path / "b.db", "first", **seed).stdout)["id"] == one
+    # the same stream in a second process meets the taken id and moves on
+    two = json.loads(add(tmp_path / "a.db", "second", **seed).stdout)["id"]
+    assert two != one
+    assert json.loads(add(tmp_path / "b.db", "second", **seed).stdout)["id"] == two
+    assert json.loads(add(tmp_path / "c.db", "first").stdout)["id"] != one
+
+
+def test_clock_override_and_its_bad_value(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    assert add(db, "x", TODOLEDGER_NOW="2026-02-12T08:30:00Z").returncode == 0
+    with Ledger(db) as ledger:
+        assert {e["at"] for e in ledger.history()} == {"2026-02-12T08:30:00.000Z"}
+    bad = add(db, "y", TODOLEDGER_NOW="tomorrow")
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "TODOLEDGER_NOW='tomorrow' is not an ISO 8601 time" in bad.stderr
+    with Ledger(db) as ledger:
+        assert len(ledger.items()) == 1

@@ -35,10 +35,11 @@ AGENTS = {
 
 
 def log_path(cwd: str | None = None) -> str:
-    from todoledger.store.locate import ledger_file
+    from todoledger.service import locate
 
-    folder = os.path.dirname(ledger_file(cwd))
-    if os.path.isdir(folder):
+    where = locate(cwd)
+    folder = os.path.dirname(where)
+    if "://" not in where and os.path.isdir(folder):
         return os.path.join(folder, "hook.log")
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(state, "todoledger", "hook.log")
@@ -69,9 +70,9 @@ def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
 
 
 def spool_dir(cwd: str | None) -> str:
-    from todoledger.store.locate import ledger_file
+    from todoledger.service import locate
 
-    return os.path.join(os.path.dirname(ledger_file(cwd)), "pending")
+    return os.path.join(os.path.dirname(locate(cwd)), "pending")
 
 
 def spool(agent: str, raw: bytes, cwd: str | None) -> None:

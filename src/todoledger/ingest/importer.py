@@ -75,7 +75,7 @@ class _Batch:
     def write(self, call: TodoCall, plan: str, at: str) -> bool | None:
         """True if written, False if imported before, None if refused."""
         if self._tx is None:
-            self._tx = self.ledger.store.write()
+            self._tx = self.ledger.batch()
             self._tx.__enter__()
         try:
             result = self.ledger.write(
@@ -230,7 +230,7 @@ def ingest(
     result = IngestResult(skipped=skipped or Skipped())
     found = sources if sources is not None else list(discover(list(paths), result.skipped))
     names = PlanNames(ledger)
-    with ledger.store.bulk():
+    with ledger.bulk():
         for source in found:
             result.files += 1
             import_source(ledger, source, result, stdin, names)

@@ -146,5 +146,9 @@ class SQLiteStore:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self.conn.execute(sql, params).fetchall()
 
+    def integrity(self) -> str:
+        rows = self.conn.execute("PRAGMA integrity_check").fetchall()
+        return "; ".join(str(r[0]) for r in rows)
+
     def close(self) -> None:
         self.conn.close()

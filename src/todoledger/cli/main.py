@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from todoledger.agents import DIALECTS
 from todoledger.core.model import LedgerError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -352,7 +353,7 @@ def _read_payload(source: str) -> bytes:
     return data
 
 
-DIALECT_CHOICE = click.Choice(["auto", "opencode", "claude-code", "claude-tasks", "codex", "gemini"])
+DIALECT_CHOICE = click.Choice(["auto", *DIALECTS])
 
 
 @cli.command()

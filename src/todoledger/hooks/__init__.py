@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from todoledger import agents
 from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError
 
 TYPE_CHECKING = False
@@ -25,13 +26,6 @@ MAX_LOG_BYTES = 1024 * 1024
 # ledger well under that, then keep the event for the next hook run.
 HOOK_BUSY_MS = 2_000
 MAX_SPOOLED = 1_000
-AGENTS = {
-    "claude-code": "todoledger.hooks.claude_code",
-    "claude": "todoledger.hooks.claude_code",
-    "gemini": "todoledger.hooks.gemini",
-    "opencode": "todoledger.hooks.opencode",
-    "codex": "todoledger.hooks.codex",
-}
 
 
 def log_path(cwd: str | None = None) -> str:
@@ -113,7 +107,10 @@ def replay(cwd: str | None) -> None:
 
 
 def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:
-    found: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(AGENTS[agent]).handle
+    spec = agents.find(agent)
+    if spec is None:
+        raise ValueError(f"unknown agent {agent!r}")
+    found: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(spec.hook).handle
     return found
 
 
@@ -123,8 +120,8 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
     agent = args[0] if args else ""
     cwd: str | None = None
     try:
-        if agent not in AGENTS:
-            log(f"hook: unknown agent {agent!r}; expected one of {', '.join(sorted(AGENTS))}")
+        if agents.find(agent) is None:
+            log(f"hook: unknown agent {agent!r}; expected one of {', '.join(agents.hook_names())}")
             return 0
         if stdin is None:
             stdin = sys.stdin.buffer if sys.stdin is not None else None

@@ -80,8 +80,3 @@ def find(name: str) -> Agent | None:
 
 def hook_names() -> list[str]:
     return sorted(_BY_NAME)
-
-
-def for_transcript(fmt: str) -> Agent | None:
-    """The agent whose transcripts have this format."""
-    return next((a for a in AGENTS if fmt in a.transcripts), None)

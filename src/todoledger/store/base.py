@@ -20,7 +20,6 @@ Row = tuple[Any, ...]
 
 
 class Store(Protocol):
-    backend: str
     location: str
     serial_key: str  # how the backend spells an auto-numbered 64-bit key in CREATE TABLE
 

@@ -21,7 +21,6 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 class SQLiteStore:
-    backend = "sqlite"
     serial_key = "INTEGER PRIMARY KEY"
 
     def __init__(

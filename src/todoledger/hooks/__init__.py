@@ -1,6 +1,7 @@
 """Hooks called by agents. They must never break the agent: whatever goes
-wrong is logged and the hook exits 0. Only stdlib and the core are imported
-here; agents run hooks on every tool call."""
+wrong is logged and the hook exits 0. Only stdlib, the core and the agent
+registry are imported here (the service when the ledger is needed), never
+click, rich or MCP: agents run hooks on every tool call."""
 
 from __future__ import annotations
 

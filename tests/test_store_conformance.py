@@ -57,11 +57,11 @@ def repo(store: Store) -> Repo:
 
 
 def op(repo: Repo, plan: str = "p", writer: str = "w", kind: str = "write", **extra: object) -> Writes:
-    return Writes(repo, plan, writer, AT, repo.new_op(plan, writer, AT, kind, **extra))  # type: ignore[arg-type]
+    return Writes(repo, plan, writer, AT, repo.new_op(plan, writer, AT, kind, **extra))
 
 
 def item(item_id: str, plan: str = "p", **fields: object) -> Item:
-    return Item(id=item_id, plan=plan, content=f"content of {item_id}", **fields)  # type: ignore[arg-type]
+    return Item(id=item_id, plan=plan, content=f"content of {item_id}", **fields)
 
 
 def add(repo: Repo, *items: Item, plan: str = "p", writer: str = "w") -> int:

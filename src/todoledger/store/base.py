@@ -32,8 +32,9 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[None]:
         """A consistent snapshot for several queries."""
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; returns the new row id for an insert into a keyed table."""
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> object:
+        """Run one statement (what it returns is the backend's own: use
+        `query` with RETURNING for values an insert generates)."""
 
     def execute_script(self, statements: list[str]) -> None: ...
 

@@ -280,9 +280,9 @@ class Repo:
         source_key: str | None = None,
         source_at: str | None = None,
     ) -> int:
-        return self.db.execute(
+        rows = self.db.query(
             "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING op",
             (
                 plan,
                 writer,
@@ -295,6 +295,7 @@ class Repo:
                 source_at,
             ),
         )
+        return int(rows[0][0])
 
     def last_undoable(self, plan: str) -> Row | None:
         rows = self.db.query(

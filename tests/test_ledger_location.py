@@ -111,7 +111,7 @@ def test_a_postgresql_url_is_refused_in_one_line_and_creates_nothing(
     assert done.returncode == 1
     assert (
         done.stderr
-        == "Error: postgresql:// ledgers are not supported yet; a ledger is a file path (TODOLEDGER_DB)\n"
+        == "Error: postgresql:// ledgers are not supported yet; give a file path (TODOLEDGER_DB=/path/ledger.db)\n"
     )
     assert "s3cret" not in done.stdout + done.stderr
     assert files(tmp_path) == set()

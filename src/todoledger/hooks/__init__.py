@@ -34,7 +34,7 @@ def log_path(cwd: str | None = None) -> str:
 
     where = locate(cwd)
     folder = os.path.dirname(where)
-    if "://" not in where and os.path.isdir(folder):
+    if "://" not in where and os.path.isdir(folder):  # a ledger URL names no folder to log in
         return os.path.join(folder, "hook.log")
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(state, "todoledger", "hook.log")

@@ -36,22 +36,18 @@ def open_store(target: str, *, create: bool = True, busy_ms: int | None = None) 
     `create=False` a missing file reads as an empty ledger and nothing is
     created; the first write to a new ledger in a `.todoledger/` folder also
     writes the folder's .gitignore."""
-    from todoledger.store.sqlite import SQLiteStore
+    from todoledger.store.sqlite import BUSY_TIMEOUT_MS, SQLiteStore
 
     scheme = url_scheme(target)
     if scheme:
         # Not the URL itself: it may carry a password.
         raise LedgerError(
-            f"{scheme}:// ledgers are not supported yet; a ledger is a file path (TODOLEDGER_DB)"
+            f"{scheme}:// ledgers are not supported yet; give a file path (TODOLEDGER_DB=/path/ledger.db)"
         )
     if target == MEMORY:
         return SQLiteStore(None)
     new = create and not os.path.exists(target)
-    store = (
-        SQLiteStore(target, create=create)
-        if busy_ms is None
-        else SQLiteStore(target, create=create, busy_ms=busy_ms)
-    )
+    store = SQLiteStore(target, create=create, busy_ms=BUSY_TIMEOUT_MS if busy_ms is None else busy_ms)
     if new:
         _ignore_in_git(target)
     return store

@@ -187,3 +187,60 @@ def test_terminal_escapes_in_content_are_neutralised(ledger_env: Path) -> None:
     run(ledger_env, "add", "evil \x1b[31mred\x1b[0m [bold]markup[/bold]")
     out = run(ledger_env, "show").stdout
     assert "\x1b[31m" not in out and "[bold]markup[/bold]" in out
+
+
+SHARED = {"--plan", "--writer", "--json"}
+WRITES = SHARED  # commands that record a change
+OPTIONS = {
+    "show": SHARED,  # --writer: the items join what that writer has seen
+    "plans": {"--json"},
+    "next": SHARED,  # --writer: who claims
+    "start": WRITES,
+    "done": WRITES,
+    "cancel": WRITES,
+    "restore": WRITES,
+    "add": WRITES,
+    "dep add": WRITES,
+    "dep remove": WRITES,
+    "undo": WRITES,
+    "write": WRITES,
+    "import": WRITES,
+    "history": {"--plan", "--json"},
+    "prime": {"--plan", "--json"},
+    "check": {"--plan", "--json"},
+    "demo": {"--plan", "--json"},
+    "export": {"--plan"},
+    "lint": {"--json"},
+    "hook": set(),
+}
+
+
+def test_shared_options_appear_only_where_they_mean_something() -> None:
+    import click
+
+    from todoledger.cli.main import cli
+
+    ctx = click.Context(cli)
+    found: dict[str, set[str]] = {}
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        subs = command.commands.items() if isinstance(command, click.Group) else [("", command)]
+        for sub, cmd in subs:
+            opts = {o for p in cmd.params for o in p.opts}
+            found[f"{name} {sub}".strip()] = opts & SHARED
+    assert {k: v for k, v in found.items() if k in OPTIONS} == OPTIONS
+    for name in (
+        "install",
+        "ingest",
+        "report",
+        "stats",
+    ):  # their own sets, no --plan/--writer from a decorator
+        assert "--writer" not in found[name]
+
+
+def test_an_option_a_command_does_not_take_is_refused(ledger_env: Path) -> None:
+    refused = run(ledger_env, "export", "--json", check=False)
+    assert refused.returncode == 2 and "No such option '--json'" in refused.stderr
+    refused = run(ledger_env, "history", "--writer", "me", check=False)
+    assert refused.returncode == 2 and "No such option '--writer'" in refused.stderr

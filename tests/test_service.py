@@ -363,7 +363,10 @@ def test_ledger_uses_wal_and_named_migrations(ledger_env: Path) -> None:
 def test_locate_prefers_nearest_dot_folder_then_git_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from todoledger.store.locate import ledger_path
+    from todoledger.service import locate
+
+    def ledger_path(cwd: Path) -> Path:
+        return Path(locate(cwd))
 
     monkeypatch.delenv("TODOLEDGER_DB")
     repo = tmp_path / "repo"

@@ -15,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from todoledger.core import graph
 from todoledger.core.describe import short
@@ -62,8 +62,39 @@ def default_writer() -> str:
         return "cli"
 
 
+def locate(cwd: str | Path | None = None) -> str:
+    """Where the project's ledger is, or will be created by the first write."""
+    from todoledger.store.locate import ledger_file
+
+    return ledger_file(cwd)
+
+
 def default_plan() -> str:
     return os.environ.get("TODOLEDGER_PLAN") or DEFAULT_PLAN
+
+
+# The agents' formats, for interfaces (which reach the dialects only through here).
+def parse(
+    payload: str | bytes | dict[str, Any] | list[Any], dialect: str = "auto", *, response: Any = None
+) -> ParsedWrite:
+    """An agent's list read for the ledger; a payload with lint errors raises LintError."""
+    from todoledger.dialects import parse as parse_payload
+
+    return parse_payload(payload, dialect, response=response)
+
+
+def render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ledger items as the agent's own tool shows them."""
+    from todoledger.dialects import render as render_items
+
+    return render_items(dialect, items)
+
+
+def lint(data: str | bytes | Any, dialect: str = "auto") -> list[Finding]:
+    """Every finding (errors and warnings) for a payload; raises only LimitError."""
+    from todoledger.dialects import lint_payload
+
+    return lint_payload(data, dialect)
 
 
 @dataclass
@@ -100,23 +131,61 @@ class Ledger:
         create: bool = True,
         busy_ms: int | None = None,
     ) -> None:
+        """The ledger at `path` (":memory:" for a scratch ledger), else the
+        project's (see `locate`). With `create=False` a missing ledger reads as
+        empty and nothing is created."""
+        self._target: str | None = None
         if store is None:
-            from todoledger.store.locate import ledger_file
-            from todoledger.store.sqlite import SQLiteStore
+            from todoledger.store.open import open_store
 
-            target = os.fspath(path) if path is not None else ledger_file(cwd)
-            store = (
-                SQLiteStore(target, create=create)
-                if busy_ms is None
-                else SQLiteStore(target, create=create, busy_ms=busy_ms)
-            )
+            self._target = os.fspath(path) if path is not None else locate(cwd)
+            store = open_store(self._target, create=create, busy_ms=busy_ms)
         self.store = store
         self.repo = Repo(store)
         self._writes: list[Writes] | None = None
 
     @property
     def location(self) -> str:
-        return self.store.location
+        """Where the ledger lives, or where its first write will create it."""
+        return self._target or self.store.location
+
+    @property
+    def exists(self) -> bool:
+        """False for a reader opened before the ledger was created (it reads as empty)."""
+        return self._target is None or self.store.location != ":memory:" or self._target == ":memory:"
+
+    def integrity(self) -> str:
+        """The storage's own check of its file: "ok", or what is damaged."""
+        with self.store.read():
+            return self.repo.integrity()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes in one transaction (an import): each write still
+        refuses alone and leaves nothing; the batch commits at the end."""
+        with self.store.write():
+            yield
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Many batches in a row: commits may skip the fsync (see the store)."""
+        with self.store.bulk():
+            yield
+
+    def cursors(self, sources: list[str]) -> dict[str, tuple[int, str | None]]:
+        """Where an incremental reader stopped in each source: (position, fingerprint)."""
+        with self.store.read():
+            return self.repo.cursors(sources)
+
+    def save_cursors(self, cursors: dict[str, tuple[int, str | None]]) -> None:
+        with self.store.write():
+            self.repo.save_cursors(cursors, now())
+
+    def imported_from_others(self, plan: str, source_prefix: str) -> bool:
+        """Does the plan hold imported calls whose source key does not start
+        with `source_prefix` (another session's calls)?"""
+        with self.store.read():
+            return self.repo.has_other_sources(plan, source_prefix)
 
     def close(self) -> None:
         self.store.close()
@@ -148,7 +217,7 @@ class Ledger:
             with self._transaction():
                 items = self.repo.items(plan)
                 if items:
-                    self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items}, replace=False)
+                    self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items})
                 revision = self.repo.revision(plan)
         else:
             with self.store.read():
@@ -198,7 +267,6 @@ class Ledger:
                 plan,
                 writer,
                 {item.id: Seen(item.content, "in_progress", item.priority, item.active_form)},
-                replace=False,
             )
             item.status, item.updated_by, item.updated_at = "in_progress", writer, at
             self.repo.touch_plan(plan, at)
@@ -300,8 +368,6 @@ class Ledger:
         source_key: str | None = None,
         source_at: str | None = None,
     ) -> WriteResult:
-        from todoledger.dialects import parse
-
         if source_key is not None:
             with self.store.read():
                 if self.repo.has_source(source_key):  # imported before: skip even the parsing
@@ -375,38 +441,31 @@ class Ledger:
                 # Agents rewrite unchanged lists often: no op row, no revision, only the writer's view.
                 self._save_base(plan, writer, base, result.base, whole=parsed.whole)
                 return WriteResult(plan, parsed.dialect, self.repo.ensure_plan(plan, at), result.matches)
-            if links:
-                self.store.execute("SAVEPOINT ledger_write")
-            w = self._op(
-                plan,
-                writer,
-                at,
-                "write",
-                dialect=parsed.dialect,
-                summary=_summary(changes) if changes else None,
-                warnings=[f.as_dict() for f in warnings],
-                source_key=source_key,
-                source_at=source_at,
-            )
-            for create in result.creates:
-                create.item.plan = plan
-                w.create(create.item)
-            for s in result.sets:
-                w.set(s.item, s.field, s.old, s.new)
-            for c in fresh:
-                w.annotate(c.item, "conflict", None, _conflict(c))
-            for item_id in result.dropped:
-                w.annotate(item_id, "dropped", None, writer)
-            if links:
-                try:
+            # A link refused (a cycle) after this write's state went in takes back only this
+            # write, so that an enclosing transaction (an import) can go on.
+            with self.repo.savepoint() if links else nullcontext():
+                w = self._op(
+                    plan,
+                    writer,
+                    at,
+                    "write",
+                    dialect=parsed.dialect,
+                    summary=_summary(changes) if changes else None,
+                    warnings=[f.as_dict() for f in warnings],
+                    source_key=source_key,
+                    source_at=source_at,
+                )
+                for create in result.creates:
+                    create.item.plan = plan
+                    w.create(create.item)
+                for s in result.sets:
+                    w.set(s.item, s.field, s.old, s.new)
+                for c in fresh:
+                    w.annotate(c.item, "conflict", None, _conflict(c))
+                for item_id in result.dropped:
+                    w.annotate(item_id, "dropped", None, writer)
+                if links:
                     self._apply_links(w, parsed, result.matches, known, aliases | result.aliases)
-                except LedgerError:
-                    # A link refused (a cycle) after this write's state went in: take back only this
-                    # write, so that an enclosing transaction (an import) can go on.
-                    self.store.execute("ROLLBACK TO ledger_write")
-                    self.store.execute("RELEASE ledger_write")
-                    raise
-                self.store.execute("RELEASE ledger_write")
             new_base = dict(result.base)
             for create in result.creates:
                 new_base[create.item.id] = Seen.of(create.item)
@@ -520,7 +579,7 @@ class Ledger:
         """Store only what changed in the writer's view: most writes flip one status."""
         changed = {k: v for k, v in new.items() if old.get(k) != v}
         if changed:
-            self.repo.save_base(plan, writer, changed, replace=False)
+            self.repo.save_base(plan, writer, changed)
         if whole:
             gone = [k for k in old if k not in new]
             if gone:
@@ -528,13 +587,7 @@ class Ledger:
 
     def _repeat_conflict(self, item: str, writer: str, detail: dict[str, Any]) -> bool:
         """Has this writer already reported this conflict since the item last changed?"""
-        rows = self.repo.db.query(
-            "SELECT new FROM events WHERE item = ? AND field = 'conflict' AND writer = ? AND seq >"
-            " (SELECT COALESCE(MAX(seq), 0) FROM events WHERE item = ?"
-            "  AND field NOT IN ('conflict', 'lint', 'dropped', 'reordered', 'forced'))",
-            (item, writer, item),
-        )
-        return any(json.loads(r[0]) == detail for r in rows)
+        return detail in self.repo.conflicts_since_change(item, writer)
 
     def _fresh_id(self, taken: dict[str, Item]) -> str:
         while True:
@@ -616,7 +669,7 @@ class Ledger:
                     item.id, "forced", None, {"past": "prerequisites", "open": [b.id for b in waiting]}
                 )
             self._update_item(w, plan, item, fields)
-            self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))}, replace=False)
+            self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))})
             if w.count:
                 self.repo.touch_plan(plan, at)
             return self._require(plan, item.id).as_dict()
@@ -727,7 +780,7 @@ class Ledger:
             )
             w = self._op(plan, writer, at, "add", summary=f"added {item.id}")
             w.create(item)
-            self.repo.save_base(plan, writer, {item.id: Seen.of(item)}, replace=False)
+            self.repo.save_base(plan, writer, {item.id: Seen.of(item)})
             self.repo.touch_plan(plan, at)
             created = self._require(plan, item.id)
         return created.as_dict()
@@ -739,11 +792,8 @@ class Ledger:
             anchor = kids[-1] if kids else self._require(plan, parent)
         if anchor is None:
             return self.repo.tail_position(plan) + 1.0
-        rows = self.repo.db.query(
-            "SELECT MIN(position) FROM items WHERE plan = ? AND position > ?", (plan, anchor.position)
-        )
-        following = rows[0][0]
-        return anchor.position + 1.0 if following is None else (anchor.position + float(following)) / 2
+        following = self.repo.position_after(plan, anchor.position)
+        return anchor.position + 1.0 if following is None else (anchor.position + following) / 2
 
     def dep_add(self, ref: str, blocker: str, **kw: Any) -> dict[str, Any]:
         return self.update(ref, add_blocker=blocker, kind="dep", **kw)

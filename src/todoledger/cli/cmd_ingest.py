@@ -114,10 +114,9 @@ def stats(paths: tuple[str, ...], as_json: bool) -> None:
     """
     from todoledger.ingest import stats as st
     from todoledger.service import Ledger
-    from todoledger.store.sqlite import SQLiteStore
 
     if paths:
-        with Ledger(store=SQLiteStore(None)) as lg:
+        with Ledger(":memory:") as lg:
             result = _run_ingest(lg, paths)
             data = st.for_plans(lg, [s.plan for s in result.sessions])
         if result.skipped.counts:

@@ -45,16 +45,8 @@ def _lean_options(args: list[str]) -> dict[str, str | None] | None:
     return options
 
 
-def dumps(data: object) -> str:
-    import json
-
-    # The C encoder only runs without indent; indent only for a person at a terminal.
-    if sys.stdout.isatty():
-        return json.dumps(data, ensure_ascii=False, indent=2)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
 def _show_json(plan: str | None, writer: str | None) -> int:
+    from todoledger.cli.jsonout import dumps
     from todoledger.core.model import LedgerError
     from todoledger.service import Ledger, default_plan
 

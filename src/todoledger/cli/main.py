@@ -6,7 +6,6 @@ only when their command runs.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 import sys
@@ -15,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from todoledger.agents import DIALECTS
 from todoledger.core.model import LedgerError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,17 +62,33 @@ class LedgerGroup(click.Group):
             ) from None
 
 
-def common(func: F) -> F:
-    """--plan, --writer and --json on every command."""
+def options(*, plan: bool = False, writer: bool = False, as_json: bool = False) -> Callable[[F], F]:
+    """The shared options a command takes, each only where it means something:
+    --plan where a plan is used, --writer where the command records a change
+    (or, for `show`, what the writer has seen), --json where there is a JSON answer."""
 
-    @click.option("--plan", "plan", envvar="TODOLEDGER_PLAN", default=None, help="Plan name (default: main).")
-    @click.option("--writer", "writer", default=None, help="Who makes the change (default: cli:<user>).")
-    @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+    def decorate(func: F) -> F:
+        if as_json:
+            func = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(func)
+        if writer:
+            func = click.option(
+                "--writer", "writer", default=None, help="Who makes the change (default: cli:<user>)."
+            )(func)
+        if plan:
+            func = click.option(
+                "--plan", "plan", envvar="TODOLEDGER_PLAN", default=None, help="Plan name (default: main)."
+            )(func)
+        return func
 
-    return wrapper  # type: ignore[return-value]
+    return decorate
+
+
+writes = options(plan=True, writer=True, as_json=True)
+
+
+def where(lg: Any) -> str:
+    """The ledger's place, said truthfully before it exists."""
+    return lg.location if lg.exists else f"{lg.location} (not created yet: the first write creates it)"
 
 
 def ledger() -> Any:
@@ -95,7 +111,7 @@ def say(line: str) -> None:
 
 
 def emit(data: Any) -> None:
-    from todoledger.cli.entry import dumps
+    from todoledger.cli.jsonout import dumps
 
     click.echo(dumps(data))
 
@@ -115,7 +131,7 @@ def cli(ctx: click.Context) -> None:
 
 
 @cli.command()
-@common
+@writes
 @click.option("--all", "show_all", is_flag=True, help="Also list every plan in the ledger.")
 def show(plan: str | None, writer: str | None, as_json: bool, show_all: bool = False) -> None:
     """Show a plan: items, status, priority, dependencies."""
@@ -125,14 +141,14 @@ def show(plan: str | None, writer: str | None, as_json: bool, show_all: bool = F
             return
         from todoledger.cli import render
 
-        render.plan(lg.view(plan, writer=writer), lg.location)
+        render.plan(lg.view(plan, writer=writer), where(lg))
         if show_all:
             render.plans(lg.plans())
 
 
 @cli.command()
-@common
-def plans(plan: str | None, writer: str | None, as_json: bool) -> None:
+@options(as_json=True)
+def plans(as_json: bool) -> None:
     """List the plans in the ledger."""
     with reader() as lg:
         rows = lg.plans()
@@ -145,7 +161,7 @@ def plans(plan: str | None, writer: str | None, as_json: bool) -> None:
 
 
 @cli.command("next")
-@common
+@writes
 @click.option(
     "--claim", is_flag=True, help="Atomically mark the first ready item in_progress for the writer."
 )
@@ -177,7 +193,7 @@ def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *ext
             render.changed(row)
 
     command.__doc__ = doc
-    wrapped: Any = common(command)
+    wrapped: Any = writes(command)
     for option in extra:
         wrapped = option(wrapped)
     cli.command(name)(click.argument("ref", metavar="ID")(wrapped))
@@ -206,7 +222,7 @@ _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref,
 
 
 @cli.command()
-@common
+@writes
 @click.argument("text")
 @click.option("--parent", default=None, help="The phase this item belongs to.")
 @click.option("--after", default=None, help="Place it after this item.")
@@ -247,7 +263,7 @@ def dep() -> None:
 
 
 @dep.command("add")
-@common
+@writes
 @click.argument("ref", metavar="ID")
 @click.argument("blocker", metavar="BLOCKER")
 def dep_add(ref: str, blocker: str, plan: str | None, writer: str | None, as_json: bool) -> None:
@@ -258,7 +274,7 @@ def dep_add(ref: str, blocker: str, plan: str | None, writer: str | None, as_jso
 
 
 @dep.command("remove")
-@common
+@writes
 @click.argument("ref", metavar="ID")
 @click.argument("blocker", metavar="BLOCKER")
 def dep_remove(ref: str, blocker: str, plan: str | None, writer: str | None, as_json: bool) -> None:
@@ -269,9 +285,9 @@ def dep_remove(ref: str, blocker: str, plan: str | None, writer: str | None, as_
 
 
 @cli.command()
-@common
+@options(plan=True, as_json=True)
 @click.argument("ref", metavar="[ID]", required=False)
-def history(ref: str | None, plan: str | None, writer: str | None, as_json: bool) -> None:
+def history(ref: str | None, plan: str | None, as_json: bool) -> None:
     """The story of a plan or an item, timestamped."""
     with reader() as lg:
         events = lg.history(plan, ref)
@@ -284,7 +300,7 @@ def history(ref: str | None, plan: str | None, writer: str | None, as_json: bool
 
 
 @cli.command()
-@common
+@writes
 @click.option("--any", "any_writer", is_flag=True, help="Undo the plan's last change, whoever made it.")
 def undo(plan: str | None, writer: str | None, as_json: bool, any_writer: bool) -> None:
     """Reverse your last change in the plan (by appending inverse events)."""
@@ -300,9 +316,9 @@ def undo(plan: str | None, writer: str | None, as_json: bool, any_writer: bool) 
 
 
 @cli.command()
-@common
+@options(plan=True)
 @click.argument("dest", type=click.File("w", encoding="utf-8"), default="-")
-def export(dest: Any, plan: str | None, writer: str | None, as_json: bool) -> None:
+def export(dest: Any, plan: str | None) -> None:
     """Write the plan as JSON Lines (one item a line, stable order)."""
     with reader() as lg:
         for line in lg.export(plan):
@@ -310,7 +326,7 @@ def export(dest: Any, plan: str | None, writer: str | None, as_json: bool) -> No
 
 
 @cli.command("import")
-@common
+@writes
 @click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
 def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool) -> None:
     """Make the plan match a JSON Lines export."""
@@ -326,8 +342,8 @@ def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool)
 
 
 @cli.command()
-@common
-def prime(plan: str | None, writer: str | None, as_json: bool) -> None:
+@options(plan=True, as_json=True)
+def prime(plan: str | None, as_json: bool) -> None:
     """The recovery point: what is in progress, ready next, recently done."""
     with reader() as lg:
         text = lg.prime(plan)
@@ -352,11 +368,11 @@ def _read_payload(source: str) -> bytes:
     return data
 
 
-DIALECT_CHOICE = click.Choice(["auto", "opencode", "claude-code", "claude-tasks", "codex", "gemini"])
+DIALECT_CHOICE = click.Choice(["auto", *DIALECTS])
 
 
 @cli.command()
-@common
+@writes
 @click.option("--dialect", type=DIALECT_CHOICE, default="auto", show_default=True)
 @click.argument("source", metavar="[FILE|-]", default="-")
 def write(source: str, plan: str | None, writer: str | None, as_json: bool, dialect: str) -> None:
@@ -373,12 +389,12 @@ def write(source: str, plan: str | None, writer: str | None, as_json: bool, dial
 
 
 @cli.command()
-@common
+@options(as_json=True)
 @click.option("--dialect", type=DIALECT_CHOICE, default="auto", show_default=True)
 @click.argument("source", metavar="[FILE|-]", default="-")
-def lint(source: str, plan: str | None, writer: str | None, as_json: bool, dialect: str) -> None:
+def lint(source: str, as_json: bool, dialect: str) -> None:
     """Check a payload without writing it; exits 1 on errors."""
-    from todoledger.dialects import lint_payload
+    from todoledger.service import lint as lint_payload
 
     findings = lint_payload(_read_payload(source), dialect)
     if as_json:
@@ -393,12 +409,12 @@ def lint(source: str, plan: str | None, writer: str | None, as_json: bool, diale
 
 
 @cli.command()
-@common
-def check(plan: str | None, writer: str | None, as_json: bool) -> None:
+@options(plan=True, as_json=True)
+def check(plan: str | None, as_json: bool) -> None:
     """Verify the ledger: state equals the replay of its events."""
     with reader() as lg:
         problems = lg.check(plan)
-        integrity = lg.store.query("PRAGMA integrity_check")[0][0] if lg.store.backend == "sqlite" else "ok"
+        integrity = lg.integrity()
     if as_json:
         emit({"ok": not problems and integrity == "ok", "integrity": integrity, "problems": problems})
     else:
@@ -412,9 +428,9 @@ def check(plan: str | None, writer: str | None, as_json: bool) -> None:
 
 
 @cli.command()
-@common
+@options(plan=True, as_json=True)
 @click.option("--reset", is_flag=True, help="Rebuild the demo plan from scratch.")
-def demo(plan: str | None, writer: str | None, as_json: bool, reset: bool) -> None:
+def demo(plan: str | None, as_json: bool, reset: bool) -> None:
     """Load the todo calls the seeds quote (shared/seeds/) as two demo plans and show them."""
     from todoledger.demo import DEMO_PLAN, load_demo
 
@@ -433,7 +449,7 @@ def demo(plan: str | None, writer: str | None, as_json: bool, reset: bool) -> No
         for shown in loaded.plans:
             click.echo()
             render.plan(lg.view(shown), None)
-        say(f"\nledger: {lg.location}")
+        say(f"\nledger: {where(lg)}")
         click.echo(
             f"The story and its findings: todoledger report {name}   todoledger report {loaded.plans[-1]}"
         )

@@ -82,11 +82,6 @@ class Merge:
     dropped: list[str] = field(default_factory=list)  # left out of a whole list
     base: dict[str, Seen] = field(default_factory=dict)  # the writer's new base (replaces or updates)
     aliases: dict[str, str] = field(default_factory=dict)  # new ext id -> ledger id
-    reordered: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.creates or self.sets or self.conflicts or self.dropped)
 
 
 def is_backwards(current: str, new: str) -> bool:
@@ -392,13 +387,11 @@ def _move(inp: MergeInput, out: Merge, targets: Iterable[tuple[str, float]]) -> 
     for item_id, pos in targets:
         if inp.known[item_id].position != pos:
             out.sets.append(SetField(item_id, "position", inp.known[item_id].position, pos))
-            out.reordered.append(item_id)
 
 
 def _spread(inp: MergeInput, out: Merge, created: dict[str, Item]) -> None:
     """Renumber the writer's whole list evenly from its first position."""
     out.sets = [s for s in out.sets if s.field != "position"]
-    out.reordered.clear()
     existing = [inp.known[i].position for i in out.matches if i not in created]
     start = min(existing) if existing else inp.tail() + 1.0
     targets = [(item_id, start + k) for k, item_id in enumerate(out.matches)]

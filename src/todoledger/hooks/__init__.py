@@ -1,6 +1,7 @@
 """Hooks called by agents. They must never break the agent: whatever goes
-wrong is logged and the hook exits 0. Only stdlib and the core are imported
-here; agents run hooks on every tool call."""
+wrong is logged and the hook exits 0. Only stdlib, the core and the agent
+registry are imported here (the service when the ledger is needed), never
+click, rich or MCP: agents run hooks on every tool call."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from todoledger import agents
 from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError
 
 TYPE_CHECKING = False
@@ -25,20 +27,14 @@ MAX_LOG_BYTES = 1024 * 1024
 # ledger well under that, then keep the event for the next hook run.
 HOOK_BUSY_MS = 2_000
 MAX_SPOOLED = 1_000
-AGENTS = {
-    "claude-code": "todoledger.hooks.claude_code",
-    "claude": "todoledger.hooks.claude_code",
-    "gemini": "todoledger.hooks.gemini",
-    "opencode": "todoledger.hooks.opencode",
-    "codex": "todoledger.hooks.codex",
-}
 
 
 def log_path(cwd: str | None = None) -> str:
-    from todoledger.store.locate import ledger_file
+    from todoledger.service import locate
 
-    folder = os.path.dirname(ledger_file(cwd))
-    if os.path.isdir(folder):
+    where = locate(cwd)
+    folder = os.path.dirname(where)
+    if "://" not in where and os.path.isdir(folder):  # a ledger URL names no folder to log in
         return os.path.join(folder, "hook.log")
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(state, "todoledger", "hook.log")
@@ -80,9 +76,9 @@ def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response
 
 
 def spool_dir(cwd: str | None) -> str:
-    from todoledger.store.locate import ledger_file
+    from todoledger.service import locate
 
-    return os.path.join(os.path.dirname(ledger_file(cwd)), "pending")
+    return os.path.join(os.path.dirname(locate(cwd)), "pending")
 
 
 def spool(agent: str, raw: bytes, cwd: str | None) -> None:
@@ -123,7 +119,10 @@ def replay(cwd: str | None) -> None:
 
 
 def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:
-    found: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(AGENTS[agent]).handle
+    spec = agents.find(agent)
+    if spec is None:
+        raise ValueError(f"unknown agent {agent!r}")
+    found: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(spec.hook).handle
     return found
 
 
@@ -133,8 +132,8 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
     agent = args[0] if args else ""
     cwd: str | None = None
     try:
-        if agent not in AGENTS:
-            log(f"hook: unknown agent {agent!r}; expected one of {', '.join(sorted(AGENTS))}")
+        if agents.find(agent) is None:
+            log(f"hook: unknown agent {agent!r}; expected one of {', '.join(agents.hook_names())}")
             return 0
         if stdin is None:
             stdin = sys.stdin.buffer if sys.stdin is not None else None

@@ -98,7 +98,7 @@ class _Batch:
 
     def begin(self) -> None:
         if self._tx is None:
-            self._tx = self.ledger.store.write()
+            self._tx = self.ledger.batch()
             self._tx.__enter__()
 
     def refuse(self, call: TodoCall, plan: str, at: str, reason: str) -> None:
@@ -250,7 +250,7 @@ def ingest(
     result = IngestResult(skipped=skipped or Skipped())
     found = sources if sources is not None else list(discover(list(paths), result.skipped))
     names = PlanNames(ledger)
-    with ledger.store.bulk():
+    with ledger.bulk():
         for source in found:
             result.files += 1
             import_source(ledger, source, result, stdin, names)

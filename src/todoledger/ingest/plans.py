@@ -10,9 +10,12 @@ were that taken too, the full id with a digest).
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from todoledger.core.sanitize import strip_hidden
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.service import Ledger
 
 PREFIXES = ("ses_", "session-")
 SHORT = 8
@@ -43,7 +46,7 @@ def candidates(project: str, session: str) -> list[str]:
 class PlanNames:
     """Chooses each session's plan once per import, from what the ledger holds."""
 
-    def __init__(self, ledger: Any) -> None:
+    def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._chosen: dict[tuple[str, str, str], str] = {}
         # Names given out in this import, so that a session none of whose calls
@@ -70,11 +73,4 @@ class PlanNames:
         return chosen
 
     def _taken(self, plan: str, mine: str) -> bool:
-        store = self.ledger.store
-        with store.read():
-            rows = store.query(
-                "SELECT 1 FROM ops WHERE plan = ? AND source_key IS NOT NULL"
-                " AND substr(source_key, 1, ?) <> ? LIMIT 1",
-                (plan, len(mine), mine),
-            )
-        return bool(rows)
+        return self.ledger.imported_from_others(plan, mine)

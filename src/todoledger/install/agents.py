@@ -1,6 +1,7 @@
 """What `todoledger install <agent>` writes for each agent.
 
-Shapes and file locations follow /work/shared/docs/agent-integration.md.
+Shapes and file locations follow each agent's own documentation of its
+settings, hooks and MCP servers.
 Project scope wherever the agent reads project files, so a checkout carries
 its own integration; Codex MCP servers are user scope because Codex reads a
 project `config.toml` only for explicitly trusted projects.

@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from todoledger import agents as registry
 from todoledger.core.model import LedgerError
 from todoledger.install import agents
 from todoledger.install.files import InstallResult, write_atomic
 
-_BUILDERS: dict[str, Callable[[Path, Path, str], agents.Built]] = {
-    "claude-code": agents.claude_code,
-    "opencode": agents.opencode,
-    "codex": agents.codex,
-    "gemini": agents.gemini,
-}
-AGENTS: tuple[str, ...] = tuple(_BUILDERS)
+AGENTS: tuple[str, ...] = registry.NAMES
+
+
+def _builder(agent: str) -> Callable[[Path, Path, str], agents.Built] | None:
+    spec = registry.find(agent)
+    if spec is None or spec.name != agent:
+        return None
+    built: Callable[[Path, Path, str], agents.Built] = getattr(agents, spec.installer)
+    return built
 
 
 def run(
@@ -26,7 +29,7 @@ def run(
     Every file is parsed and merged before the first one is written, so a
     broken config aborts the whole install with nothing half-done.
     """
-    builder = _BUILDERS.get(agent)
+    builder = _builder(agent)
     if builder is None:
         raise LedgerError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")
     if not command.strip():

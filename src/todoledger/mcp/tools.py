@@ -10,6 +10,7 @@ measurable without starting a server.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -289,11 +290,10 @@ class PlanTools:
         ledger and create nothing; the first write creates the file."""
         if self._ledger is not None and self._writable:
             return self._ledger
-        from todoledger.service import Ledger
-        from todoledger.store.locate import ledger_path
+        from todoledger.service import Ledger, locate
 
-        path = ledger_path(self.cwd)
-        if write or path.exists():
+        path = locate(self.cwd)
+        if write or os.path.exists(path):
             if self._ledger is not None:
                 self._ledger.close()
             self._ledger = Ledger(path, create=True)
@@ -339,7 +339,7 @@ class PlanTools:
         return self.locked(lambda: self._todowrite({"todos": todos}, name, writer))
 
     def _todowrite(self, payload: dict[str, Any], plan: str, writer: str) -> dict[str, Any]:
-        from todoledger.dialects import parse
+        from todoledger.service import parse
 
         parsed = parse(payload)
         if not parsed.whole:
@@ -528,7 +528,7 @@ class PlanTools:
 
 def _render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """The list as the agent's own tool shows it."""
-    from todoledger.dialects import render
+    from todoledger.service import render
 
     try:
         return render(dialect, items)

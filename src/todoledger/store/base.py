@@ -1,5 +1,14 @@
-"""The storage interface: a connection that runs portable SQL in short
-transactions. SQLite is embedded; PostgreSQL implements the same protocol."""
+"""The storage interface, in two levels.
+
+`Store` is what a backend implements: a connection that runs portable SQL
+(`?` placeholders) in short transactions, knows its schema version and
+checks its own file. SQLite (store/sqlite.py) is the only backend today;
+a PostgreSQL backend (team mode) will implement this protocol, translating
+placeholders, and must pass tests/test_store_conformance.py.
+
+`Repo` (store/repo.py) holds every query of the ledger over any `Store`;
+the service calls Repo and Writes, never SQL.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +20,11 @@ Row = tuple[Any, ...]
 
 
 class Store(Protocol):
-    backend: str
     location: str
+    serial_key: str  # how the backend spells an auto-numbered 64-bit key in CREATE TABLE
 
     def write(self) -> AbstractContextManager[None]:
-        """A serialised write transaction: all or nothing."""
+        """A serialised write transaction: all or nothing. Nested calls join the outer one."""
 
     def bulk(self) -> AbstractContextManager[None]:
         """Many writes in a row: durability may be relaxed, integrity never."""
@@ -23,11 +32,17 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[None]:
         """A consistent snapshot for several queries."""
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; returns the new row id for an insert into a keyed table."""
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> object:
+        """Run one statement (what it returns is the backend's own: use
+        `query` with RETURNING for values an insert generates)."""
+
+    def execute_script(self, statements: list[str]) -> None: ...
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    def integrity(self) -> str:
+        """The backend's own check of its storage: "ok", or what is damaged."""
 
     def close(self) -> None: ...

@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
-
 DIRNAME = ".todoledger"
 FILENAME = "ledger.db"
 
 
+def url_scheme(target: str) -> str | None:
+    """`postgresql` for `postgresql://...`; None for a file path (`C:\\x` included)."""
+    scheme, sep, _ = target.partition("://")
+    if sep and scheme[:1].isalpha() and all(c.isalnum() or c in "+.-" for c in scheme):
+        return scheme.lower()
+    return None
+
+
 def ledger_file(cwd: str | os.PathLike[str] | None = None) -> str:
+    """The ledger's file, or the URL TODOLEDGER_DB names (opening refuses those it cannot serve)."""
     override = os.environ.get("TODOLEDGER_DB")
     if override:
-        return os.path.expanduser(override)
+        return override if url_scheme(override) else os.path.expanduser(override)
     start = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
     for folder in _upwards(start):
         if os.path.isdir(os.path.join(folder, DIRNAME)):
@@ -29,12 +34,6 @@ def ledger_file(cwd: str | os.PathLike[str] | None = None) -> str:
         if os.path.exists(os.path.join(folder, ".git")):
             return os.path.join(folder, DIRNAME, FILENAME)
     return os.path.join(start, DIRNAME, FILENAME)
-
-
-def ledger_path(cwd: str | os.PathLike[str] | None = None) -> Path:
-    from pathlib import Path
-
-    return Path(ledger_file(cwd))
 
 
 def _upwards(start: str) -> list[str]:

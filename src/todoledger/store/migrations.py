@@ -10,17 +10,7 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any, Protocol
-
-    class Executor(Protocol):
-        serial_key: str  # "INTEGER PRIMARY KEY" (SQLite's 64-bit rowid) or "BIGSERIAL PRIMARY KEY"
-
-        def execute_script(self, statements: list[str]) -> None: ...
-
-        def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-        def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    from todoledger.store.base import Store as Executor
 
 
 def m001_initial(db: Executor) -> None:

@@ -7,7 +7,8 @@ same transaction, so state and history cannot drift apart.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from todoledger.core.diff import Seen
 from todoledger.core.model import ANNOTATIONS, CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
@@ -153,6 +154,13 @@ class Repo:
             ]
         return found
 
+    def position_after(self, plan: str, position: float) -> float | None:
+        """The position of the plan's next item after `position`, if any."""
+        rows = self.db.query(
+            "SELECT MIN(position) FROM items WHERE plan = ? AND position > ?", (plan, position)
+        )
+        return None if rows[0][0] is None else float(rows[0][0])
+
     def tail_position(self, plan: str) -> float:
         rows = self.db.query("SELECT MAX(position) FROM items WHERE plan = ?", (plan,))
         return float(rows[0][0]) if rows and rows[0][0] is not None else 0.0
@@ -200,9 +208,7 @@ class Repo:
             )
         }
 
-    def save_base(self, plan: str, writer: str, seen: dict[str, Seen], *, replace: bool) -> None:
-        if replace:
-            self.db.execute("DELETE FROM writer_base WHERE plan = ? AND writer = ?", (plan, writer))
+    def save_base(self, plan: str, writer: str, seen: dict[str, Seen]) -> None:
         self.db.executemany(
             "INSERT INTO writer_base (plan, writer, item, content, status, priority, active_form)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (plan, writer, item) DO UPDATE SET"
@@ -229,9 +235,51 @@ class Repo:
             [(plan, writer, e, i) for e, i in aliases.items()],
         )
 
-    # ops and events --------------------------------------------------------
+    # imported sources ------------------------------------------------------
     def has_source(self, key: str) -> bool:
         return bool(self.db.query("SELECT 1 FROM ops WHERE source_key = ?", (key,)))
+
+    def has_other_sources(self, plan: str, prefix: str) -> bool:
+        """Does the plan hold an imported call whose source key does not start with `prefix`?"""
+        return bool(
+            self.db.query(
+                "SELECT 1 FROM ops WHERE plan = ? AND source_key IS NOT NULL"
+                " AND substr(source_key, 1, ?) <> ? LIMIT 1",
+                (plan, len(prefix), prefix),
+            )
+        )
+
+    def cursors(self, sources: Sequence[str]) -> dict[str, tuple[int, str | None]]:
+        """Where reading of each source stopped: position and the source's fingerprint."""
+        found: dict[str, tuple[int, str | None]] = {}
+        for chunk in _chunks(list(sources)):
+            marks = ",".join("?" * len(chunk))
+            for source, position, mark in self.db.query(
+                f"SELECT source, position, fingerprint FROM cursors WHERE source IN ({marks})", chunk
+            ):
+                found[source] = (int(position), mark)
+        return found
+
+    def save_cursors(self, cursors: dict[str, tuple[int, str | None]], at: str) -> None:
+        self.db.executemany(
+            "INSERT INTO cursors (source, position, updated_at, fingerprint) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (source) DO UPDATE SET position = excluded.position,"
+            " updated_at = excluded.updated_at, fingerprint = excluded.fingerprint",
+            [(source, position, at, mark) for source, (position, mark) in cursors.items()],
+        )
+
+    # ops and events --------------------------------------------------------
+    @contextmanager
+    def savepoint(self, name: str = "ledger_write") -> Iterator[None]:
+        """Inside a transaction: an exception takes back only what this block wrote."""
+        self.db.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.db.execute(f"ROLLBACK TO {name}")
+            self.db.execute(f"RELEASE {name}")
+            raise
+        self.db.execute(f"RELEASE {name}")
 
     def new_op(
         self,
@@ -246,9 +294,9 @@ class Repo:
         source_key: str | None = None,
         source_at: str | None = None,
     ) -> int:
-        return self.db.execute(
+        rows = self.db.query(
             "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING op",
             (
                 plan,
                 writer,
@@ -261,6 +309,7 @@ class Repo:
                 source_at,
             ),
         )
+        return int(rows[0][0])
 
     def last_undoable(self, plan: str, writer: str | None = None) -> Row | None:
         """The plan's latest op that changed state and is not undone; given a
@@ -319,6 +368,19 @@ class Repo:
             (plan,),
         )
 
+    def conflicts_since_change(self, item: str, writer: str) -> list[Any]:
+        """The conflicts this writer recorded on the item since its state last changed."""
+        rows = self.db.query(
+            "SELECT new FROM events WHERE item = ? AND field = 'conflict' AND writer = ? AND seq >"
+            " (SELECT COALESCE(MAX(seq), 0) FROM events WHERE item = ?"
+            f"  AND field NOT IN ({_ANNOTATION_SQL}))",
+            (item, writer, item),
+        )
+        return [decode(r[0]) for r in rows]
+
+    def integrity(self) -> str:
+        return self.db.integrity()
+
     def count_events(self, plan: str | None = None) -> int:
         if plan is None:
             return int(self.db.query("SELECT COUNT(*) FROM events")[0][0])
@@ -328,9 +390,9 @@ class Repo:
 class Writes:
     """One operation: every state change here is paired with its event.
 
-    Events are buffered and inserted in one statement when the block ends
-    (`with repo_writes as w:`), inside the caller's transaction; an
-    exception discards them together with the rolled-back state.
+    Events are buffered and inserted in one statement by `flush`, which the
+    service calls before its transaction commits; an exception discards
+    them together with the rolled-back state.
     """
 
     def __init__(self, repo: Repo, plan: str, writer: str, at: str, op: int) -> None:
@@ -338,13 +400,6 @@ class Writes:
         self.plan, self.writer, self.at, self.op = plan, writer, at, op
         self.count = 0
         self.pending: list[tuple[Any, ...]] = []
-
-    def __enter__(self) -> Writes:
-        return self
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        if kind is None:
-            self.flush()
 
     def flush(self) -> None:
         if self.pending:

@@ -21,7 +21,6 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 class SQLiteStore:
-    backend = "sqlite"
     serial_key = "INTEGER PRIMARY KEY"
 
     def __init__(
@@ -145,6 +144,10 @@ class SQLiteStore:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self.conn.execute(sql, params).fetchall()
+
+    def integrity(self) -> str:
+        rows = self.conn.execute("PRAGMA integrity_check").fetchall()
+        return "; ".join(str(r[0]) for r in rows)
 
     def close(self) -> None:
         self.conn.close()

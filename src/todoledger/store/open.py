@@ -1,0 +1,67 @@
+"""Opening a ledger: a file path (SQLite), or a URL, which no backend here
+serves yet (PostgreSQL comes with team mode). Every entry point (CLI, hooks,
+MCP, the Python API) opens through `open_store`, so each refuses the same
+way instead of creating a file named after the URL."""
+
+from __future__ import annotations
+
+import os
+
+from todoledger.core.model import LedgerError
+from todoledger.store.locate import DIRNAME, url_scheme
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.store.base import Store
+
+MEMORY = ":memory:"
+
+# What stays out of git in a `.todoledger/` folder: the database and its working
+# files, the hook log and the spool of events the ledger was too busy to take.
+GITIGNORE = """\
+# todoledger: the ledger database and its working files stay out of git.
+# To keep a plan in git, commit an export instead: todoledger export > plan.jsonl
+*.db
+*.db-wal
+*.db-shm
+*.db-journal
+hook.log
+hook.log.1
+pending/
+"""
+
+
+def open_store(target: str, *, create: bool = True, busy_ms: int | None = None) -> Store:
+    """The store at `target` (":memory:" for a scratch ledger). With
+    `create=False` a missing file reads as an empty ledger and nothing is
+    created; the first write to a new ledger in a `.todoledger/` folder also
+    writes the folder's .gitignore."""
+    from todoledger.store.sqlite import BUSY_TIMEOUT_MS, SQLiteStore
+
+    scheme = url_scheme(target)
+    if scheme:
+        # Not the URL itself: it may carry a password.
+        raise LedgerError(
+            f"{scheme}:// ledgers are not supported yet; give a file path (TODOLEDGER_DB=/path/ledger.db)"
+        )
+    if target == MEMORY:
+        return SQLiteStore(None)
+    new = create and not os.path.exists(target)
+    store = SQLiteStore(target, create=create, busy_ms=BUSY_TIMEOUT_MS if busy_ms is None else busy_ms)
+    if new:
+        _ignore_in_git(target)
+    return store
+
+
+def _ignore_in_git(target: str) -> None:
+    folder = os.path.dirname(os.path.abspath(target))
+    if os.path.basename(folder) != DIRNAME:
+        return
+    path = os.path.join(folder, ".gitignore")
+    if os.path.exists(path):
+        return  # the user's own rules win
+    try:
+        with open(path, "x", encoding="utf-8") as fh:
+            fh.write(GITIGNORE)
+    except OSError:
+        pass  # a read-only or racing folder: the ledger works without it

@@ -12,7 +12,8 @@ from tests.conftest import subprocess_env, todoledger_bin
 from todoledger.hooks import run_hook
 from todoledger.service import Ledger
 
-PLAN = "app/0199aaaa"
+PLAN = "main"  # live hooks write the project's plan; `ingest` makes one per session
+SESSION_PLAN = "app/0199aaaa"
 
 
 def meta() -> str:
@@ -81,11 +82,14 @@ def test_stop_imports_only_what_was_appended(tmp_path: Path, ledger_env: Path) -
         assert [i["status"] for i in lg.items(PLAN)] == ["completed", "completed"]
         ops = lg.ops(PLAN)
     assert [o["source_at"] for o in ops] == ["L3", "L4", "L6"]
-    assert [o["source_key"] for o in ops] == [f"codex:0199aaaa-1111:call_{n}" for n in (1, 2, 3)]
+    assert [o["source_key"] for o in ops] == [f"live:codex:0199aaaa-1111:call_{n}" for n in (1, 2, 3)]
+    assert {o["writer"] for o in ops} == {"codex:0199aaaa-1111"}
     assert cursor(ledger_env) == [("offset", rollout.stat().st_size), ("line", 6)]
 
 
-def test_hook_and_ingest_share_source_keys(tmp_path: Path, ledger_env: Path) -> None:
+def test_live_hook_writes_the_project_plan_and_ingest_still_builds_the_session_plan(
+    tmp_path: Path, ledger_env: Path
+) -> None:
     rollout = tmp_path / "rollout.jsonl"
     rollout.write_text(meta() + "\n" + plan_line(1, ("Build", "in_progress")) + "\n")
     hook({"hook_event_name": "Stop", "transcript_path": str(rollout)})
@@ -97,7 +101,21 @@ def test_hook_and_ingest_share_source_keys(tmp_path: Path, ledger_env: Path) -> 
         check=True,
     )
     (row,) = json.loads(result.stdout)
-    assert (row["plan"], row["calls"], row["written"]) == (PLAN, 1, 0)
+    assert (row["plan"], row["calls"], row["written"]) == (SESSION_PLAN, 1, 1)
+    with Ledger(ledger_env) as lg:
+        assert (
+            [i["content"] for i in lg.items(PLAN)]
+            == [i["content"] for i in lg.items(SESSION_PLAN)]
+            == ["Build"]
+        )
+    again = subprocess.run(
+        [todoledger_bin(), "ingest", "--json", str(rollout)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        check=True,
+    )
+    assert json.loads(again.stdout)[0]["written"] == 0
 
 
 def test_session_start_prints_recovery_text(tmp_path: Path, ledger_env: Path) -> None:
@@ -146,15 +164,20 @@ def test_a_replaced_longer_file_is_read_from_the_start(tmp_path: Path, ledger_en
     rollout.write_text(text)
     assert rollout.stat().st_size > offset
     hook(event)
+
+    def second(lg: Ledger) -> list[dict[str, Any]]:
+        return [o for o in lg.ops(PLAN) if o["writer"] == "codex:0199bbbb-2222"]
+
     with Ledger(ledger_env) as lg:
-        assert len(lg.ops("app/0199bbbb")) == 2  # the call cut by the old offset too
-        assert [o["source_at"] for o in lg.ops("app/0199bbbb")] == ["L2", "L3"]
-        assert [i["status"] for i in lg.items("app/0199bbbb")] == ["completed", "in_progress"]
-        assert [i["status"] for i in lg.items(PLAN)] == ["in_progress"]  # the first file's session stays
+        assert len(second(lg)) == 2  # the call cut by the old offset too
+        assert [o["source_at"] for o in second(lg)] == ["L2", "L3"]
+        status = {i["content"][:6]: i["status"] for i in lg.items(PLAN)}
+        # The first file's session keeps its item beside the second session's.
+        assert status == {"Build": "in_progress", "Deploy": "completed", "Verify": "in_progress"}
     assert cursor(ledger_env) == [("offset", rollout.stat().st_size), ("line", 3)]
     # Appending to it goes on from the offset (the fingerprint holds while the file grows).
     with rollout.open("a") as fh:
         fh.write(plan_line(7, ("Deploy", "completed"), ("Verify " + "x" * offset, "completed")) + "\n")
     hook(event)
     with Ledger(ledger_env) as lg:
-        assert [o["source_at"] for o in lg.ops("app/0199bbbb")] == ["L2", "L3", "L4"]
+        assert [o["source_at"] for o in second(lg)] == ["L2", "L3", "L4"]

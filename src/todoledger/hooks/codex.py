@@ -1,4 +1,5 @@
-"""Codex CLI: import `update_plan` calls from the rollout on Stop and SessionStart.
+"""Codex CLI: import `update_plan` calls from the rollout on Stop and SessionStart
+into the project's plan (one plan per project, as every live hook writes).
 
 The rollout is read incrementally by `todoledger.ingest.rollout` (the one
 ingest entry point hooks may call; see docs/ARCHITECTURE.md).
@@ -14,6 +15,7 @@ from typing import Any
 
 def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     from todoledger.hooks import ledger as hook_ledger
+    from todoledger.service import default_plan
 
     name = event.get("hook_event_name")
     if name not in ("Stop", "SessionStart"):
@@ -22,15 +24,15 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     transcript = Path(raw) if isinstance(raw, str) and raw else None
     if transcript is not None and not transcript.is_file():
         transcript = None
+    session = event.get("session_id")
+    writer = f"codex:{session}" if isinstance(session, str) and session else None
+    plan = default_plan()
     with hook_ledger(cwd, create=transcript is not None) as ledger:
-        plan = None
         if transcript is not None:
             from todoledger.ingest.rollout import import_rollout
 
-            plan = import_rollout(ledger, transcript)
+            writer = import_rollout(ledger, transcript, into=plan) or writer
         if name != "SessionStart":
             return None
-        if plan is None or not ledger.show(plan)["items"]:
-            plan = None  # nothing recorded for this session yet: recover the default plan
-        text = ledger.prime(plan)
+        text = ledger.prime(plan, writer=writer, recovering=event.get("source") == "compact")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})

@@ -67,10 +67,13 @@ Progress = Callable[[Source, int], None]
 class _Batch:
     """One write transaction over many calls; a refused call writes nothing."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, source_prefix: str = "") -> None:
         self.ledger = ledger
         self.size = 0
         self._tx: Any = None
+        # Live imports into the project's plan keep their own keys, so that a
+        # later `ingest` of the same transcript still builds the session's plan.
+        self.source_prefix = source_prefix
 
     def write(self, call: TodoCall, plan: str, at: str) -> bool | None:
         """True if written, False if imported before, None if refused."""
@@ -83,7 +86,7 @@ class _Batch:
                 dialect=call.dialect,
                 response=call.response,
                 at=at,
-                source_key=call.source_key,
+                source_key=self.source_prefix + call.source_key,
                 source_at=call.where or None,
             )
         except LedgerError as exc:
@@ -108,7 +111,7 @@ class _Batch:
             writer=call.writer,
             dialect=call.dialect,
             at=at,
-            source_key=call.source_key,
+            source_key=self.source_prefix + call.source_key,
             source_at=call.where or None,
         )
 
@@ -149,12 +152,15 @@ def write_calls(
     fmt: str,
     fallback_at: Callable[[], str],
     names: PlanNames | None = None,
+    *,
+    into: str | None = None,
 ) -> list[SessionImport]:
-    """Write calls in batches; one SessionImport per plan met, in order of appearance."""
+    """Write calls in batches; one SessionImport per plan met, in order of appearance.
+    `into` names one plan for every session (a live hook writes the project's plan)."""
     names = names or PlanNames(ledger)
     entries: dict[str, SessionImport] = {}
     sessions: dict[tuple[str, str], _Session] = {}
-    batch = _Batch(ledger)
+    batch = _Batch(ledger, source_prefix="live:" if into else "")
 
     def put(state: _Session, call: TodoCall, at: str) -> None:
         state.last_at = at
@@ -173,7 +179,7 @@ def write_calls(
         for call in calls:
             state = sessions.get((call.fmt, call.session))
             if state is None:
-                plan = names.name(call.fmt, call.session, call.project)
+                plan = into or names.name(call.fmt, call.session, call.project)
                 entry = entries.get(plan)
                 if entry is None:
                     entry = entries[plan] = SessionImport(plan, source, fmt)

@@ -50,8 +50,10 @@ def _same_file(fh: IO[bytes], offset: int, mark: str | None) -> bool:
     return fh.read(1) == b"\n"
 
 
-def import_rollout(ledger: Ledger, path: Path) -> str | None:
-    """Import the update_plan calls appended since the last run; returns the session's plan."""
+def import_rollout(ledger: Ledger, path: Path, *, into: str) -> str | None:
+    """Import the update_plan calls appended since the last run into the plan
+    `into` (the project's: live hooks keep one plan per project, as the agents'
+    other hooks do); returns the session's writer, if the rollout names it."""
     path = path.resolve()
     offset_key, line_key = _cursor_keys(path)
     cursors = ledger.cursors([offset_key, line_key])
@@ -68,7 +70,7 @@ def import_rollout(ledger: Ledger, path: Path) -> str | None:
         reader.read_meta(fh)  # session id and folder sit on the first line only
         fh.seek(offset)
         cursor = LineCursor(offset, line)
-        write_calls(ledger, reader.read(fh, cursor), str(path), "codex", now, names)
+        write_calls(ledger, reader.read(fh, cursor), str(path), "codex", now, names, into=into)
     if cursor.offset != offset or (offset and here != mark):
         ledger.save_cursors({offset_key: (cursor.offset, here), line_key: (cursor.line, None)})
-    return names.name("codex", reader.session, reader.project) if reader.session else None
+    return f"codex:{reader.session}" if reader.session else None

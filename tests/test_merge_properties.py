@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from todoledger import Ledger
-from todoledger.core.diff import is_rewording
+from todoledger.core.merge import is_rewording
 from todoledger.store.sqlite import SQLiteStore
 
 WORDS = ["train", "deploy", "benchmark", "fix", "keys", "server", "tokens", "16", "10", "5", "check", "sweep"]

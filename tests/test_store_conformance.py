@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from todoledger.core.diff import Seen
+from todoledger.core.merge import Seen
 from todoledger.core.model import CREATED, REMOVED, STATE_FIELDS, Item, LedgerError
 from todoledger.store.base import Store
 from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION

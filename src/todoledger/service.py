@@ -19,8 +19,8 @@ from contextlib import contextmanager, nullcontext
 
 from todoledger.core import graph
 from todoledger.core.describe import short
-from todoledger.core.diff import Conflict, Merge, MergeInput, Seen, merge
 from todoledger.core.ids import new_id
+from todoledger.core.merge import Conflict, Merge, MergeInput, Seen, merge
 from todoledger.core.model import (
     ANNOTATIONS,
     CREATED,

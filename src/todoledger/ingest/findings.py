@@ -7,8 +7,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Protocol
 
-from todoledger.core.diff import is_rewording, normalise
 from todoledger.core.lint import looks_truncated
+from todoledger.core.merge import is_rewording, normalise
 from todoledger.core.model import OPEN_STATUSES
 from todoledger.ingest.story import ItemStory, Story, parse_time
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from todoledger.core.diff import Seen
+from todoledger.core.merge import Seen
 from todoledger.core.model import ANNOTATIONS, CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
 
 TYPE_CHECKING = False

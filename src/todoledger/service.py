@@ -146,15 +146,18 @@ class Ledger:
                 if items:
                     self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items}, replace=False)
                 revision = self.repo.revision(plan)
+                verified = self._verification(plan, items)
         else:
             with self.store.read():
                 items = self.repo.items(plan)
                 revision = self.repo.revision(plan)
-        derived = graph.derive(items)
+                verified = self._verification(plan, items)
+        derived = graph.derive(items, _held(verified))
         rows = []
         for it in items:
             row = it.as_dict()
             row["blocked"], row["ready"] = derived[it.id]
+            row["verification"] = verified[it.id]
             rows.append(row)
         return {"plan": plan, "revision": revision, "items": rows}
 
@@ -194,19 +197,24 @@ class Ledger:
     def _ready(self, plan: str, limit: int) -> list[Item]:
         out: list[Item] = []
         fetch = limit + 8
+        held = self._held(plan)
         while True:
             ids = self.repo.ready_candidates(plan, fetch)
             found = self.repo.items_by_id(ids)
-            out = [found[i] for i in ids if not self._ancestor_blocked(found[i])][:limit]
+            out = [
+                found[i]
+                for i in ids
+                if not held.intersection(found[i].depends_on) and not self._ancestor_blocked(found[i], held)
+            ][:limit]
             if len(out) >= limit or len(ids) < fetch:
                 return out
             fetch *= 4
 
-    def _ancestor_blocked(self, item: Item) -> bool:
+    def _ancestor_blocked(self, item: Item, held: frozenset[str] = frozenset()) -> bool:
         parent, depth = item.parent, 0
         while parent and depth < 64:
             blockers = self.repo.items_by_id(self.repo.blockers(parent))
-            if any(b.status in OPEN_STATUSES for b in blockers.values()):
+            if any(b.status in OPEN_STATUSES or b.id in held for b in blockers.values()):
                 return True
             parent, depth = self.repo.parent_of(parent), depth + 1
         return False
@@ -340,6 +348,7 @@ class Ledger:
                 )
             )
             changes = _changes(result, writer)
+            warnings += self._completion_warnings(plan, result)
             links = any(e.blocked_by or e.blocks for e in parsed.items)
             fresh = [c for c in result.conflicts if not self._repeat_conflict(c.item, writer, _conflict(c))]
             recorded = result.creates or result.sets or result.dropped or fresh
@@ -515,11 +524,14 @@ class Ledger:
         `remove_blocker`)."""
         plan = plan or default_plan()
         writer = writer or default_writer()
+        forced = self._gate(plan, ref, writer, fields)
         at = at or now()
         with self._transaction():
             item = self._require(plan, ref)
             w = self._op(plan, writer, at, kind, summary=f"{kind} {item.id}")
             self._update_item(w, plan, item, fields)
+            if forced:
+                w.annotate(item.id, "forced", None, forced)
             self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))}, replace=False)
             if w.count:
                 self.repo.touch_plan(plan, at)
@@ -558,8 +570,24 @@ class Ledger:
     def start(self, ref: str, **kw: Any) -> dict[str, Any]:
         return self.update(ref, status="in_progress", kind="start", **kw)
 
-    def done(self, ref: str, *, evidence: str | None = None, **kw: Any) -> dict[str, Any]:
-        return self.update(ref, status="completed", evidence=evidence, kind="done", **kw)
+    def done(
+        self,
+        ref: str,
+        *,
+        evidence: str | None = None,
+        metrics: dict[str, float] | None = None,
+        force_reason: str | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """Complete an item once its gates pass (`force_reason` overrides a failing
+        gate and is recorded); `metrics` are recorded first, so metric gates see them."""
+        if metrics:
+            from todoledger.verification import record_metrics
+
+            record_metrics(self, ref, metrics, plan=kw.get("plan"), writer=kw.get("writer"))
+        return self.update(
+            ref, status="completed", evidence=evidence, kind="done", force_reason=force_reason, **kw
+        )
 
     def cancel(self, ref: str, *, reason: str | None = None, **kw: Any) -> dict[str, Any]:
         return self.update(ref, status="cancelled", reason=reason or "cancelled", kind="cancel", **kw)
@@ -705,9 +733,12 @@ class Ledger:
         plan = plan or default_plan()
         with self.store.read():
             items = self.repo.items(plan)
+            checks = self._export_checks(plan)
         for it in items:
             # State only: who and when live in the history, not in the diffable plan.
             record = {k: v for k, v in it.as_dict().items() if k in EXPORTED and v not in (None, [])}
+            if it.id in checks:
+                record["checks"] = checks[it.id]
             yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
     def import_jsonl(
@@ -785,9 +816,54 @@ class Ledger:
                         if b not in current_deps:
                             graph.check_new_dependency(r["id"], b, self.repo.blockers)
                     w.set(r["id"], "depends_on", current_deps, blockers)
+            imported_checks = self._import_checks(w, records)
             if w.count:
                 self.repo.touch_plan(plan, at)
-        return {"plan": plan, "records": len(records), "added": added, "changed": changed}
+        return {
+            "plan": plan,
+            "records": len(records),
+            "added": added,
+            "changed": changed,
+            "untrusted_checks": imported_checks,
+        }
+
+    # checks (issue 8): the service lives in todoledger.verification ----------
+    def _verification(self, plan: str, items: list[Item]) -> dict[str, str | None]:
+        from todoledger.verification import states
+
+        return states(self, plan, [(i.id, i.status) for i in items])
+
+    def _held(self, plan: str) -> frozenset[str]:
+        from todoledger.verification import held
+
+        return held(self, plan)
+
+    def _gate(self, plan: str, ref: str, writer: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """Completing an item runs its gates first (outside any transaction: a check may take a minute)."""
+        force_reason = fields.pop("force_reason", None)
+        if fields.get("status") != "completed":
+            return None
+        from todoledger.verification import gate_before_done
+
+        return gate_before_done(self, plan, ref, writer, force_reason)
+
+    def _completion_warnings(self, plan: str, result: Merge) -> list[Finding]:
+        completed = [s.item for s in result.sets if s.field == "status" and s.new == "completed"]
+        if not completed:
+            return []
+        from todoledger.verification import write_warnings
+
+        return write_warnings(self, plan, completed)
+
+    def _export_checks(self, plan: str) -> dict[str, list[dict[str, Any]]]:
+        from todoledger.verification import export_checks
+
+        return export_checks(self, plan)
+
+    def _import_checks(self, w: Writes, records: list[dict[str, Any]]) -> int:
+        from todoledger.verification import import_checks
+
+        return import_checks(self, w, records)
 
     # recovery --------------------------------------------------------------
     def prime(self, plan: str | None = None, *, recent: int = 5) -> str:
@@ -798,6 +874,12 @@ class Ledger:
 
 
 EXPORTED = frozenset({"id", *STATE_FIELDS})
+
+
+def _held(verified: dict[str, str | None]) -> frozenset[str]:
+    from todoledger.core.verification import held
+
+    return held(verified)
 
 
 def _validate(name: str, value: Any) -> Any:

@@ -26,6 +26,12 @@ LAZY_COMMANDS: dict[str, str] = {
     "ingest": "todoledger.cli.cmd_ingest:ingest",
     "report": "todoledger.cli.cmd_ingest:report",
     "stats": "todoledger.cli.cmd_ingest:stats",
+    # checks (issue 8)
+    "assume": "todoledger.cli.cmd_checks:assume",
+    "gate": "todoledger.cli.cmd_checks:gate",
+    "verify": "todoledger.cli.cmd_checks:verify",
+    "trust": "todoledger.cli.cmd_checks:trust",
+    "metrics": "todoledger.cli.cmd_checks:metrics_cmd",
 }
 
 
@@ -175,13 +181,29 @@ def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *ext
 
 
 _item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw))
+
+
+def _done(lg: Any, ref: str, *, metric: tuple[str, ...], force: bool, reason: str | None, **kw: Any) -> Any:
+    if force != (reason is not None):
+        raise LedgerError("--force and --reason go together: the reason is recorded with the override")
+    metrics: dict[str, float] = {}
+    if metric:
+        from todoledger.verification import parse_metric
+
+        metrics = dict(parse_metric(m) for m in metric)
+    return lg.done(ref, metrics=metrics, force_reason=reason if force else None, **kw)
+
+
 _item_command(
     "done",
-    "Mark an item completed, with evidence.",
-    lambda lg, ref, **kw: lg.done(ref, **kw),
+    "Mark an item completed, with evidence; its gates run first and must pass.",
+    _done,
     click.option(
         "--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."
     ),
+    click.option("--metric", "metric", multiple=True, help="A number measured, NAME=VALUE (repeatable)."),
+    click.option("--force", is_flag=True, help="Complete even though a gate fails (needs --reason)."),
+    click.option("--reason", default=None, help="Why the failing gate may be overridden (recorded)."),
 )
 _item_command(
     "cancel",
@@ -199,6 +221,9 @@ _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref,
 @click.option("--after", default=None, help="Place it after this item.")
 @click.option("--priority", type=click.Choice(["high", "medium", "low"]), default=None)
 @click.option("--depends-on", "depends_on", multiple=True, help="An item this one waits for (repeatable).")
+@click.option(
+    "--done-when", "done_when", default=None, help="A gate: the check `done` must pass (e.g. cmd:pytest)."
+)
 def add(
     text: str,
     plan: str | None,
@@ -208,9 +233,14 @@ def add(
     after: str | None,
     priority: str | None,
     depends_on: tuple[str, ...],
+    done_when: str | None = None,
 ) -> None:
     """Add an item."""
     with ledger() as lg:
+        if done_when is not None:
+            from todoledger.core.checkspec import parse
+
+            parse(done_when)  # a bad spec refuses before anything is added
         row = lg.add(
             text,
             plan=plan,
@@ -220,6 +250,10 @@ def add(
             priority=priority,
             depends_on=depends_on,
         )
+        if done_when is not None:
+            from todoledger.verification import add_check
+
+            row["gate"] = add_check(lg, row["id"], done_when, plan=plan, writer=writer)
     if as_json:
         emit(row)
     else:

@@ -819,13 +819,10 @@ class Ledger:
             imported_checks = self._import_checks(w, records)
             if w.count:
                 self.repo.touch_plan(plan, at)
-        return {
-            "plan": plan,
-            "records": len(records),
-            "added": added,
-            "changed": changed,
-            "untrusted_checks": imported_checks,
-        }
+        out: dict[str, Any] = {"plan": plan, "records": len(records), "added": added, "changed": changed}
+        if imported_checks:
+            out["untrusted_checks"] = imported_checks  # nothing runs them before `todoledger trust`
+        return out
 
     # checks (issue 8): the service lives in todoledger.verification ----------
     def _verification(self, plan: str, items: list[Item]) -> dict[str, str | None]:

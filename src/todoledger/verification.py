@@ -377,7 +377,8 @@ def gate_before_done(
     if force_reason is None:
         if failing:
             gate, receipt = failing[0]
-            raise LedgerError(f"{item.id} not completed: gate {gate.check.text()} {receipt.line()}")
+            state = "not completed" if item.status != "completed" else "stays reported, not verified"
+            raise LedgerError(f"{item.id} {state}: gate {gate.check.text()} {receipt.line()}")
         raise LedgerError(
             f"{item.id} not completed: gate {untrusted[0].check.text()} is not trusted"
             f" (todoledger trust {untrusted[0].id}, or --force --reason)"

@@ -150,10 +150,11 @@ def _http(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
     ok = status == check.status if check.status is not None else 200 <= status < 300
     if not ok:
         wanted = check.status if check.status is not None else "2xx"
-        return "fails", status, f"HTTP {status} (wanted {wanted})\n{body}"
+        return "fails", status, f"{body}\nHTTP {status} (wanted {wanted})"
     if check.expect is not None and not re.search(check.expect, body, re.MULTILINE):
-        return "fails", status, f"HTTP {status}; body does not match {check.expect!r}\n{body}"
-    return "holds", status, f"HTTP {status}\n{body}"
+        return "fails", status, f"{body}\nHTTP {status}; the body does not match {check.expect!r}"
+    # The verdict goes last: the one-line answers show the last line.
+    return "holds", status, f"{body}\nHTTP {status}"
 
 
 def _reason(exc: BaseException) -> str:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from todoledger.store.base import Store
+    from todoledger.verification import GatePassed
 
 
 def default_writer() -> str:
@@ -524,14 +525,14 @@ class Ledger:
         `remove_blocker`)."""
         plan = plan or default_plan()
         writer = writer or default_writer()
-        forced = self._gate(plan, ref, writer, fields)
+        gate = self._gate(plan, ref, writer, fields)
         at = at or now()
         with self._transaction():
             item = self._require(plan, ref)
             w = self._op(plan, writer, at, kind, summary=f"{kind} {item.id}")
+            if gate is not None:
+                gate.record(self, w)  # the gates' receipts (and an override) go with the change
             self._update_item(w, plan, item, fields)
-            if forced:
-                w.annotate(item.id, "forced", None, forced)
             self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))}, replace=False)
             if w.count:
                 self.repo.touch_plan(plan, at)
@@ -835,7 +836,7 @@ class Ledger:
 
         return held(self, plan)
 
-    def _gate(self, plan: str, ref: str, writer: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+    def _gate(self, plan: str, ref: str, writer: str, fields: dict[str, Any]) -> GatePassed | None:
         """Completing an item runs its gates first (outside any transaction: a check may take a minute)."""
         force_reason = fields.pop("force_reason", None)
         if fields.get("status") != "completed":

@@ -16,13 +16,13 @@ a person approves their exact text with `trust`.
 from __future__ import annotations
 
 import os
-import statistics
 from collections.abc import Callable, Iterable, Sequence
 
 from todoledger.core import verification as core
 from todoledger.core.checkspec import Check, parse
 from todoledger.core.ids import new_id
 from todoledger.core.model import Finding, LedgerError
+from todoledger.core.record import dataclass
 from todoledger.core.timefmt import now
 from todoledger.core.verification import CheckRow, Receipt
 from todoledger.service import Ledger, default_plan, default_writer
@@ -229,8 +229,9 @@ def _run(
     cwd: str,
     on_result: Callable[[CheckRow, Receipt], None] | None,
     *,
-    kind: str,
+    kind: str | None,
 ) -> list[Receipt]:
+    """Run the checks; with a `kind`, record their receipts in an op of that kind."""
     from todoledger.checks import run, tree
 
     if not rows:
@@ -252,7 +253,8 @@ def _run(
 
     run.run_many(jobs, finished)
     ordered = [receipts[r.id] for r in rows]
-    _record(lg, plan, writer, rows, ordered, kind)
+    if kind is not None:
+        _record(lg, plan, writer, rows, ordered, kind)
     return ordered
 
 
@@ -278,7 +280,11 @@ def _inputs(lg: Ledger, row: CheckRow, cwd: str) -> Inputs:
 
 
 def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
+    """The median, without `statistics` (its imports cost more than a gate's run)."""
+    if not values:
+        return None
+    ordered, mid = sorted(values), len(values) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _epoch(stamp: str) -> float:
@@ -310,9 +316,7 @@ def _record(
     repo = _repo(lg)
     with lg._transaction():
         w = lg._op(plan, writer, at, kind, summary=_summary(receipts))
-        for row, r in zip(rows, receipts, strict=True):
-            repo.add_receipt(plan, r)
-            w.annotate(r.item, "receipt", None, _event(row, r))
+        _write_receipts(repo, w, rows, receipts)
         for row, r in zip(rows, receipts, strict=True):
             item = lg.repo.item(row.item)
             pending = item is not None and item.status in ("pending", "in_progress")
@@ -326,6 +330,14 @@ def _record(
                 w.set(item.id, "evidence", item.evidence, f"check holds: {row.check.text()}: {r.line()}")
                 w.set(item.id, "status", item.status, "completed")
         lg.repo.touch_plan(plan, at)
+
+
+def _write_receipts(
+    repo: CheckRepo, w: Writes, rows: Sequence[CheckRow], receipts: Sequence[Receipt]
+) -> None:
+    for row, r in zip(rows, receipts, strict=True):
+        repo.add_receipt(w.plan, r)
+        w.annotate(r.item, "receipt", None, _event(row, r))
 
 
 def _all_hold(repo: CheckRepo, plan: str, item: str) -> bool:
@@ -357,12 +369,30 @@ def _summary(receipts: Sequence[Receipt]) -> str:
 
 
 # the gate of `done` ------------------------------------------------------------
+@dataclass
+class GatePassed:
+    """Gates that let an item be completed; `record` writes their receipts (and
+    an override) into the completing op, so a passing `done` is one transaction."""
+
+    item: str
+    rows: list[CheckRow]
+    receipts: list[Receipt]
+    forced: dict[str, Any] | None = None
+
+    def record(self, lg: Ledger, w: Writes) -> None:
+        _write_receipts(_repo(lg), w, self.rows, self.receipts)
+        if self.forced is not None:
+            w.annotate(self.item, "forced", None, self.forced)
+
+
 def gate_before_done(
     lg: Ledger, plan: str, ref: str, writer: str, force_reason: str | None, cwd: str | None = None
-) -> dict[str, Any] | None:
-    """Run the item's gates before it may be completed. Raises while one fails
-    (the one line shows its output); with a reason, records the override and
-    returns what to annotate on the done event."""
+) -> GatePassed | None:
+    """Run the item's gates before it may be completed. While one fails (or is
+    not trusted) its receipt is stored and the one-line refusal shows its
+    output; with a reason the override is let through and recorded."""
+    if force_reason is not None and not force_reason.strip():
+        raise LedgerError("--force needs a --reason: why the gate may be overridden")
     with lg.store.read():
         item = lg._require(plan, ref)
         gates = [r for r in _repo(lg).checks(plan, [item.id]) if r.role == "gate"]
@@ -370,11 +400,12 @@ def gate_before_done(
         return None
     trusted = [g for g in gates if g.trusted]
     untrusted = [g for g in gates if not g.trusted]
-    receipts = _run(lg, plan, writer, trusted, cwd or os.getcwd(), None, kind="gate")
+    receipts = _run(lg, plan, writer, trusted, cwd or os.getcwd(), None, kind=None)
     failing = [(g, r) for g, r in zip(trusted, receipts, strict=True) if r.result != "holds"]
     if not failing and not untrusted:
-        return None
+        return GatePassed(item.id, trusted, receipts)
     if force_reason is None:
+        _record(lg, plan, writer, trusted, receipts, "gate")
         if failing:
             gate, receipt = failing[0]
             state = "not completed" if item.status != "completed" else "stays reported, not verified"
@@ -383,13 +414,28 @@ def gate_before_done(
             f"{item.id} not completed: gate {untrusted[0].check.text()} is not trusted"
             f" (todoledger trust {untrusted[0].id}, or --force --reason)"
         )
-    if not force_reason.strip():
-        raise LedgerError("--force needs a --reason: why the gate may be overridden")
-    return {
+    forced = {
         "reason": force_reason,
         "gates": [{"check": g.id, "spec": g.check.text(), "result": r.result} for g, r in failing]
         + [{"check": g.id, "spec": g.check.text(), "result": "untrusted"} for g in untrusted],
     }
+    return GatePassed(item.id, trusted, receipts, forced)
+
+
+def done_command(
+    lg: Ledger,
+    ref: str,
+    *,
+    metric: Sequence[str] = (),
+    force: bool = False,
+    reason: str | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """`todoledger done` (both the click command and the lean path in cli/entry.py)."""
+    if force != (reason is not None):
+        raise LedgerError("--force and --reason go together: the reason is recorded with the override")
+    metrics = dict(parse_metric(m) for m in metric)
+    return lg.done(ref, metrics=metrics, force_reason=reason if force else None, **kw)
 
 
 # metrics -------------------------------------------------------------------

@@ -7,17 +7,12 @@ that cannot start). Output is kept as a bounded tail.
 
 from __future__ import annotations
 
-import http.client
+# Network, process and thread modules are imported by the kinds that use them:
+# `done` with a file: gate runs on the command line's start-up budget.
 import os
 import re
-import signal
-import socket
-import ssl
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from todoledger.core.checkspec import Check, compare, format_size
 from todoledger.core.record import dataclass
@@ -25,6 +20,7 @@ from todoledger.core.verification import tail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from typing import Any, TypeVar
 
     K = TypeVar("K")
@@ -67,8 +63,16 @@ def run_many(
 ) -> dict[K, Outcome]:
     """Run checks in parallel threads (they wait on processes and sockets, not the GIL)."""
     out: dict[K, Outcome] = {}
+    if len(jobs) == 1:  # no thread for a single check (a gate)
+        key, check, inputs = jobs[0]
+        out[key] = run(check, inputs)
+        if on_done is not None:
+            on_done(key, out[key])
+        return out
     if not jobs:
         return out
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
         futures = {pool.submit(run, check, inputs): key for key, check, inputs in jobs}
         for future in as_completed(futures):
@@ -80,6 +84,9 @@ def run_many(
 
 
 def _cmd(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryFile() as sink:
         try:
             proc = subprocess.Popen(
@@ -109,6 +116,8 @@ def _cmd(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
@@ -122,6 +131,9 @@ def _read_tail(sink: Any) -> str:
 
 
 def _http(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    import http.client
+    import ssl
+
     scheme, _, rest = check.target.partition("://")
     hostport, slash, path = rest.partition("/")
     path = slash + path if slash else "/"
@@ -158,12 +170,14 @@ def _http(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError | socket.timeout):
+    if isinstance(exc, TimeoutError):
         return "timed out"
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 def _port(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    import socket
+
     try:
         with socket.create_connection((check.host, check.port), timeout=check.timeout):
             return "holds", None, f"{check.target} accepts connections"

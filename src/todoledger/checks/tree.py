@@ -23,12 +23,18 @@ def state(cwd: str, watch: Sequence[str] = ()) -> dict[str, Any] | None:
     """The fingerprint of `cwd`'s tree, or of the watched paths; None outside git with nothing watched."""
     if watch:
         return {"watch": {p: path_hash(os.path.join(cwd, p)) for p in watch}, "root": os.path.abspath(cwd)}
-    root = _git(cwd, "rev-parse", "--show-toplevel")
-    if root is None:
+    if not _in_git(cwd):
         return None
-    top = root.decode("utf-8", "replace").strip()
-    head = _git(top, "rev-parse", "--verify", "-q", "HEAD")
-    return {"root": top, "head": head.decode().strip() if head else None, "dirty": dirty_hash(top)}
+    found = _git(cwd, "rev-parse", "--show-toplevel", "HEAD")  # one process for both, as a rule
+    head: str | None = None
+    if found is not None:
+        top, head = found.decode("utf-8", "surrogateescape").strip().rsplit("\n", 1)
+    else:
+        bare = _git(cwd, "rev-parse", "--show-toplevel")  # a repository without a commit, or none
+        if bare is None:
+            return None
+        top = bare.decode("utf-8", "surrogateescape").strip()
+    return {"root": top, "head": head, "dirty": dirty_hash(top)}
 
 
 def same(recorded: dict[str, Any]) -> bool:
@@ -42,16 +48,28 @@ def same(recorded: dict[str, Any]) -> bool:
 
 
 def dirty_hash(top: str) -> str:
+    """A hash of every path `git status` reports (modified, staged, deleted, untracked) and its content now."""
+    listing = _git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames") or b""
     h = hashlib.sha256()
-    changes = _git(top, "diff", "HEAD", "--binary", "--no-ext-diff")
-    if changes is None:  # no commit yet: what is staged and what is not
-        changes = (_git(top, "diff", "--cached", "--binary") or b"") + (_git(top, "diff", "--binary") or b"")
-    h.update(changes)
-    untracked = _git(top, "ls-files", "--others", "--exclude-standard", "-z") or b""
-    for name in sorted(n for n in untracked.split(b"\0") if n):
-        h.update(b"\0untracked\0" + name + b"\0")
-        h.update(path_hash(os.path.join(top, os.fsdecode(name))).encode())
+    for entry in sorted(e for e in listing.split(b"\0") if e):
+        name = os.fsdecode(entry[3:])
+        h.update(entry + b"\0")
+        h.update(path_hash(os.path.join(top, name)).encode())
     return h.hexdigest()
+
+
+def _in_git(cwd: str) -> bool:
+    """Is there a `.git` above cwd? Saves starting git (the cost of a gate) outside repositories."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    folder = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
 
 
 def path_hash(path: str) -> str:

@@ -183,15 +183,10 @@ def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *ext
 _item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw))
 
 
-def _done(lg: Any, ref: str, *, metric: tuple[str, ...], force: bool, reason: str | None, **kw: Any) -> Any:
-    if force != (reason is not None):
-        raise LedgerError("--force and --reason go together: the reason is recorded with the override")
-    metrics: dict[str, float] = {}
-    if metric:
-        from todoledger.verification import parse_metric
+def _done(lg: Any, ref: str, **kw: Any) -> Any:
+    from todoledger.verification import done_command
 
-        metrics = dict(parse_metric(m) for m in metric)
-    return lg.done(ref, metrics=metrics, force_reason=reason if force else None, **kw)
+    return done_command(lg, ref, **kw)
 
 
 _item_command(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -99,6 +98,8 @@ def _feed(h: Any, path: str) -> None:
 
 
 def _git(cwd: str, *args: str) -> bytes | None:
+    import subprocess  # only inside a repository: outside, a gate never starts a process
+
     try:
         done = subprocess.run(
             ["git", *args],

@@ -598,8 +598,8 @@ def import_checks(lg: Ledger, w: Writes, records: Sequence[dict[str, Any]]) -> i
             if not isinstance(entry, dict) or not isinstance(entry.get("spec"), str):
                 raise LedgerError(f'item {record["id"]}: a check needs a "spec"')
             role = entry.get("role", "gate")
-            if role not in core.ROLES:
-                raise LedgerError(f"item {record['id']}: role must be one of {', '.join(core.ROLES)}")
+            if role not in core.ALL_ROLES:
+                raise LedgerError(f"item {record['id']}: role must be one of {', '.join(core.ALL_ROLES)}")
             options = entry.get("options") or {}
             if not isinstance(options, dict):
                 raise LedgerError(f"item {record['id']}: check options must be an object")

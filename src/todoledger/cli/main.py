@@ -32,6 +32,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "verify": "todoledger.cli.cmd_checks:verify",
     "trust": "todoledger.cli.cmd_checks:trust",
     "metrics": "todoledger.cli.cmd_checks:metrics_cmd",
+    "sweep": "todoledger.cli.cmd_sweep:sweep",
 }
 
 

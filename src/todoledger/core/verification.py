@@ -29,7 +29,8 @@ STALE = "stale"
 FAILED = "failed"
 REPORTED = "reported"
 RESULTS: tuple[str, ...] = ("holds", "fails", "error")
-ROLES: tuple[str, ...] = ("gate", "assumption")
+ROLES: tuple[str, ...] = ("gate", "assumption")  # what people add; `verify` runs these
+ALL_ROLES: tuple[str, ...] = (*ROLES, "run")  # "run": a sweep combination's command, run by `sweep run`
 MAX_OUTPUT_CHARS = 2_000
 
 

@@ -179,3 +179,53 @@ class CheckRepo:
             (item, json.dumps("in_progress")),
         )
         return rows[0][0] if rows and rows[0][0] else None
+
+    # sweeps ----------------------------------------------------------------
+    def add_sweep(
+        self, plan: str, name: str, parent: str, definition: dict[str, Any], by: str, at: str
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO sweeps (plan, name, parent, definition, created_by, at) VALUES (?, ?, ?, ?, ?, ?)",
+            (plan, name, parent, json.dumps(definition, sort_keys=True), by, at),
+        )
+
+    def sweep(self, plan: str, name: str) -> tuple[str, dict[str, Any]] | None:
+        """(parent item, definition) of a sweep."""
+        rows = self.db.query(
+            "SELECT parent, definition FROM sweeps WHERE plan = ? AND name = ?", (plan, name)
+        )
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    def add_sweep_item(
+        self,
+        plan: str,
+        sweep: str,
+        item: str,
+        params: dict[str, str],
+        baseline: bool,
+        run_check: str,
+        position: int,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO sweep_items (plan, sweep, item, params, baseline, run_check, position)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (plan, sweep, item, json.dumps(params), int(baseline), run_check, position),
+        )
+
+    def sweep_items(self, plan: str, sweep: str) -> list[tuple[str, dict[str, str], bool, str]]:
+        """(item, params, is_baseline, run check id) in combination order."""
+        return [
+            (r[0], json.loads(r[1]), bool(r[2]), r[3])
+            for r in self.db.query(
+                "SELECT item, params, baseline, run_check FROM sweep_items WHERE plan = ? AND sweep = ?"
+                " ORDER BY position",
+                (plan, sweep),
+            )
+        ]
+
+    def count_holds(self, check_id: str, spec: str) -> int:
+        rows = self.db.query(
+            "SELECT COUNT(*) FROM receipts WHERE check_id = ? AND spec = ? AND result = 'holds'",
+            (check_id, spec),
+        )
+        return int(rows[0][0])

@@ -95,8 +95,8 @@ def m002_op_source_location(db: Executor) -> None:
 
 
 def m003_checks_receipts_metrics(db: Executor) -> None:
-    """Checks (gates and assumptions) on items, a receipt for every run, and
-    numbers recorded on items. A check is trusted while `trusted_hash` is the
+    """Checks (gates and assumptions) on items, a receipt for every run,
+    numbers recorded on items, and parameter sweeps (one item per combination). A check is trusted while `trusted_hash` is the
     hash of its exact current text."""
     key = db.serial_key
     db.execute_script(
@@ -113,6 +113,11 @@ def m003_checks_receipts_metrics(db: Executor) -> None:
             f"CREATE TABLE metrics (seq {key}, plan TEXT NOT NULL, item TEXT NOT NULL, name TEXT NOT NULL,"
             " value DOUBLE PRECISION NOT NULL, run INTEGER NOT NULL, writer TEXT NOT NULL, at TEXT NOT NULL)",
             "CREATE INDEX metrics_item_name ON metrics (item, name, seq)",
+            "CREATE TABLE sweeps (plan TEXT NOT NULL, name TEXT NOT NULL, parent TEXT NOT NULL,"
+            " definition TEXT NOT NULL, created_by TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (plan, name))",
+            "CREATE TABLE sweep_items (plan TEXT NOT NULL, sweep TEXT NOT NULL, item TEXT NOT NULL,"
+            " params TEXT NOT NULL, baseline INTEGER NOT NULL, run_check TEXT NOT NULL, position INTEGER NOT NULL,"
+            " PRIMARY KEY (plan, sweep, item))",
         ]
     )
 

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from todoledger.core import sweep as core
 from todoledger.core.checkspec import parse
@@ -20,10 +21,6 @@ from todoledger.core.verification import CheckRow, Receipt
 from todoledger.service import Ledger, default_plan, default_writer
 from todoledger.store.checks import CheckRepo
 from todoledger.verification import _event, _insert
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def add(

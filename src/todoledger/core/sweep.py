@@ -159,7 +159,12 @@ def define(
     if len(combos) > MAX_COMBINATIONS:
         raise LedgerError(f"{len(combos)} combinations; the limit is {MAX_COMBINATIONS}")
     for combo, is_base in combos[:1]:
-        sweep.title(combo, is_base), sweep.command(combo)  # unknown {names} refuse now, not mid-run
+        try:  # unknown {names} refuse now, not mid-run
+            sweep.title(combo, is_base), sweep.command(combo)
+        except (ValueError, IndexError, AttributeError):
+            raise LedgerError(
+                "--template/--run: {NAME} places a parameter; write {{ and }} for braces"
+            ) from None
     if not template.strip() or not run.strip():
         raise LedgerError("--template and --run must not be empty")
     return sweep

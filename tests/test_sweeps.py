@@ -81,10 +81,6 @@ def test_sweep_expands_runs_and_summarises(ledger_env: Path, tmp_path: Path, ben
             == "pending"
         )
         result = sweeps.results(lg, "draft")
-        values = {(i["content"], m["name"]): [] for i in lg.show()["items"] for m in v.metrics(lg, i["id"])}
-        for item in lg.show()["items"]:
-            for m in v.metrics(lg, item["id"]):
-                values[(item["content"], m["name"])].append(m["value"])
         assert sweeps.run(lg, "draft")["runs"] == 0  # nothing left to run
     # independent computation from the runs the script logged itself
     by_combo: dict[tuple[int, int], list[float]] = {}

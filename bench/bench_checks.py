@@ -6,7 +6,9 @@ run: absolute times on a shared machine are noise.
 1. `todoledger verify` of 50 checks against a local server that answers after
    200 ms, vs the same command with one check: target wall <= 2x one + 100 ms
    (they run in parallel);
-2. `todoledger done` with a passing `file:` gate vs `python -c pass`: target <= 4x.
+2. `todoledger done` with a passing `file:` gate vs `python -c pass`: target <= 4x;
+3. `sweep run` overhead per run beyond the command's own time (the same command
+   run directly, one after another): target <= 20 ms.
 """
 
 from __future__ import annotations
@@ -104,11 +106,35 @@ def bench_done(folder: Path, runs: int = 15) -> None:
     print(f"  for scale: show --json (lean path, no check) = {s:.1f} ms, {s / p:.2f}x python -c pass")
 
 
+def bench_sweep(folder: Path, runs: int = 40) -> None:
+    """In process: the wall time of `sweep run` minus the runs' own durations (their receipts)."""
+    from todoledger import Ledger, sweeps
+    from todoledger import verification as v
+
+    os.chdir(folder)
+    with Ledger(folder / "sweep.db") as lg:
+        sweeps.add(
+            lg,
+            "overhead",
+            template="Run {n}",
+            params=[f"n={','.join(str(n) for n in range(runs))}"],
+            run="echo tok_s {n}",
+            metrics=[r"tok_s=tok_s (\d+)"],
+        )
+        start = time.perf_counter()
+        sweeps.run(lg, "overhead")
+        wall = (time.perf_counter() - start) * 1000
+        own = sum(r["duration_ms"] for r in v.receipts(lg))
+    print(f"sweep run of {runs} runs: {wall:.0f} ms; the commands' own time (receipts): {own} ms")
+    print(f"  overhead per run = {(wall - own) / runs:.1f} ms (target <= 20 ms)")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         bench_verify(folder)
         bench_done(folder)
+        bench_sweep(folder)
 
 
 if __name__ == "__main__":

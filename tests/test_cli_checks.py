@@ -107,3 +107,34 @@ def test_imported_checks_are_skipped_until_trust(ledger_env: Path, tmp_path: Pat
     assert "nothing to trust" in run(other, "trust").stdout
     removed = run_json(other, "gate", "remove", gate["id"])
     assert removed["id"] == gate["id"] and run_json(other, "gate", "list") == []
+
+
+def test_verify_watch_runs_again_until_interrupted(ledger_env: Path, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import subprocess_env, todoledger_bin
+
+    item = run_json(ledger_env, "add", "Count runs", "--done-when", "cmd:echo run >> runs.txt")
+    proc = subprocess.Popen(
+        [todoledger_bin(), "verify", "--watch", "0.2"],
+        env=subprocess_env(ledger_env),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        runs = tmp_path / "runs.txt"
+        if runs.exists() and len(runs.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert out.count("[1/1] ok") >= 3
+    receipts = [e for e in run_json(ledger_env, "history", item["id"]) if e["field"] == "receipt"]
+    assert len(receipts) >= 3

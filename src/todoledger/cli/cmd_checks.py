@@ -159,14 +159,18 @@ def verify(
     """Run the checks of the plan (or of the named items) in parallel; store a receipt each."""
     from todoledger import verification
 
+    failed = False
     while True:
-        failed = _verify_once(verification, refs, plan, writer, as_json)
-        if every is None:
-            sys.exit(1 if failed else 0)
         try:
+            failed = _verify_once(verification, refs, plan, writer, as_json)
+            if every is None:
+                break
             time.sleep(every)
         except KeyboardInterrupt:
-            sys.exit(1 if failed else 0)
+            if every is None:
+                raise
+            break  # --watch ends with Ctrl-C: a run cut short stores nothing (its transaction rolls back)
+    sys.exit(1 if failed else 0)
 
 
 def _verify_once(

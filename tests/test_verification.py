@@ -298,3 +298,20 @@ def test_undo_after_verify_reverts_the_last_real_change(lg: Ledger, tmp_path: Pa
     v.verify(lg)
     undone = lg.undo()
     assert undone["kind"] == "update" and lg.get(item["id"])["priority"] == "medium"
+
+
+def test_a_ledger_that_runs_no_checks_refuses_instead(lg: Ledger, tmp_path: Path) -> None:
+    """What `serve` without --allow-checks sets: nothing runs, nothing is claimed."""
+    item = lg.add("Write the marker")
+    v.add_check(lg, item["id"], "cmd:touch marker")
+    lg.run_checks = False
+    with pytest.raises(LedgerError, match="runs only where checks are allowed"):
+        lg.done(item["id"])
+    with pytest.raises(LedgerError, match="without --allow-checks"):
+        v.verify(lg)
+    assert not (tmp_path / "marker").exists()
+    assert lg.get(item["id"])["status"] == "pending" and v.receipts(lg) == []
+    assert lg.done(item["id"], force_reason="ran it by hand")["status"] == "completed"
+    assert not (tmp_path / "marker").exists()
+    forced = [e["new"] for e in lg.history(item=item["id"]) if e["field"] == "forced"]
+    assert forced[0]["gates"][0]["result"] == "not run"

@@ -109,6 +109,9 @@ class Ledger:
             )
         self.store = store
         self.repo = Repo(store)
+        # False where requests come from elsewhere (`serve` without --allow-checks):
+        # then no check runs, neither by `verify` nor as the gate of `done`.
+        self.run_checks = True
         self._writes: list[Writes] | None = None
 
     @property

@@ -236,6 +236,8 @@ def _run(
 
     if not rows:
         return []
+    if not lg.run_checks:
+        raise LedgerError("checks do not run here: this server was started without --allow-checks")
     with lg.store.read():
         jobs = [(row.id, row.check, _inputs(lg, row, cwd)) for row in rows]
     trees: dict[tuple[str, ...], dict[str, Any] | None] = {}
@@ -400,6 +402,14 @@ def gate_before_done(
         return None
     trusted = [g for g in gates if g.trusted]
     untrusted = [g for g in gates if not g.trusted]
+    if not lg.run_checks and force_reason is None:
+        raise LedgerError(
+            f"{item.id} not completed: its gate {gates[0].check.text()} runs only where checks are allowed"
+            " (todoledger done on the machine, or serve --allow-checks)"
+        )
+    if not lg.run_checks:
+        trusted = []  # an override from a server that runs no checks: recorded, nothing run
+        untrusted = gates
     receipts = _run(lg, plan, writer, trusted, cwd or os.getcwd(), None, kind=None)
     failing = [(g, r) for g, r in zip(trusted, receipts, strict=True) if r.result != "holds"]
     if not failing and not untrusted:
@@ -414,10 +424,11 @@ def gate_before_done(
             f"{item.id} not completed: gate {untrusted[0].check.text()} is not trusted"
             f" (todoledger trust {untrusted[0].id}, or --force --reason)"
         )
+    skipped = "untrusted" if lg.run_checks else "not run"
     forced = {
         "reason": force_reason,
         "gates": [{"check": g.id, "spec": g.check.text(), "result": r.result} for g, r in failing]
-        + [{"check": g.id, "spec": g.check.text(), "result": "untrusted"} for g in untrusted],
+        + [{"check": g.id, "spec": g.check.text(), "result": skipped} for g in untrusted],
     }
     return GatePassed(item.id, trusted, receipts, forced)
 

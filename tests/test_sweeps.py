@@ -165,6 +165,9 @@ def test_sigkill_halfway_then_resume_runs_nothing_twice(
     assert csv_text.startswith("params,metric,n,median") and len(csv_text.splitlines()) == 17
     as_json = run_json(ledger_env, "sweep", "results", "draft")
     assert len(as_json["rows"]) == 16
+    html = run(ledger_env, "sweep", "results", "draft", "--format", "html").stdout
+    assert html.startswith("<!doctype html>") and html.count("<svg") == 2 and "<script" not in html
+    assert "draft_tokens=16 concurrency=1" in html and "(baseline)" in html
 
 
 def test_single_runs_and_failures_are_flagged(ledger_env: Path, tmp_path: Path) -> None:
@@ -187,6 +190,10 @@ def test_single_runs_and_failures_are_flagged(ledger_env: Path, tmp_path: Path) 
         assert rows[1]["n"] == 0 and rows[1]["flags"] == ["not run"]
         view = {i["content"]: i for i in lg.show()["items"]}
         assert view["Run 2"]["status"] == "in_progress" and view["Run 2"]["verification"] == "failed"
+        from todoledger.core.sweep_html import page
+
+        html = page(sweeps.results(lg, "once") | {"sweep": "<b>once</b>"})
+        assert "&lt;b&gt;once&lt;/b&gt;" in html and "<b>" not in html and "not run" in html
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,7 @@ def sweep_run(name: str, plan: str | None, writer: str | None, as_json: bool, pa
 @common
 @click.argument("name")
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True
+    "--format", "fmt", type=click.Choice(["table", "csv", "json", "html"]), default="table", show_default=True
 )
 def sweep_results(name: str, plan: str | None, writer: str | None, as_json: bool, fmt: str) -> None:
     """Median, min, max and spread per combination, ratio to the baseline, verdict."""
@@ -93,6 +93,11 @@ def sweep_results(name: str, plan: str | None, writer: str | None, as_json: bool
         out = sweeps.results(lg, name, plan=plan)
     if as_json or fmt == "json":
         emit(out)
+        return
+    if fmt == "html":
+        from todoledger.core.sweep_html import page
+
+        click.echo(page(out), nl=False)
         return
     rows = table(out["rows"])
     if fmt == "csv":

@@ -76,10 +76,8 @@ def test_sweep_expands_runs_and_summarises(ledger_env: Path, tmp_path: Path, ben
         first = view["Benchmark 16 draft tokens at C=1"]
         assert first["status"] == "completed" and first["verification"] == "verified"
         assert first["evidence"].startswith("3 runs of cmd:python3 bench.py 16 1 0.0: tok_s median")
-        assert (
-            view[f"Sweep draft: {'Benchmark {draft_tokens} draft tokens at C={concurrency}'}"]["status"]
-            == "pending"
-        )
+        parent = view["Sweep draft: Benchmark {draft_tokens} draft tokens at C={concurrency}"]
+        assert parent["status"] == "completed" and parent["evidence"].startswith("8 combinations measured")
         result = sweeps.results(lg, "draft")
         assert sweeps.run(lg, "draft")["runs"] == 0  # nothing left to run
     # independent computation from the runs the script logged itself
@@ -222,3 +220,14 @@ def test_bad_sweeps_change_nothing(ledger_env: Path, kw: dict[str, Any], says: s
             sweeps.add(lg, "bad", **args)
         assert says in str(err.value) and "\n" not in str(err.value)
         assert lg.show()["items"] == [] and lg.history() == []
+
+
+def test_parallel_run_completes_every_combination(ledger_env: Path, tmp_path: Path, bench: Path) -> None:
+    with Ledger() as lg:
+        define(lg, pause=0.05, repeat=2)
+        out = sweeps.run(lg, "draft", parallel=4)
+        assert (out["runs"], out["failed"]) == (16, 0)
+        items = lg.show()["items"]
+        assert all(i["status"] == "completed" for i in items)
+        assert sorted(len(v.metrics(lg, i["id"])) for i in items if i["parent"]) == [4] * 8
+        assert lg.check() == []

@@ -173,7 +173,30 @@ def run(
         with ThreadPoolExecutor(max_workers=min(parallel, len(work))) as pool:
             for future in [pool.submit(combination, *job) for job in work]:
                 future.result()
+    _finish(lg, plan, writer, name)
     return {"plan": plan, "sweep": name, "combinations": len(work), **counts}
+
+
+def _finish(lg: Ledger, plan: str, writer: str, name: str) -> None:
+    """Complete the sweep's parent once every combination is completed."""
+    at = now()
+    with lg._transaction():
+        parent_id, _, rows = _load(lg, plan, name)
+        parent = lg.repo.item(parent_id)
+        children = lg.repo.items_by_id([r[0] for r in rows])
+        if parent is None or parent.status in ("completed", "cancelled"):
+            return
+        if any(c.status != "completed" for c in children.values()):
+            return
+        w = lg._op(plan, writer, at, "sweep", summary=f"sweep {name} complete")
+        w.set(
+            parent.id,
+            "evidence",
+            parent.evidence,
+            f"{len(children)} combinations measured: todoledger sweep results {name}",
+        )
+        w.set(parent.id, "status", parent.status, "completed")
+        lg.repo.touch_plan(plan, at)
 
 
 def _record_repeat(

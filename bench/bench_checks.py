@@ -88,20 +88,25 @@ def bench_verify(folder: Path, runs: int = 7) -> None:
 def bench_done(folder: Path, runs: int = 15) -> None:
     env = dict(os.environ, TODOLEDGER_DB=str(folder / "done.db"))
     (folder / "results.json").write_text("{}")
-    ids = []
+    ids, plain = [], []
     for n in range(runs):
         item = cli(env, "add", f"Benchmark run {n}", "--done-when", "file:results.json", "--json")
         ids.append(item.split('"id":"', 1)[1].split('"', 1)[0])
+        item = cli(env, "add", f"Ungated {n}", "--json")
+        plain.append(item.split('"id":"', 1)[1].split('"', 1)[0])
     done: list[float] = []
+    ungated: list[float] = []
     bare: list[float] = []
     show: list[float] = []
-    for item_id in ids:
+    for item_id, other in zip(ids, plain, strict=True):
         bare.append(timed([sys.executable, "-c", "pass"], env, str(folder)))
         done.append(timed([TODOLEDGER, "done", item_id], env, str(folder)))
+        ungated.append(timed([TODOLEDGER, "done", other], env, str(folder)))
         show.append(timed([TODOLEDGER, "show", "--json"], env, str(folder)))
-    d, p, s = (statistics.median(x) * 1000 for x in (done, bare, show))
+    d, u, p, s = (statistics.median(x) * 1000 for x in (done, ungated, bare, show))
     print(f"done with a passing file: gate: {d:.1f} ms; python -c pass: {p:.1f} ms")
     print(f"  ratio done / python -c pass = {d / p:.2f}x (target <= 4x)")
+    print(f"  the gate's own share: done without a gate = {u:.1f} ms, {u / p:.2f}x python -c pass")
     # The same start-up without any check, for scale: the load of a shared machine inflates both.
     print(f"  for scale: show --json (lean path, no check) = {s:.1f} ms, {s / p:.2f}x python -c pass")
 

@@ -10,7 +10,6 @@ It is also the public Python API:
 
 from __future__ import annotations
 
-import getpass
 import json
 import math
 import os
@@ -24,7 +23,6 @@ from todoledger.core.merge import Conflict, Merge, MergeInput, Seen, merge
 from todoledger.core.model import (
     ANNOTATIONS,
     CREATED,
-    DEFAULT_PLAN,
     DEFAULT_PRIORITY,
     MAX_CONTENT_CHARS,
     MAX_NOTES_CHARS,
@@ -40,6 +38,8 @@ from todoledger.core.model import (
 )
 from todoledger.core.record import dataclass, field
 from todoledger.core.timefmt import now
+from todoledger.defaults import default_plan as default_plan
+from todoledger.defaults import default_writer as default_writer
 from todoledger.store.repo import Repo, Writes
 
 TYPE_CHECKING = False
@@ -50,16 +50,7 @@ if TYPE_CHECKING:
 
     from todoledger.core.view import PlanView
     from todoledger.store.base import Store
-
-
-def default_writer() -> str:
-    env = os.environ.get("TODOLEDGER_WRITER")
-    if env:
-        return env
-    try:
-        return f"cli:{getpass.getuser()}"
-    except Exception:  # getpass raises a bare KeyError/OSError without a passwd entry
-        return "cli"
+    from todoledger.verification import GatePassed
 
 
 def locate(cwd: str | Path | None = None) -> str:
@@ -67,10 +58,6 @@ def locate(cwd: str | Path | None = None) -> str:
     from todoledger.store.locate import ledger_file
 
     return ledger_file(cwd)
-
-
-def default_plan() -> str:
-    return os.environ.get("TODOLEDGER_PLAN") or DEFAULT_PLAN
 
 
 # The agents' formats, for interfaces (which reach the dialects only through here).
@@ -142,6 +129,9 @@ class Ledger:
             store = open_store(self._target, create=create, busy_ms=busy_ms)
         self.store = store
         self.repo = Repo(store)
+        # False where requests come from elsewhere (`serve` without --allow-checks):
+        # then no check runs, neither by `verify` nor as the gate of `done`.
+        self.run_checks = True
         self._writes: list[Writes] | None = None
 
     @property
@@ -219,17 +209,20 @@ class Ledger:
                 if items:
                     self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items})
                 revision = self.repo.revision(plan)
+                verified = self._verification(plan, items)
         else:
             with self.store.read():
                 items = self.repo.items(plan)
                 revision = self.repo.revision(plan)
-        derived = graph.derive(items)
+                verified = self._verification(plan, items)
+        derived = graph.derive(items, _held(verified))
         waiting = graph.cancelled_blockers(items)
         rows = []
         for it in items:
             row = it.as_dict()
             row["blocked"], row["ready"] = derived[it.id]
             row["waits_on_cancelled"] = waiting.get(it.id, [])
+            row["verification"] = verified[it.id]
             rows.append(row)
         return {"plan": plan, "revision": revision, "items": rows}
 
@@ -288,19 +281,24 @@ class Ledger:
     def _ready(self, plan: str, limit: int) -> list[Item]:
         out: list[Item] = []
         fetch = limit + 8
+        held = self._held(plan)
         while True:
             ids = self.repo.ready_candidates(plan, fetch)
             found = self.repo.items_by_id(ids)
-            out = [found[i] for i in ids if not self._ancestor_blocked(found[i])][:limit]
+            out = [
+                found[i]
+                for i in ids
+                if not held.intersection(found[i].depends_on) and not self._ancestor_blocked(found[i], held)
+            ][:limit]
             if len(out) >= limit or len(ids) < fetch:
                 return out
             fetch *= 4
 
-    def _ancestor_blocked(self, item: Item) -> bool:
+    def _ancestor_blocked(self, item: Item, held: frozenset[str] = frozenset()) -> bool:
         parent, depth = item.parent, 0
         while parent and depth < 64:
             blockers = self.repo.items_by_id(self.repo.blockers(parent))
-            if any(graph.unmet(b) for b in blockers.values()):
+            if any(graph.unmet(b) or b.id in held for b in blockers.values()):
                 return True
             parent, depth = self.repo.parent_of(parent), depth + 1
         return False
@@ -433,6 +431,7 @@ class Ledger:
             )
             changes = _changes(result, known)
             warnings += self._progress_warnings(parsed, result, known)
+            warnings += self._completion_warnings(plan, result)
             notices = _drop_notices(result, known)
             links = any(e.blocked_by or e.blocks for e in parsed.items)
             fresh = [c for c in result.conflicts if not self._repeat_conflict(c.item, writer, _conflict(c))]
@@ -648,22 +647,24 @@ class Ledger:
         are unmet is refused unless `force`, which is recorded."""
         plan = plan or default_plan()
         writer = writer or default_writer()
+        status = fields.get("status")
+        if status in PROGRESS and not force:
+            with self.store.read():  # before the gates run: a refusal runs no check
+                self._refuse_unmet(self._require(plan, ref), status)
+        gate = self._gate(plan, ref, writer, fields, force)
         at = at or now()
         with self._transaction():
             item = self._require(plan, ref)
-            status = fields.get("status")
             waiting: list[Item] = []
             if status in PROGRESS and status != item.status:
+                if not force:
+                    self._refuse_unmet(item, status)  # again: it may have changed since the gates ran
                 waiting = self._unmet_prerequisites(item.id)
-                if waiting and not force:
-                    verb = "complete" if status == "completed" else "start"
-                    raise LedgerError(
-                        f"cannot {verb} {item.id}: it waits for {_list_items(waiting)};"
-                        " finish those first or remove the dependency (force overrides, and is recorded)"
-                    )
             w = self._op(
                 plan, writer, at, kind, summary=f"{kind} {item.id}" + (" (forced)" if waiting else "")
             )
+            if gate is not None:
+                gate.record(self, w)  # the gates' receipts (and an override) go with the change
             if waiting:
                 w.annotate(
                     item.id, "forced", None, {"past": "prerequisites", "open": [b.id for b in waiting]}
@@ -673,6 +674,17 @@ class Ledger:
             if w.count:
                 self.repo.touch_plan(plan, at)
             return self._require(plan, item.id).as_dict()
+
+    def _refuse_unmet(self, item: Item, status: str) -> None:
+        if status == item.status:
+            return
+        waiting = self._unmet_prerequisites(item.id)
+        if waiting:
+            verb = "complete" if status == "completed" else "start"
+            raise LedgerError(
+                f"cannot {verb} {item.id}: it waits for {_list_items(waiting)};"
+                " finish those first or remove the dependency (force overrides, and is recorded)"
+            )
 
     def _unmet_prerequisites(self, item_id: str, status_after: dict[str, str] | None = None) -> list[Item]:
         """What the item waits for that is not completed, its phases' prerequisites
@@ -721,8 +733,24 @@ class Ledger:
     def start(self, ref: str, **kw: Any) -> dict[str, Any]:
         return self.update(ref, status="in_progress", kind="start", **kw)
 
-    def done(self, ref: str, *, evidence: str | None = None, **kw: Any) -> dict[str, Any]:
-        return self.update(ref, status="completed", evidence=evidence, kind="done", **kw)
+    def done(
+        self,
+        ref: str,
+        *,
+        evidence: str | None = None,
+        metrics: dict[str, float] | None = None,
+        force_reason: str | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """Complete an item once its gates pass (`force_reason` overrides a failing
+        gate and is recorded); `metrics` are recorded first, so metric gates see them."""
+        if metrics:
+            from todoledger.verification import record_metrics
+
+            record_metrics(self, ref, metrics, plan=kw.get("plan"), writer=kw.get("writer"))
+        return self.update(
+            ref, status="completed", evidence=evidence, kind="done", force_reason=force_reason, **kw
+        )
 
     def cancel(self, ref: str, *, reason: str | None = None, **kw: Any) -> dict[str, Any]:
         return self.update(ref, status="cancelled", reason=reason or "cancelled", kind="cancel", **kw)
@@ -892,9 +920,12 @@ class Ledger:
         plan = plan or default_plan()
         with self.store.read():
             items = self.repo.items(plan)
+            checks = self._export_checks(plan)
         for it in items:
             # State only: who and when live in the history, not in the diffable plan.
             record = {k: v for k, v in it.as_dict().items() if k in EXPORTED and v not in (None, [])}
+            if it.id in checks:
+                record["checks"] = checks[it.id]
             yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
     def import_jsonl(
@@ -972,9 +1003,60 @@ class Ledger:
                         if b not in current_deps:
                             graph.check_new_dependency(r["id"], b, self.repo.blockers)
                     w.set(r["id"], "depends_on", current_deps, blockers)
+            imported_checks = self._import_checks(w, records)
             if w.count:
                 self.repo.touch_plan(plan, at)
-        return {"plan": plan, "records": len(records), "added": added, "changed": changed}
+        out: dict[str, Any] = {"plan": plan, "records": len(records), "added": added, "changed": changed}
+        if imported_checks:
+            out["untrusted_checks"] = imported_checks  # nothing runs them before `todoledger trust`
+        return out
+
+    # checks (issue 8): the service lives in todoledger.verification ----------
+    def _verification(self, plan: str, items: list[Item]) -> dict[str, str | None]:
+        from todoledger.verification import states
+
+        return states(self, plan, [(i.id, i.status) for i in items])
+
+    def _held(self, plan: str) -> frozenset[str]:
+        from todoledger.verification import held
+
+        return held(self, plan)
+
+    def _gate(
+        self, plan: str, ref: str, writer: str, fields: dict[str, Any], force: bool
+    ) -> GatePassed | None:
+        """Completing an item runs its gates first (outside any transaction: a check may take a minute)."""
+        force_reason = fields.pop("force_reason", None)
+        if fields.get("status") != "completed":
+            return None
+        from todoledger.verification import gate_before_done
+
+        try:
+            return gate_before_done(self, plan, ref, writer, force_reason)
+        except LedgerError as refusal:
+            if force and force_reason is None:  # forcing past a gate takes a reason, recorded with it
+                raise LedgerError(
+                    f"{refusal}; overriding a failing gate needs --force with --reason"
+                ) from None
+            raise
+
+    def _completion_warnings(self, plan: str, result: Merge) -> list[Finding]:
+        completed = [s.item for s in result.sets if s.field == "status" and s.new == "completed"]
+        if not completed:
+            return []
+        from todoledger.verification import write_warnings
+
+        return write_warnings(self, plan, completed)
+
+    def _export_checks(self, plan: str) -> dict[str, list[dict[str, Any]]]:
+        from todoledger.verification import export_checks
+
+        return export_checks(self, plan)
+
+    def _import_checks(self, w: Writes, records: list[dict[str, Any]]) -> int:
+        from todoledger.verification import import_checks
+
+        return import_checks(self, w, records)
 
     # recovery --------------------------------------------------------------
     def prime(
@@ -1019,6 +1101,12 @@ def _list_items(items: list[Item], limit: int = 3) -> str:
     shown = [f"{it.id} {short(it.content, 40)!r} ({it.status})" for it in items[:limit]]
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return ", ".join(shown) + more
+
+
+def _held(verified: dict[str, str | None]) -> frozenset[str]:
+    from todoledger.core.verification import held
+
+    return held(verified)
 
 
 def _validate(name: str, value: Any) -> Any:

@@ -26,6 +26,13 @@ LAZY_COMMANDS: dict[str, str] = {
     "ingest": "todoledger.cli.cmd_ingest:ingest",
     "report": "todoledger.cli.cmd_ingest:report",
     "stats": "todoledger.cli.cmd_ingest:stats",
+    # checks (issue 8)
+    "assume": "todoledger.cli.cmd_checks:assume",
+    "gate": "todoledger.cli.cmd_checks:gate",
+    "verify": "todoledger.cli.cmd_checks:verify",
+    "trust": "todoledger.cli.cmd_checks:trust",
+    "metrics": "todoledger.cli.cmd_checks:metrics_cmd",
+    "sweep": "todoledger.cli.cmd_sweep:sweep",
 }
 
 
@@ -203,14 +210,28 @@ FORCE = click.option(
     "--force", is_flag=True, help="Go ahead although prerequisites are unmet (recorded in the history)."
 )
 _item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE)
+
+
+def _done(lg: Any, ref: str, **kw: Any) -> Any:
+    from todoledger.verification import done_command
+
+    return done_command(lg, ref, **kw)
+
+
 _item_command(
     "done",
-    "Mark an item completed, with evidence.",
-    lambda lg, ref, **kw: lg.done(ref, **kw),
+    "Mark an item completed, with evidence; its gates run first and must pass.",
+    _done,
     click.option(
         "--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."
     ),
-    FORCE,
+    click.option("--metric", "metric", multiple=True, help="A number measured, NAME=VALUE (repeatable)."),
+    click.option(
+        "--force",
+        is_flag=True,
+        help="Complete although prerequisites are unmet or a gate fails (a failing gate needs --reason).",
+    ),
+    click.option("--reason", default=None, help="Why the override is right (recorded)."),
 )
 _item_command(
     "cancel",
@@ -228,6 +249,9 @@ _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref,
 @click.option("--after", default=None, help="Place it after this item.")
 @click.option("--priority", type=click.Choice(["high", "medium", "low"]), default=None)
 @click.option("--depends-on", "depends_on", multiple=True, help="An item this one waits for (repeatable).")
+@click.option(
+    "--done-when", "done_when", default=None, help="A gate: the check `done` must pass (e.g. cmd:pytest)."
+)
 def add(
     text: str,
     plan: str | None,
@@ -237,9 +261,14 @@ def add(
     after: str | None,
     priority: str | None,
     depends_on: tuple[str, ...],
+    done_when: str | None = None,
 ) -> None:
     """Add an item."""
     with ledger() as lg:
+        if done_when is not None:
+            from todoledger.core.checkspec import parse
+
+            parse(done_when)  # a bad spec refuses before anything is added
         row = lg.add(
             text,
             plan=plan,
@@ -249,6 +278,10 @@ def add(
             priority=priority,
             depends_on=depends_on,
         )
+        if done_when is not None:
+            from todoledger.verification import add_check
+
+            row["gate"] = add_check(lg, row["id"], done_when, plan=plan, writer=writer)
     if as_json:
         emit(row)
     else:

@@ -60,16 +60,18 @@ def unmet(blocker: Item) -> bool:
     return blocker.status != "completed"
 
 
-def derive(items: Sequence[Item]) -> dict[str, tuple[bool, bool]]:
+def derive(items: Sequence[Item], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
     """Map item id -> (blocked, ready) for a whole plan.
 
     Blocked: an unmet dependency (open or cancelled), directly or through a
     parent phase. Ready: pending, not blocked, and no unfinished children (a
     phase is done through its children, so it is not itself the next thing).
+    `held`: items that count as unmet whatever their status (checked but
+    not verified, from `core.verification.held`).
     """
     by_id: Mapping[str, Item] = {i.id: i for i in items}
     open_children: set[str] = {i.parent for i in items if i.parent and i.status in OPEN_STATUSES}
-    direct = {i.id: any(b in by_id and unmet(by_id[b]) for b in i.depends_on) for i in items}
+    direct = {i.id: any(b in by_id and (unmet(by_id[b]) or b in held) for b in i.depends_on) for i in items}
     memo: dict[str, bool] = {}
 
     def blocked(item_id: str, depth: int = 0) -> bool:

@@ -37,7 +37,12 @@ STATE_FIELDS: tuple[str, ...] = (
 # existence; the rest annotate the story without changing state.
 CREATED = "created"
 REMOVED = "removed"
-ANNOTATIONS: frozenset[str] = frozenset({"conflict", "lint", "dropped", "reordered", "forced"})
+ANNOTATIONS: frozenset[str] = frozenset(
+    {"conflict", "lint", "dropped", "reordered"}
+    # checks (issue 8): a check added/removed, a receipt of a run, a number recorded,
+    # an approval of a check's text, a gate overridden by `done --force`
+    | {"check", "receipt", "metric", "trust", "forced"}
+)
 
 # Input limits: a clear refusal beats a hang or a bloated ledger.
 MAX_PAYLOAD_BYTES = 2 * 1024 * 1024

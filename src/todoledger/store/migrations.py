@@ -84,8 +84,37 @@ def m002_op_source_location(db: Executor) -> None:
     db.executemany("UPDATE ops SET source_key = ?, source_at = ? WHERE op = ?", rows)
 
 
+def m003_checks_receipts_metrics(db: Executor) -> None:
+    """Checks (gates and assumptions) on items, a receipt for every run,
+    numbers recorded on items, and parameter sweeps (one item per combination). A check is trusted while `trusted_hash` is the
+    hash of its exact current text."""
+    key = db.serial_key
+    db.execute_script(
+        [
+            "CREATE TABLE checks (id TEXT PRIMARY KEY, plan TEXT NOT NULL, item TEXT NOT NULL,"
+            " role TEXT NOT NULL, spec TEXT NOT NULL, options TEXT NOT NULL, trusted_hash TEXT,"
+            " trusted_by TEXT, trusted_at TEXT, created_by TEXT NOT NULL, at TEXT NOT NULL)",
+            "CREATE INDEX checks_plan_item ON checks (plan, item)",
+            f"CREATE TABLE receipts (seq {key}, check_id TEXT NOT NULL, plan TEXT NOT NULL,"
+            " item TEXT NOT NULL, spec TEXT NOT NULL, result TEXT NOT NULL, code INTEGER,"
+            " duration_ms INTEGER NOT NULL, output TEXT NOT NULL, tree TEXT, asked_by TEXT NOT NULL,"
+            " at TEXT NOT NULL)",
+            "CREATE INDEX receipts_plan_check ON receipts (plan, check_id, seq)",
+            f"CREATE TABLE metrics (seq {key}, plan TEXT NOT NULL, item TEXT NOT NULL, name TEXT NOT NULL,"
+            " value DOUBLE PRECISION NOT NULL, run INTEGER NOT NULL, writer TEXT NOT NULL, at TEXT NOT NULL)",
+            "CREATE INDEX metrics_item_name ON metrics (item, name, seq)",
+            "CREATE TABLE sweeps (plan TEXT NOT NULL, name TEXT NOT NULL, parent TEXT NOT NULL,"
+            " definition TEXT NOT NULL, created_by TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (plan, name))",
+            "CREATE TABLE sweep_items (plan TEXT NOT NULL, sweep TEXT NOT NULL, item TEXT NOT NULL,"
+            " params TEXT NOT NULL, baseline INTEGER NOT NULL, run_check TEXT NOT NULL, position INTEGER NOT NULL,"
+            " PRIMARY KEY (plan, sweep, item))",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
+    ("checks_receipts_metrics", m003_checks_receipts_metrics),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

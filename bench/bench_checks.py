@@ -1,0 +1,146 @@
+"""Benchmarks for checks (issue 8). Prints ratios measured side by side in one
+run: absolute times on a shared machine are noise.
+
+    .venv/bin/python bench/bench_checks.py
+
+1. `todoledger verify` of 50 checks against a local server that answers after
+   200 ms, vs the same command with one check: target wall <= 2x one + 100 ms
+   (they run in parallel);
+2. `todoledger done` with a passing `file:` gate vs `python -c pass`: target <= 4x;
+3. `sweep run` overhead per run beyond the command's own time (the same command
+   run directly, one after another): target <= 20 ms.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+TODOLEDGER = str(BIN / "todoledger")
+DELAY = 0.2
+
+
+class Slow(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        time.sleep(DELAY)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class Server(ThreadingHTTPServer):
+    request_queue_size = 128  # 50 connections at once
+
+
+def cli(env: dict[str, str], *args: str) -> str:
+    proc = subprocess.run([TODOLEDGER, *args], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"todoledger {' '.join(args)} failed: {proc.stderr[:300]}")
+    return proc.stdout
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[:300]}")
+    return elapsed
+
+
+def ledger_with_checks(folder: Path, name: str, url: str, count: int) -> dict[str, str]:
+    env = dict(os.environ, TODOLEDGER_DB=str(folder / f"{name}.db"))
+    for n in range(count):
+        item = cli(env, "add", f"Server answers ({n})", "--json")
+        item_id = item.split('"id":"', 1)[1].split('"', 1)[0]
+        cli(env, "gate", "add", item_id, url)
+    return env
+
+
+def bench_verify(folder: Path, runs: int = 7) -> None:
+    server = Server(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/health"
+    one = ledger_with_checks(folder, "one", url, 1)
+    fifty = ledger_with_checks(folder, "fifty", url, 50)
+    samples: dict[str, list[float]] = {"one": [], "fifty": []}
+    for _ in range(runs):
+        samples["one"].append(timed([TODOLEDGER, "verify"], one, str(folder)))
+        samples["fifty"].append(timed([TODOLEDGER, "verify"], fifty, str(folder)))
+    server.shutdown()
+    a, b = (statistics.median(samples[k]) * 1000 for k in ("one", "fifty"))
+    print(f"verify, server answering after {DELAY * 1000:.0f} ms: 1 check {a:.0f} ms; 50 checks {b:.0f} ms")
+    print(f"  50 checks / (2 x one + 100 ms) = {b / (2 * a + 100):.2f} (target <= 1)")
+
+
+def bench_done(folder: Path, runs: int = 15) -> None:
+    env = dict(os.environ, TODOLEDGER_DB=str(folder / "done.db"))
+    (folder / "results.json").write_text("{}")
+    ids, plain = [], []
+    for n in range(runs):
+        item = cli(env, "add", f"Benchmark run {n}", "--done-when", "file:results.json", "--json")
+        ids.append(item.split('"id":"', 1)[1].split('"', 1)[0])
+        item = cli(env, "add", f"Ungated {n}", "--json")
+        plain.append(item.split('"id":"', 1)[1].split('"', 1)[0])
+    done: list[float] = []
+    ungated: list[float] = []
+    bare: list[float] = []
+    show: list[float] = []
+    for item_id, other in zip(ids, plain, strict=True):
+        bare.append(timed([sys.executable, "-c", "pass"], env, str(folder)))
+        done.append(timed([TODOLEDGER, "done", item_id], env, str(folder)))
+        ungated.append(timed([TODOLEDGER, "done", other], env, str(folder)))
+        show.append(timed([TODOLEDGER, "show", "--json"], env, str(folder)))
+    d, u, p, s = (statistics.median(x) * 1000 for x in (done, ungated, bare, show))
+    print(f"done with a passing file: gate: {d:.1f} ms; python -c pass: {p:.1f} ms")
+    print(f"  ratio done / python -c pass = {d / p:.2f}x (target <= 4x)")
+    print(f"  the gate's own share: done without a gate = {u:.1f} ms, {u / p:.2f}x python -c pass")
+    # The same start-up without any check, for scale: the load of a shared machine inflates both.
+    print(f"  for scale: show --json (lean path, no check) = {s:.1f} ms, {s / p:.2f}x python -c pass")
+
+
+def bench_sweep(folder: Path, runs: int = 40) -> None:
+    """In process: the wall time of `sweep run` minus the runs' own durations (their receipts)."""
+    from todoledger import Ledger, sweeps
+    from todoledger import verification as v
+
+    os.chdir(folder)
+    with Ledger(folder / "sweep.db") as lg:
+        sweeps.add(
+            lg,
+            "overhead",
+            template="Run {n}",
+            params=[f"n={','.join(str(n) for n in range(runs))}"],
+            run="echo tok_s {n}",
+            metrics=[r"tok_s=tok_s (\d+)"],
+        )
+        start = time.perf_counter()
+        sweeps.run(lg, "overhead")
+        wall = (time.perf_counter() - start) * 1000
+        own = sum(r["duration_ms"] for r in v.receipts(lg))
+    print(f"sweep run of {runs} runs: {wall:.0f} ms; the commands' own time (receipts): {own} ms")
+    print(f"  overhead per run = {(wall - own) / runs:.1f} ms (target <= 20 ms)")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        bench_verify(folder)
+        bench_done(folder)
+        bench_sweep(folder)
+
+
+if __name__ == "__main__":
+    main()

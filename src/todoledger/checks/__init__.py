@@ -1,0 +1,1 @@
+"""Running checks against real targets (I/O): commands, HTTP, ports, disks, files."""

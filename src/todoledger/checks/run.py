@@ -1,0 +1,250 @@
+"""Run one check against its real target, within its timeout.
+
+`holds` and `fails` are answers from the target; `error` means the check
+could not be evaluated (a missing disk path, no metric recorded, a command
+that cannot start). Output is kept as a bounded tail.
+"""
+
+from __future__ import annotations
+
+# Network, process and thread modules are imported by the kinds that use them:
+# `done` with a file: gate runs on the command line's start-up budget.
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+
+from todoledger.core.checkspec import Check, compare, format_size
+from todoledger.core.record import dataclass
+from todoledger.core.verification import tail
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Any, TypeVar
+
+    K = TypeVar("K")
+
+MAX_SCAN_BYTES = 1 << 20  # an expect regex looks at the last MiB of output / first MiB of a body
+MAX_WORKERS = 64
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: str  # holds | fails | error
+    code: int | None
+    duration_ms: int
+    output: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a check needs from the ledger: where to run, the item's start, metric values."""
+
+    cwd: str
+    since: float | None = None  # epoch seconds the item started (file: newer)
+    value: float | None = None  # metric: the item's value
+    baseline: float | None = None  # metric: the baseline item's value
+
+
+def run(check: Check, inputs: Inputs) -> Outcome:
+    started = time.monotonic()
+    try:
+        result, code, output = _KINDS[check.kind](check, inputs)
+    except Exception as exc:  # a check never takes the caller down: it reports that it could not run
+        result, code, output = "error", None, f"{type(exc).__name__}: {exc}"
+    return Outcome(result, code, int((time.monotonic() - started) * 1000), tail(output))
+
+
+def run_many(
+    jobs: Sequence[tuple[K, Check, Inputs]],
+    on_done: Callable[[K, Outcome], None] | None = None,
+    workers: int = MAX_WORKERS,
+) -> dict[K, Outcome]:
+    """Run checks in parallel threads (they wait on processes and sockets, not the GIL)."""
+    out: dict[K, Outcome] = {}
+    if len(jobs) == 1:  # no thread for a single check (a gate)
+        key, check, inputs = jobs[0]
+        out[key] = run(check, inputs)
+        if on_done is not None:
+            on_done(key, out[key])
+        return out
+    if not jobs:
+        return out
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
+        futures = {pool.submit(run, check, inputs): key for key, check, inputs in jobs}
+        for future in as_completed(futures):
+            key = futures[future]
+            out[key] = future.result()
+            if on_done is not None:
+                on_done(key, out[key])
+    return out
+
+
+def _cmd(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryFile() as sink:
+        try:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", check.target],
+                cwd=inputs.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: a timeout kills its children too
+            )
+        except OSError as exc:
+            return "error", None, f"cannot start: {exc.strerror}"
+        try:
+            code = proc.wait(timeout=check.timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            code, timed_out = proc.wait(), True
+        output = _read_tail(sink)
+    if timed_out:
+        return "fails", None, output + f"\ntimed out after {check.timeout:g} s"
+    if code != 0:
+        return "fails", code, output
+    if check.expect is not None and not re.search(check.expect, output, re.MULTILINE):
+        return "fails", code, output + f"\noutput does not match {check.expect!r}"
+    return "holds", code, output
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+
+
+def _read_tail(sink: Any) -> str:
+    size = sink.seek(0, os.SEEK_END)
+    sink.seek(max(0, size - MAX_SCAN_BYTES))
+    return str(sink.read().decode("utf-8", "replace"))
+
+
+def _http(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    import http.client
+    import ssl
+
+    scheme, _, rest = check.target.partition("://")
+    hostport, slash, path = rest.partition("/")
+    path = slash + path if slash else "/"
+    host, port = hostport, None
+    if hostport.rsplit(":", 1)[-1].isdigit() and not hostport.endswith("]"):
+        host, port_text = hostport.rsplit(":", 1)
+        port = int(port_text)
+    host = host.strip("[]")
+    conn: http.client.HTTPConnection
+    if scheme == "https":
+        conn = http.client.HTTPSConnection(
+            host, port, timeout=check.timeout, context=ssl.create_default_context()
+        )
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=check.timeout)
+    try:
+        conn.request("GET", path, headers={"User-Agent": "todoledger-check", "Connection": "close"})
+        response = conn.getresponse()
+        body = response.read(MAX_SCAN_BYTES).decode("utf-8", "replace")
+        status = response.status
+    except (OSError, http.client.HTTPException) as exc:
+        # Refused, timed out, reset: the server is not there to answer; that is the check failing.
+        return "fails", None, f"no answer from {check.target}: {_reason(exc)}"
+    finally:
+        conn.close()
+    ok = status == check.status if check.status is not None else 200 <= status < 300
+    if not ok:
+        wanted = check.status if check.status is not None else "2xx"
+        return "fails", status, f"{body}\nHTTP {status} (wanted {wanted})"
+    if check.expect is not None and not re.search(check.expect, body, re.MULTILINE):
+        return "fails", status, f"{body}\nHTTP {status}; the body does not match {check.expect!r}"
+    # The verdict goes last: the one-line answers show the last line.
+    return "holds", status, f"{body}\nHTTP {status}"
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _port(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    import socket
+
+    try:
+        with socket.create_connection((check.host, check.port), timeout=check.timeout):
+            return "holds", None, f"{check.target} accepts connections"
+    except socket.gaierror as exc:
+        return "error", None, f"cannot resolve {check.host}: {exc.strerror}"
+    except OSError as exc:
+        return "fails", None, f"{check.target}: {_reason(exc)}"
+
+
+def _disk(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    path = os.path.join(inputs.cwd, os.path.expanduser(check.target))
+    try:
+        st = os.statvfs(path)
+    except OSError as exc:
+        return "error", None, f"{check.target}: {exc.strerror}"
+    free = st.f_bavail * st.f_frsize  # what an unprivileged writer can use, as df's "Avail"
+    assert check.min_bytes is not None
+    line = f"{format_size(free)} free at {check.target} ({free} bytes); needs {check.size} ({check.min_bytes} bytes)"
+    return ("holds" if free >= check.min_bytes else "fails"), None, line
+
+
+def _file(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    path = os.path.join(inputs.cwd, os.path.expanduser(check.target))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "fails", None, f"{check.target}: no such file"
+    except OSError as exc:
+        return "error", None, f"{check.target}: {exc.strerror}"
+    if check.nonempty and st.st_size == 0:
+        return "fails", None, f"{check.target} is empty"
+    if check.newer:
+        if inputs.since is None:
+            return "error", None, f"{check.target}: the item has no start time to compare with"
+        if st.st_mtime <= inputs.since:
+            return "fails", None, f"{check.target} was not written since the item started"
+    return "holds", None, f"{check.target} exists ({st.st_size} bytes)"
+
+
+def _metric(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    if inputs.value is None:
+        return (
+            "error",
+            None,
+            f"no {check.target} recorded on this item (done ID --metric {check.target}=VALUE)",
+        )
+    if check.ratio is not None:
+        if inputs.baseline is None:
+            return "error", None, f"the baseline {check.baseline} has no {check.target} recorded"
+        threshold = check.ratio * inputs.baseline
+    else:
+        assert check.value is not None
+        threshold = check.value
+    assert check.op is not None
+    ok = compare(inputs.value, check.op, threshold)
+    return (
+        ("holds" if ok else "fails"),
+        None,
+        f"{check.target} = {inputs.value:g} (needs {check.op} {threshold:g})",
+    )
+
+
+_KINDS: dict[str, Callable[[Check, Inputs], tuple[str, int | None, str]]] = {
+    "cmd": _cmd,
+    "http": _http,
+    "port": _port,
+    "disk": _disk,
+    "file": _file,
+    "metric": _metric,
+}

@@ -1,0 +1,260 @@
+"""Checks from the command line: assume, gate, verify, trust, metrics."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from todoledger.cli.main import emit, ledger, options, reader, writes
+from todoledger.core.model import LedgerError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_options(func: F) -> F:
+    """The options a check spec may carry (see `todoledger.core.checkspec`)."""
+    for option in reversed(
+        [
+            click.option(
+                "--expect", default=None, help="cmd:/http: a regular expression the output must match."
+            ),
+            click.option(
+                "--status", type=int, default=None, help="http: the exact status wanted (default: any 2xx)."
+            ),
+            click.option(
+                "--timeout", type=float, default=None, help="Seconds before the check fails (default 60)."
+            ),
+            click.option("--nonempty", is_flag=True, default=None, help="file: must not be empty."),
+            click.option("--newer", is_flag=True, default=None, help="file: written after the item started."),
+            click.option("--baseline", default=None, help="metric: the item whose value `baseline` means."),
+            click.option(
+                "--watch",
+                "watch",
+                multiple=True,
+                help="A path whose change makes receipts stale (repeatable).",
+            ),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def _options(kw: dict[str, Any]) -> dict[str, Any]:
+    names = ("expect", "status", "timeout", "nonempty", "newer", "baseline", "watch")
+    out = {n: kw.pop(n, None) for n in names}
+    out["watch"] = list(out["watch"] or []) or None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _clean(text: str) -> str:
+    from todoledger.core.verification import tail
+
+    return tail(text, 10_000)
+
+
+@click.command()
+@writes
+@click.argument("text")
+@click.option(
+    "--check", "spec", default=None, help="The check that makes it hold (cmd:, http://, port:, disk:, file:)."
+)
+@click.option("--for", "for_", multiple=True, help="An item that waits for this assumption (repeatable).")
+@check_options
+def assume(
+    text: str,
+    spec: str | None,
+    for_: tuple[str, ...],
+    plan: str | None,
+    writer: str | None,
+    as_json: bool,
+    **kw: Any,
+) -> None:
+    """Record an assumption: an item that holds when its check passes."""
+    from todoledger import verification
+
+    options = _options(kw)
+    if options and spec is None:
+        raise LedgerError("check options need --check SPEC")
+    with ledger() as lg:
+        row = verification.assume(lg, text, check=spec, options=options, for_=for_, plan=plan, writer=writer)
+    if as_json:
+        emit(row)
+        return
+    check = f" (check {row['check']['id']}: {row['check']['spec']})" if row["check"] else " (no check yet)"
+    waits = f"; {', '.join(row['for'])} wait for it" if row["for"] else ""
+    click.echo(f"assumption {row['id']}: {_clean(row['content'])}{check}{waits}")
+
+
+@click.group()
+def gate() -> None:
+    """Completion gates: checks an item must pass before it is completed."""
+
+
+@gate.command("add")
+@writes
+@click.argument("ref", metavar="ID")
+@click.argument("spec", metavar="SPEC")
+@check_options
+def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json: bool, **kw: Any) -> None:
+    """Give item ID a gate: `done` runs SPEC and refuses while it fails."""
+    from todoledger import verification
+
+    with ledger() as lg:
+        row = verification.add_check(lg, ref, spec, options=_options(kw), plan=plan, writer=writer)
+    emit(row) if as_json else click.echo(f"gate {row['id']} on {row['item']}: {row['spec']}")
+
+
+@gate.command("remove")
+@writes
+@click.argument("check_id", metavar="CHECK")
+def gate_remove(check_id: str, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """Remove a check (gate or assumption check) by its id."""
+    from todoledger import verification
+
+    with ledger() as lg:
+        row = verification.remove_check(lg, check_id, plan=plan, writer=writer)
+    emit(row) if as_json else click.echo(f"removed {row['role']} {row['id']} from {row['item']}")
+
+
+@gate.command("list")
+@options(plan=True, as_json=True)
+@click.argument("refs", metavar="[ID...]", nargs=-1)
+def gate_list(refs: tuple[str, ...], plan: str | None, as_json: bool) -> None:
+    """The checks of the plan or of the named items, with their trust."""
+    from todoledger import verification
+
+    with reader() as lg:
+        rows = [r.as_dict() for r in verification.checks(lg, refs, plan=plan)]
+    if as_json:
+        emit(rows)
+        return
+    for r in rows:
+        trusted = "trusted" if r["trusted"] else "UNTRUSTED"
+        click.echo(f"{r['id']}  {r['item']}  {r['role']:<10} {trusted:<9}  {_clean(_spec_line(r))}")
+    if not rows:
+        click.echo("no checks")
+
+
+def _spec_line(row: dict[str, Any]) -> str:
+    opts = row.get("options") or {}
+    return str(row["spec"]) + ("  " + " ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) if opts else "")
+
+
+_MARK = {"holds": "ok  ", "fails": "FAIL", "error": "ERR "}
+
+
+@click.command()
+@writes
+@click.argument("refs", metavar="[ID...]", nargs=-1)
+@click.option(
+    "--watch", "every", type=click.FloatRange(min=0.1), default=None, help="Run again every SECONDS."
+)
+def verify(
+    refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, every: float | None
+) -> None:
+    """Run the checks of the plan (or of the named items) in parallel; store a receipt each."""
+    from todoledger import verification
+
+    failed = False
+    while True:
+        try:
+            failed = _verify_once(verification, refs, plan, writer, as_json)
+            if every is None:
+                break
+            time.sleep(every)
+        except KeyboardInterrupt:
+            if every is None:
+                raise
+            break  # --watch ends with Ctrl-C: a run cut short stores nothing (its transaction rolls back)
+    sys.exit(1 if failed else 0)
+
+
+def _verify_once(
+    verification: Any, refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool
+) -> bool:
+    with ledger() as lg:
+        total = len([r for r in verification.checks(lg, refs, plan=plan) if r.trusted])
+        done = [0]
+        started = time.monotonic()
+
+        def progress(row: Any, receipt: Any) -> None:
+            done[0] += 1
+            if as_json:
+                return
+            line = f"[{done[0]}/{total}] {_MARK[receipt.result]} {row.id} {row.item}  {row.check.text()}"
+            click.echo(_clean(f"{line}  ({receipt.duration_ms} ms) {receipt.line()}"))
+
+        result = verification.verify(lg, refs, plan=plan, writer=writer, on_result=progress)
+    failed = any(r["result"] != "holds" for r in result["receipts"])
+    if as_json:
+        emit(result)
+        return failed
+    for s in result["skipped"]:
+        click.echo(_clean(f"skipped {s['id']} {s['item']}  {s['spec']}: {s['why']}"))
+    counts: dict[str, int] = {}
+    for r in result["receipts"]:
+        counts[r["result"]] = counts.get(r["result"], 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no checks ran"
+    skipped = f", {len(result['skipped'])} skipped (untrusted)" if result["skipped"] else ""
+    click.echo(f"{summary}{skipped} in {time.monotonic() - started:.2f} s")
+    return failed
+
+
+@click.command()
+@writes
+@click.argument("refs", metavar="[ID...]", nargs=-1)
+@click.option("--yes", is_flag=True, help="Approve every check shown without asking.")
+def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, yes: bool) -> None:
+    """Show untrusted checks (imported, or from the HTTP server) and approve their exact text."""
+    from todoledger import verification
+
+    interactive = sys.stdin.isatty() and not as_json
+
+    def approve(row: Any) -> bool:
+        if not as_json:
+            click.echo(f"{row.id} on {row.item} ({row.role}), from {_clean(row.created_by)}:")
+            click.echo(f"    {_clean(row.check.text())}")
+            for name, value in sorted(row.check.options().items()):
+                click.echo(f"    {name} = {value!r}")
+        if yes:
+            return True
+        if not interactive:
+            return False
+        return click.confirm("Trust this exact check?", default=False)
+
+    with ledger() as lg:
+        pending = [r for r in verification.checks(lg, refs, plan=plan) if not r.trusted]
+        if not pending:
+            emit([]) if as_json else click.echo("nothing to trust: every check is trusted")
+            return
+        approved = verification.trust(lg, refs, plan=plan, writer=writer, approve=approve)
+    if as_json:
+        emit(approved)
+    elif approved:
+        click.echo(f"trusted {len(approved)} of {len(pending)} checks")
+    if not yes and not interactive and len(approved) < len(pending):
+        raise LedgerError(f"{len(pending)} checks shown, none trusted: approve on a terminal or with --yes")
+
+
+@click.command("metrics")
+@options(plan=True, as_json=True)
+@click.argument("ref", metavar="[ID]", required=False)
+def metrics_cmd(ref: str | None, plan: str | None, as_json: bool) -> None:
+    """Numbers recorded on items (`done ID --metric NAME=VALUE`)."""
+    from todoledger import verification
+
+    with reader() as lg:
+        rows = verification.metrics(lg, ref, plan=plan)
+    if as_json:
+        emit(rows)
+        return
+    for r in rows:
+        click.echo(
+            f"{r['item']}  {r['name']} = {r['value']:g}  (run {r['run']}, {_clean(r['writer'])}, {r['at']})"
+        )
+    if not rows:
+        click.echo("no metrics")

@@ -1,0 +1,24 @@
+"""Who writes and which plan, when nobody says: TODOLEDGER_WRITER (else
+`cli:<user>`) and TODOLEDGER_PLAN (else `main`). Every layer above the store
+asks here, so the service and its companions (verification, sweeps) agree."""
+
+from __future__ import annotations
+
+import getpass
+import os
+
+from todoledger.core.model import DEFAULT_PLAN
+
+
+def default_writer() -> str:
+    env = os.environ.get("TODOLEDGER_WRITER")
+    if env:
+        return env
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # getpass raises a bare KeyError/OSError without a passwd entry
+        return "cli"
+
+
+def default_plan() -> str:
+    return os.environ.get("TODOLEDGER_PLAN") or DEFAULT_PLAN

@@ -1,0 +1,231 @@
+"""Checks, receipts and metrics: their queries, in portable SQL over any `Store`.
+
+The matching events (`check`, `receipt`, `metric`, `trust`, `forced`
+annotations) go through `repo.Writes` in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from todoledger.core.checkspec import parse
+from todoledger.core.model import LedgerError
+from todoledger.core.verification import CheckRow, Receipt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.store.base import Row, Store
+
+_CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by, at"
+_RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree"
+
+
+def _check(row: Row) -> CheckRow | None:
+    try:
+        check = parse(row[4], json.loads(row[5]))
+    except (LedgerError, ValueError):
+        return None  # written by a newer version with a kind this one does not know: never run it
+    return CheckRow(
+        id=row[0],
+        plan=row[1],
+        item=row[2],
+        role=row[3],
+        check=check,
+        trusted=row[6] is not None and row[6] == check.digest(),
+        created_by=row[7],
+        at=row[8],
+    )
+
+
+def _receipt(row: Row) -> Receipt:
+    return Receipt(
+        check=row[0],
+        item=row[1],
+        spec=row[2],
+        result=row[3],
+        code=row[4],
+        duration_ms=int(row[5]),
+        output=row[6],
+        at=row[7],
+        by=row[8],
+        tree=json.loads(row[9]) if row[9] else None,
+    )
+
+
+class CheckRepo:
+    def __init__(self, store: Store) -> None:
+        self.db = store
+
+    # checks ----------------------------------------------------------------
+    def add(self, row: CheckRow, *, trusted_by: str | None) -> None:
+        digest = row.check.digest() if trusted_by else None
+        self.db.execute(
+            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_by, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.id,
+                row.plan,
+                row.item,
+                row.role,
+                row.check.text(),
+                json.dumps(row.check.options(), sort_keys=True),
+                digest,
+                row.created_by,
+                row.at,
+                trusted_by,
+                row.at if trusted_by else None,
+            ),
+        )
+
+    def remove(self, check_id: str) -> None:
+        self.db.execute("DELETE FROM checks WHERE id = ?", (check_id,))
+
+    def checks(self, plan: str, items: Sequence[str] | None = None) -> list[CheckRow]:
+        sql = f"SELECT {_CHECK_COLUMNS} FROM checks WHERE plan = ?"
+        params: list[Any] = [plan]
+        if items is not None:
+            if not items:
+                return []
+            sql += f" AND item IN ({','.join('?' * len(items))})"
+            params += list(items)
+        rows = [_check(r) for r in self.db.query(sql + " ORDER BY at, id", params)]
+        return [r for r in rows if r is not None]
+
+    def get(self, check_id: str) -> CheckRow | None:
+        rows = self.db.query(f"SELECT {_CHECK_COLUMNS} FROM checks WHERE id = ?", (check_id,))
+        return _check(rows[0]) if rows else None
+
+    def any_in(self, plan: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM checks WHERE plan = ? LIMIT 1", (plan,)))
+
+    def trust(self, check: CheckRow, by: str, at: str) -> None:
+        self.db.execute(
+            "UPDATE checks SET trusted_hash = ?, trusted_by = ?, trusted_at = ? WHERE id = ?",
+            (check.check.digest(), by, at, check.id),
+        )
+
+    # receipts --------------------------------------------------------------
+    def add_receipt(self, plan: str, r: Receipt) -> None:
+        self.db.execute(
+            f"INSERT INTO receipts ({_RECEIPT_COLUMNS}, plan) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                r.check,
+                r.item,
+                r.spec,
+                r.result,
+                r.code,
+                r.duration_ms,
+                r.output,
+                r.at,
+                r.by,
+                json.dumps(r.tree, sort_keys=True) if r.tree is not None else None,
+                plan,
+            ),
+        )
+
+    def latest_receipts(self, plan: str) -> dict[tuple[str, str], Receipt]:
+        """(check id, spec that ran) -> its latest receipt: a changed spec starts with none."""
+        rows = self.db.query(
+            f"SELECT {_RECEIPT_COLUMNS} FROM receipts WHERE seq IN"
+            " (SELECT MAX(seq) FROM receipts WHERE plan = ? GROUP BY check_id, spec)",
+            (plan,),
+        )
+        return {(r[0], r[2]): _receipt(r) for r in rows}
+
+    def receipts(self, plan: str, item: str | None = None) -> list[Receipt]:
+        sql = f"SELECT {_RECEIPT_COLUMNS} FROM receipts WHERE plan = ?"
+        params: list[Any] = [plan]
+        if item is not None:
+            sql += " AND item = ?"
+            params.append(item)
+        return [_receipt(r) for r in self.db.query(sql + " ORDER BY seq", params)]
+
+    # metrics ---------------------------------------------------------------
+    def add_metric(self, plan: str, item: str, name: str, value: float, writer: str, at: str) -> int:
+        """Store one value; returns its run index (1 for the first value of that name on the item)."""
+        rows = self.db.query("SELECT COUNT(*) FROM metrics WHERE item = ? AND name = ?", (item, name))
+        run = int(rows[0][0]) + 1
+        self.db.execute(
+            "INSERT INTO metrics (plan, item, name, value, run, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (plan, item, name, value, run, writer, at),
+        )
+        return run
+
+    def metric_values(self, item: str, name: str) -> list[float]:
+        return [
+            float(r[0])
+            for r in self.db.query(
+                "SELECT value FROM metrics WHERE item = ? AND name = ? ORDER BY seq", (item, name)
+            )
+        ]
+
+    def metrics(self, plan: str, item: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT item, name, value, run, writer, at FROM metrics WHERE plan = ?"
+        params: list[Any] = [plan]
+        if item is not None:
+            sql += " AND item = ?"
+            params.append(item)
+        return [
+            {"item": r[0], "name": r[1], "value": r[2], "run": r[3], "writer": r[4], "at": r[5]}
+            for r in self.db.query(sql + " ORDER BY seq", params)
+        ]
+
+    def started_at(self, item: str) -> str | None:
+        """When the item first went in_progress (its start), else None."""
+        rows = self.db.query(
+            "SELECT MIN(at) FROM events WHERE item = ? AND field = 'status' AND new = ?",
+            (item, json.dumps("in_progress")),
+        )
+        return rows[0][0] if rows and rows[0][0] else None
+
+    # sweeps ----------------------------------------------------------------
+    def add_sweep(
+        self, plan: str, name: str, parent: str, definition: dict[str, Any], by: str, at: str
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO sweeps (plan, name, parent, definition, created_by, at) VALUES (?, ?, ?, ?, ?, ?)",
+            (plan, name, parent, json.dumps(definition, sort_keys=True), by, at),
+        )
+
+    def sweep(self, plan: str, name: str) -> tuple[str, dict[str, Any]] | None:
+        """(parent item, definition) of a sweep."""
+        rows = self.db.query(
+            "SELECT parent, definition FROM sweeps WHERE plan = ? AND name = ?", (plan, name)
+        )
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    def add_sweep_item(
+        self,
+        plan: str,
+        sweep: str,
+        item: str,
+        params: dict[str, str],
+        baseline: bool,
+        run_check: str,
+        position: int,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO sweep_items (plan, sweep, item, params, baseline, run_check, position)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (plan, sweep, item, json.dumps(params), int(baseline), run_check, position),
+        )
+
+    def sweep_items(self, plan: str, sweep: str) -> list[tuple[str, dict[str, str], bool, str]]:
+        """(item, params, is_baseline, run check id) in combination order."""
+        return [
+            (r[0], json.loads(r[1]), bool(r[2]), r[3])
+            for r in self.db.query(
+                "SELECT item, params, baseline, run_check FROM sweep_items WHERE plan = ? AND sweep = ?"
+                " ORDER BY position",
+                (plan, sweep),
+            )
+        ]
+
+    def count_holds(self, check_id: str, spec: str) -> int:
+        rows = self.db.query(
+            "SELECT COUNT(*) FROM receipts WHERE check_id = ? AND spec = ? AND result = 'holds'",
+            (check_id, spec),
+        )
+        return int(rows[0][0])

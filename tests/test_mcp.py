@@ -559,3 +559,43 @@ def test_every_interface_accepts_any_host_but_checks_token_and_origin(ledger_env
             assert evil.status_code == 403 and "--allow-host" in evil.json()["error"]
 
     anyio.run(main)
+
+
+def test_origins_are_compared_exactly_not_pattern_matched(ledger_env: Path) -> None:
+    """Issue 7 B6: with `--host 0.0.0.0` Origins went through fnmatch, where `[::1]`
+    is a character class: `http://[::1]:port` was refused and `http://1:80` accepted."""
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from todoledger.mcp.http import create_app
+
+    async def board(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("board")
+
+    app, _ = create_app(host="0.0.0.0", token=TOKEN, routes=[Route("/board", board)])
+    verdicts: dict[str, int] = {}
+
+    async def main() -> None:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://192.0.2.2:8765") as hc:
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            for origin in (
+                "http://[::1]:8765",
+                "https://[::1]",
+                "http://LOCALHOST:8765",
+                "http://127.0.0.1",
+                "http://1:80",
+                "http://:1",
+                "http://localhost.attacker.example",
+                "http://localhost:notaport",
+                "http://user@localhost:8765",
+                "ftp://localhost",
+                "null",
+            ):
+                verdicts[origin] = (await hc.get("/board", headers=auth | {"Origin": origin})).status_code
+
+    anyio.run(main)
+    allowed = {o for o, status in verdicts.items() if status == 200}
+    assert allowed == {"http://[::1]:8765", "https://[::1]", "http://LOCALHOST:8765", "http://127.0.0.1"}
+    assert set(verdicts.values()) == {200, 403}

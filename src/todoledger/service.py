@@ -236,6 +236,10 @@ class Ledger:
                 for r in self.repo.ops(plan)
             ]
 
+    def integrity(self) -> list[str]:
+        """What the backend finds wrong with the stored file itself; empty when sound."""
+        return self.store.integrity()
+
     def check(self, plan: str | None = None) -> list[str]:
         """Differences between the stored state and the replay of its events."""
         from todoledger.core.replay import replay

@@ -382,17 +382,28 @@ def lint(source: str, plan: str | None, writer: str | None, as_json: bool, diale
 def check(plan: str | None, writer: str | None, as_json: bool) -> None:
     """Verify the ledger: state equals the replay of its events."""
     with reader() as lg:
-        problems = lg.check(plan)
-        integrity = lg.store.query("PRAGMA integrity_check")[0][0] if lg.store.backend == "sqlite" else "ok"
+        damage = lg.integrity()
+        try:
+            problems = lg.check(plan)
+        except LedgerError as exc:  # a damaged file may not even replay: that is a finding too
+            problems = [f"replay: {'cannot read every event' if damage else exc}"]
+    integrity = "ok" if not damage else f"the ledger file is damaged ({len(damage)} findings)"
     if as_json:
-        emit({"ok": not problems and integrity == "ok", "integrity": integrity, "problems": problems})
+        emit(
+            {
+                "ok": not problems and not damage,
+                "integrity": integrity,
+                "damage": damage,
+                "problems": problems,
+            }
+        )
     else:
-        for p in problems:
-            click.echo(p)
+        for line in [*damage, *problems]:
+            click.echo(line)
         click.echo(
             f"integrity: {integrity}; replay: {'ok' if not problems else f'{len(problems)} differences'}"
         )
-    if problems or integrity != "ok":
+    if problems or damage:
         sys.exit(1)
 
 

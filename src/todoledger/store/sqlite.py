@@ -235,8 +235,10 @@ def _refusal(exc: sqlite3.Error, location: str, read_only: str | None) -> Ledger
         return LedgerError(f"{location}: {read_only or _why_read_only(location)}")
     if code == SQLITE_CANTOPEN and location != ":memory:" and _on_read_only_fs(location):
         return LedgerError(f"{location}: {READ_ONLY_FS}")
-    if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
+    if code == SQLITE_CORRUPT:
         return DamagedError(f"{location}: {DAMAGED}")
+    if code == SQLITE_NOTADB:
+        return LedgerError(f"{location}: not a usable ledger ({exc})")
     return None
 
 

@@ -39,6 +39,7 @@ from todoledger.core.model import (
 )
 from todoledger.core.record import dataclass, field
 from todoledger.core.timefmt import now
+from todoledger.core.unicode import check_text
 from todoledger.store.repo import Repo, Writes
 
 TYPE_CHECKING = False
@@ -485,6 +486,8 @@ class Ledger:
 
     def _op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
         assert self._writes is not None, "changes happen inside _transaction()"
+        check_text("the plan name", plan)
+        check_text("the writer", writer)
         op = self.repo.new_op(plan, writer, at, kind, **extra)
         w = Writes(self.repo, plan, writer, at, op)
         self._writes.append(w)
@@ -805,6 +808,7 @@ EXPORTED = frozenset({"id", *STATE_FIELDS})
 
 
 def _validate(name: str, value: Any) -> Any:
+    check_text(name, value)
     if name == "status":
         if value not in STATUSES:
             raise LedgerError(f"status must be one of {', '.join(STATUSES)}, not {value!r}")

@@ -207,6 +207,9 @@ class SQLiteStore:
             if refusal is None:
                 raise
             raise refusal from None
+        except UnicodeEncodeError:
+            # The entry points refuse such text with its name; this is the last line of defence.
+            raise LedgerError("a text is not valid Unicode (a lone surrogate): nothing was written") from None
 
     def integrity(self) -> list[str]:
         """What SQLite finds wrong with the file itself; empty when it is sound."""

@@ -110,6 +110,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for_port(proc: subprocess.Popen[bytes], port: int) -> None:
+    """Until the server listens; its stderr if it died first."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(
+                    f"serve did not start: {proc.stderr.read().decode() if proc.stderr else ''}"
+                ) from None
+            time.sleep(0.05)
+
+
 @pytest.fixture
 def server(ledger_env: Path) -> Iterator[str]:
     """`todoledger serve` on a free loopback port, with a token."""
@@ -120,18 +136,7 @@ def server(ledger_env: Path) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(
-                    f"serve did not start: {proc.stderr.read().decode() if proc.stderr else ''}"
-                ) from None
-            time.sleep(0.05)
+    wait_for_port(proc, port)
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     try:

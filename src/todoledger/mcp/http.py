@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
 from todoledger.mcp.server import build_server
+from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
 from todoledger.mcp.tools import PlanTools
 
 MCP_PATH = "/mcp"
@@ -180,8 +181,11 @@ def create_app(
         max_request_body_size=MAX_BODY_BYTES,
         transport_security=settings,
         host=host,
+        max_sessions=MAX_SESSIONS,
+        session_idle_timeout=SESSION_IDLE_SECONDS,
     )
-    return Guard(app, settings, token, origins_only), tools
+    quota = ClientQuota(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
+    return Guard(quota, settings, token, origins_only), tools
 
 
 def serve(
@@ -199,7 +203,11 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token else ""
     print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)
-    config: Any = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    # SIGTERM: stop accepting, give requests in flight a moment, then close what is left
+    # (an open event stream would otherwise hold the shutdown for as long as its client wants).
+    config: Any = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=3
+    )
     try:
         uvicorn.Server(config).run()
     finally:

@@ -384,6 +384,7 @@ def test_bad_input_gets_one_clear_error_and_changes_nothing(ledger_env: Path) ->
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_claim_race_every_item_claimed_exactly_once(server: str, ledger_env: Path) -> None:
     """32 sessions (16 stdio server processes + 16 HTTP sessions on one
     server) race for 500 ready items on one SQLite file."""
@@ -426,6 +427,7 @@ def test_claim_race_every_item_claimed_exactly_once(server: str, ledger_env: Pat
     assert sum(1 for ids in claims.values() if ids) > 1  # it was a race, not one winner
 
 
+@pytest.mark.slow
 def test_mcp_inspector_cli(ledger_env: Path) -> None:
     npx = shutil.which("npx")
     if npx is None or shutil.which("node") is None:

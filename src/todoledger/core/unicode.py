@@ -9,6 +9,8 @@ string failed at the write with UnicodeEncodeError. Every entry point asks
 
 from __future__ import annotations
 
+import json
+
 from todoledger.core.jsonload import json_path
 from todoledger.core.model import Finding, LedgerError
 
@@ -44,6 +46,8 @@ def check_text(name: str, value: object) -> None:
 
 def unicode_findings(value: Any, where: list[str | int] | None = None) -> list[Finding]:
     """An error finding for every key or string in a JSON value that cannot be stored."""
+    if value is None or _storable(value):
+        return []
     findings: list[Finding] = []
     stack: list[tuple[Any, list[str | int]]] = [(value, list(where or []))]
     while stack:
@@ -61,3 +65,19 @@ def unicode_findings(value: Any, where: list[str | int] | None = None) -> list[F
         elif isinstance(node, list):
             stack.extend((child, [*path, i]) for i, child in reversed(list(enumerate(node))))
     return findings
+
+
+def _storable(value: Any) -> bool:
+    """Whether every text in `value` encodes as UTF-8, at C speed: the JSON
+    encoder copies lone surrogates through, and the encode refuses them."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return False  # the walk tells what is wrong, if anything
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

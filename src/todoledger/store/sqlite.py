@@ -197,8 +197,7 @@ class SQLiteStore:
         if self._depth:
             yield
             return
-        with self._told():
-            self.conn.execute("BEGIN")
+        self.execute("BEGIN")
         self._depth = 1
         try:
             yield
@@ -208,37 +207,37 @@ class SQLiteStore:
                 self.conn.execute("ROLLBACK")
             raise
         else:
-            with self._told():
-                self.conn.execute("COMMIT")
+            self.execute("COMMIT")
         finally:
             self._depth = 0
 
+    # try/except inline, not a context manager: these run some ten times per write.
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        with self._told():
+        try:
             cur = self.conn.execute(sql, params)
+        except (sqlite3.DatabaseError, UnicodeEncodeError) as exc:
+            raise self._told(exc) from None
         return cur.lastrowid or 0
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._told():
+        try:
             self.conn.executemany(sql, rows)
+        except (sqlite3.DatabaseError, UnicodeEncodeError) as exc:
+            raise self._told(exc) from None
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self._told():
-            return self.conn.execute(sql, params).fetchall()
-
-    @contextlib.contextmanager
-    def _told(self) -> Iterator[None]:
-        """A damaged file, a full disk or a read-only one said in one line, not a traceback."""
         try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            refusal = _refusal(exc, self.location, self.read_only)
-            if refusal is None:
-                raise
-            raise refusal from None
-        except UnicodeEncodeError:
+            return self.conn.execute(sql, params).fetchall()
+        except (sqlite3.DatabaseError, UnicodeEncodeError) as exc:
+            raise self._told(exc) from None
+
+    def _told(self, exc: sqlite3.DatabaseError | UnicodeEncodeError) -> BaseException:
+        """A damaged file, a full disk or a read-only one said in one line, not a traceback;
+        anything else (a bug) is raised as it is."""
+        if isinstance(exc, UnicodeEncodeError):
             # The entry points refuse such text with its name; this is the last line of defence.
-            raise LedgerError("a text is not valid Unicode (a lone surrogate): nothing was written") from None
+            return LedgerError("a text is not valid Unicode (a lone surrogate): nothing was written")
+        return _refusal(exc, self.location, self.read_only) or exc
 
     def integrity(self) -> list[str]:
         """What SQLite finds wrong with the file itself; empty when it is sound."""

@@ -188,7 +188,8 @@ def read(
     except RecursionError:
         raise LintError([Finding("error", "$", "too-deep", "payload is nested too deeply to read")]) from None
     # Text SQLite cannot store (lone surrogates) is refused here, where the agent's paths are known.
-    pw.findings[:0] = [*u.done(), *unicode_findings(u.value), *unicode_findings(u.response, ["response"])]
+    # (The tool's response is mostly not stored; the few ids taken from it meet the store's own check.)
+    pw.findings[:0] = [*u.done(), *unicode_findings(u.value)]
     return pw
 
 

@@ -13,6 +13,7 @@ from one run, so the ratio compares like with like.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import random
@@ -288,6 +289,9 @@ def main() -> None:
             f"corpus: {mb:.0f} MB, {lines:,} lines, {calls:,} TodoWrite calls ({calls / lines:.1%} of lines),"
             f" generated in {time.perf_counter() - t:.1f}s"
         )
+        # An installed package has its bytecode compiled at install time (pip does it); the
+        # editable tree under PYTHONDONTWRITEBYTECODE would recompile every module in each run.
+        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "src" / "todoledger"), quiet=1)
         bare = measure("bare", corpus, Path(tmp) / "unused.db")
         ing = measure("ingest", corpus, Path(tmp) / "ledger.db")
         bare2 = measure("bare", corpus, Path(tmp) / "unused.db")
@@ -298,7 +302,7 @@ def main() -> None:
             f"ingest:           {ing_mbs:.0f} MB/s ({ing['seconds']:.2f}s, peak RSS {ing['rss_mb']:.0f} MB,"
             f" {ing['calls']:,} calls in {ing['sessions']:,} sessions, {ing['written']:,} written)"
         )
-        print(f"ratio ingest/bare: {ing_mbs / bare_mbs:.0%} (target >= 40%); peak RSS target < 300 MB")
+        print(f"ratio ingest/bare: {ing_mbs / bare_mbs:.0%} (target >= 45%); peak RSS target < 300 MB")
         again = measure("ingest", corpus, Path(tmp) / "ledger.db")
         print(f"re-ingest (idempotent): {mb / again['seconds']:.0f} MB/s, {again['written']:,} written")
         rep = bench_report(Path(tmp))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -327,18 +326,16 @@ def test_deeply_nested_text_payload() -> None:
 # --- limits ------------------------------------------------------------------
 
 
-def test_ten_megabyte_content_is_refused_quickly() -> None:
+def test_ten_megabyte_content_is_refused() -> None:
+    # How fast, beside parsing it: bench/bench_limits.py.
     text = json.dumps({"todos": [{"content": "x" * (10 * 1024 * 1024), "status": "pending"}]})
-    start = time.perf_counter()
     for payload in (text, text.encode()):
         with pytest.raises(LimitError, match=r"^payload is 10 MB; the limit is 2 MB$"):
             parse(payload)
-    assert time.perf_counter() - start < 2
 
 
-def test_hundred_thousand_items_are_refused_quickly() -> None:
+def test_hundred_thousand_items_are_refused() -> None:
     items = [{"content": f"t{i}", "status": "pending"} for i in range(100_000)]
-    start = time.perf_counter()
     with pytest.raises(LimitError, match=r"^payload is 4\.\d MB; the limit is 2 MB$"):
         parse(json.dumps({"todos": items}))
     for dialect in ("auto", "opencode", "claude-code"):
@@ -346,7 +343,6 @@ def test_hundred_thousand_items_are_refused_quickly() -> None:
             parse({"todos": items}, dialect)
     with pytest.raises(LimitError, match=r"^payload has 100,000 items; the limit is 2,000$"):
         parse(json.dumps({"todos": [{}] * 100_000}))
-    assert time.perf_counter() - start < 2
 
 
 # --- render ------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -124,10 +123,8 @@ def test_deep_nesting_is_a_lint_error() -> None:
 
 def test_oversized_payload_is_refused_before_parsing() -> None:
     data = b"[" + b" " * int(10.5 * 1024 * 1024) + b"]"
-    start = time.perf_counter()
-    with pytest.raises(LimitError) as e:
+    with pytest.raises(LimitError) as e:  # timed beside parsing in bench/bench_limits.py
         load(data)
-    assert time.perf_counter() - start < 0.5
     assert str(e.value) == "payload is 10.5 MB; the limit is 2 MB"
 
 

@@ -113,6 +113,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for_port(proc: subprocess.Popen[bytes], port: int) -> None:
+    """Until the server listens; its stderr if it died first."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(
+                    f"serve did not start: {proc.stderr.read().decode() if proc.stderr else ''}"
+                ) from None
+            time.sleep(0.05)
+
+
 @pytest.fixture
 def server(ledger_env: Path) -> Iterator[str]:
     """`todoledger serve` on a free loopback port, with a token."""
@@ -123,18 +139,7 @@ def server(ledger_env: Path) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(
-                    f"serve did not start: {proc.stderr.read().decode() if proc.stderr else ''}"
-                ) from None
-            time.sleep(0.05)
+    wait_for_port(proc, port)
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     try:
@@ -390,6 +395,7 @@ def test_bad_input_gets_one_clear_error_and_changes_nothing(ledger_env: Path) ->
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_claim_race_every_item_claimed_exactly_once(server: str, ledger_env: Path) -> None:
     """32 sessions (16 stdio server processes + 16 HTTP sessions on one
     server) race for 500 ready items on one SQLite file."""
@@ -432,6 +438,7 @@ def test_claim_race_every_item_claimed_exactly_once(server: str, ledger_env: Pat
     assert sum(1 for ids in claims.values() if ids) > 1  # it was a race, not one winner
 
 
+@pytest.mark.slow
 def test_mcp_inspector_cli(ledger_env: Path) -> None:
     npx = shutil.which("npx")
     if npx is None or shutil.which("node") is None:
@@ -567,3 +574,43 @@ def test_every_interface_accepts_any_host_but_checks_token_and_origin(ledger_env
             assert evil.status_code == 403 and "--allow-host" in evil.json()["error"]
 
     anyio.run(main)
+
+
+def test_origins_are_compared_exactly_not_pattern_matched(ledger_env: Path) -> None:
+    """Issue 7 B6: with `--host 0.0.0.0` Origins went through fnmatch, where `[::1]`
+    is a character class: `http://[::1]:port` was refused and `http://1:80` accepted."""
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from todoledger.mcp.http import create_app
+
+    async def board(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("board")
+
+    app, _ = create_app(host="0.0.0.0", token=TOKEN, routes=[Route("/board", board)])
+    verdicts: dict[str, int] = {}
+
+    async def main() -> None:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://192.0.2.2:8765") as hc:
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            for origin in (
+                "http://[::1]:8765",
+                "https://[::1]",
+                "http://LOCALHOST:8765",
+                "http://127.0.0.1",
+                "http://1:80",
+                "http://:1",
+                "http://localhost.attacker.example",
+                "http://localhost:notaport",
+                "http://user@localhost:8765",
+                "ftp://localhost",
+                "null",
+            ):
+                verdicts[origin] = (await hc.get("/board", headers=auth | {"Origin": origin})).status_code
+
+    anyio.run(main)
+    allowed = {o for o, status in verdicts.items() if status == 200}
+    assert allowed == {"http://[::1]:8765", "https://[::1]", "http://LOCALHOST:8765", "http://127.0.0.1"}
+    assert set(verdicts.values()) == {200, 403}

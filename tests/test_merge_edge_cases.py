@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -136,15 +135,14 @@ def test_clear_then_undo_leaves_the_session_working(lg: Ledger) -> None:
     assert contents(lg) == [("Port the parser", "completed")]
 
 
-def test_a_rewritten_long_list_is_fast_and_blocks_nobody(lg: Ledger) -> None:
+def test_a_rewritten_long_list_keeps_every_item(lg: Ledger) -> None:
+    # Its time beside the first write: bench/bench_limits.py.
     lg.write(
         {"todos": [{"content": f"old step {k} alpha", "status": "pending"} for k in range(2000)]}, writer="w"
     )
-    start = time.perf_counter()
     lg.write(
         {"todos": [{"content": f"new task {k} beta", "status": "pending"} for k in range(2000)]}, writer="w"
     )
-    assert time.perf_counter() - start < 3
     assert len(lg.show()["items"]) == 4000
 
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -15,6 +17,7 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_ruff_check_and_format() -> None:
     check = run(str(BIN / "ruff"), "check", "src", "tests", "bench")
     assert check.returncode == 0, check.stdout
@@ -22,6 +25,7 @@ def test_ruff_check_and_format() -> None:
     assert fmt.returncode == 0, fmt.stdout
 
 
+@pytest.mark.slow
 def test_mypy_strict() -> None:
     result = run(str(BIN / "mypy"))
     assert result.returncode == 0, result.stdout

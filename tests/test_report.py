@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -283,13 +282,9 @@ def test_report_of_2000_calls() -> None:
                     for j, s in enumerate(steps)
                 ]
                 write(lg, call / 100, *items, n=call)
-        started = time.perf_counter()
         report = load(lg, PLAN)
         text = render_md(report)
-        elapsed = time.perf_counter() - started
     assert len(report.story.calls) == 2000
     assert "Final state: 1 in_progress, 39 completed." in text
     assert text.count("\n| ") == 2000 + 40 + 1 + 3  # calls, items, phase, header rows
-    # Linear work takes well under a second (bench/ measures it); the bound is
-    # generous for loaded CI machines and still catches a quadratic slip.
-    assert elapsed < 20.0, f"report took {elapsed:.2f}s"
+    # Its time: bench/bench_ingest.py; its growth with the plan: bench/bench_report.py.

@@ -38,6 +38,7 @@ from todoledger.core.model import (
 )
 from todoledger.core.record import dataclass, field
 from todoledger.core.timefmt import now
+from todoledger.core.unicode import check_text
 from todoledger.defaults import default_plan as default_plan
 from todoledger.defaults import default_writer as default_writer
 from todoledger.store.repo import Repo, Writes
@@ -143,11 +144,6 @@ class Ledger:
     def exists(self) -> bool:
         """False for a reader opened before the ledger was created (it reads as empty)."""
         return self._target is None or self.store.location != ":memory:" or self._target == ":memory:"
-
-    def integrity(self) -> str:
-        """The storage's own check of its file: "ok", or what is damaged."""
-        with self.store.read():
-            return self.repo.integrity()
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -327,6 +323,10 @@ class Ledger:
                 }
                 for r in self.repo.ops(plan)
             ]
+
+    def integrity(self) -> list[str]:
+        """What the backend finds wrong with the stored file itself; empty when sound."""
+        return self.store.integrity()
 
     def check(self, plan: str | None = None) -> list[str]:
         """Differences between the stored state and the replay of its events."""
@@ -611,6 +611,8 @@ class Ledger:
 
     def _op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
         assert self._writes is not None, "changes happen inside _transaction()"
+        check_text("the plan name", plan)
+        check_text("the writer", writer)
         op = self.repo.new_op(plan, writer, at, kind, **extra)
         w = Writes(self.repo, plan, writer, at, op)
         self._writes.append(w)
@@ -1110,6 +1112,7 @@ def _held(verified: dict[str, str | None]) -> frozenset[str]:
 
 
 def _validate(name: str, value: Any) -> Any:
+    check_text(name, value)
     if name == "status":
         if value not in STATUSES:
             raise LedgerError(f"status must be one of {', '.join(STATUSES)}, not {value!r}")

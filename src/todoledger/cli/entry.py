@@ -20,6 +20,10 @@ def main(argv: list[str] | None = None) -> None:
         from todoledger.hooks import run_hook
 
         sys.exit(run_hook(args[1:]))
+    refused = _bad_argument(args)
+    if refused:
+        sys.stderr.write(f"Error: {refused}\n")
+        sys.exit(2)
     if args and args[0] == "show" and "--json" in args:
         options = _lean_options(args[1:])
         if options is not None:
@@ -82,6 +86,21 @@ def _done(ref: str, as_json: bool, **kw: Any) -> int:
 
         render.changed(row)
     return 0
+
+
+def _bad_argument(args: list[str]) -> str | None:
+    """Arguments that are not UTF-8 reach Python as lone surrogates, which no
+    text field can store: refused here, before any command runs."""
+    if all(a.isascii() for a in args):
+        return None
+    from todoledger.core.unicode import bad_text
+
+    for n, arg in enumerate(args, 1):
+        why = bad_text(arg)
+        if why is not None:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return f"argument {n} ({shown[:60]}) {why}: nothing was done"
+    return None
 
 
 def _lean_options(args: list[str]) -> dict[str, str | None] | None:

@@ -446,17 +446,28 @@ def lint(source: str, as_json: bool, dialect: str) -> None:
 def check(plan: str | None, as_json: bool) -> None:
     """Verify the ledger: state equals the replay of its events."""
     with reader() as lg:
-        problems = lg.check(plan)
-        integrity = lg.integrity()
+        damage = lg.integrity()
+        try:
+            problems = lg.check(plan)
+        except LedgerError as exc:  # a damaged file may not even replay: that is a finding too
+            problems = [f"replay: {'cannot read every event' if damage else exc}"]
+    integrity = "ok" if not damage else f"the ledger file is damaged ({len(damage)} findings)"
     if as_json:
-        emit({"ok": not problems and integrity == "ok", "integrity": integrity, "problems": problems})
+        emit(
+            {
+                "ok": not problems and not damage,
+                "integrity": integrity,
+                "damage": damage,
+                "problems": problems,
+            }
+        )
     else:
-        for p in problems:
-            say(p)
+        for line in [*damage, *problems]:
+            say(line)
         click.echo(
             f"integrity: {integrity}; replay: {'ok' if not problems else f'{len(problems)} differences'}"
         )
-    if problems or integrity != "ok":
+    if problems or damage:
         sys.exit(1)
 
 

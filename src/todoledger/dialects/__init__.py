@@ -13,6 +13,7 @@ from types import ModuleType
 
 from todoledger.core.jsonload import json_path, load_checked
 from todoledger.core.model import Finding, LedgerError, LimitError, LintError, ParsedWrite
+from todoledger.core.unicode import unicode_findings
 from todoledger.dialects import claude_code, claude_tasks, codex, gemini, opencode
 from todoledger.dialects._base import kind
 
@@ -186,7 +187,9 @@ def read(
             pw = _MODULES[name].read(u.value, response=u.response, tool=u.tool)
     except RecursionError:
         raise LintError([Finding("error", "$", "too-deep", "payload is nested too deeply to read")]) from None
-    pw.findings[:0] = u.done()
+    # Text SQLite cannot store (lone surrogates) is refused here, where the agent's paths are known.
+    # (The tool's response is mostly not stored; the few ids taken from it meet the store's own check.)
+    pw.findings[:0] = [*u.done(), *unicode_findings(u.value)]
     return pw
 
 

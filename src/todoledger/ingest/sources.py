@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ def discover(paths: list[str], skipped: Skipped) -> Iterator[Source]:
         path = Path(given).expanduser()
         if path.is_dir():
             yield from _walk(path, skipped)
-        elif path.is_file():
+        elif path.exists():
             source = _file(path, skipped)
             if source is not None:
                 yield source
@@ -116,9 +117,19 @@ def _walk(root: Path, skipped: Skipped) -> Iterator[Source]:
 
 def _file(path: Path, skipped: Skipped) -> Source | None:
     try:
-        with path.open("rb") as fh:
+        # Only regular files: opening a named pipe waits for a writer forever, and
+        # a device or socket is no transcript. Pipes come in through stdin (`-`).
+        if not stat.S_ISREG(path.stat().st_mode):
+            skipped.add("paths that are not regular files")
+            return None
+        # O_NONBLOCK: a pipe swapped in after the check still cannot block the open.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                skipped.add("paths that are not regular files")
+                return None
             head = fh.read(SNIFF_BYTES)
-        size = path.stat().st_size
+            size = os.fstat(fh.fileno()).st_size
     except OSError:
         skipped.add("unreadable files")
         return None

@@ -147,6 +147,8 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
     open_ids: set[str] = set()
     current_op: int | None = None
     opened_in_op: list[str] = []
+    # The last phase's items as a set too: a membership test on its list grew with the plan (quadratic).
+    in_last_phase: set[str] = set()
     was_open_before = False
 
     def close_op() -> None:
@@ -157,8 +159,13 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
         if opened_in_op and (not was_open_before or not phases):
             at = next(e["at"] for e in events_by_op[current_op])
             phases.append(Phase(len(phases) + 1, at, end, list(opened_in_op), current_op))
+            in_last_phase.clear()
+            in_last_phase.update(opened_in_op)
         elif opened_in_op and phases:
-            phases[-1].items.extend(i for i in opened_in_op if i not in phases[-1].items)
+            for item in opened_in_op:
+                if item not in in_last_phase:
+                    in_last_phase.add(item)
+                    phases[-1].items.append(item)
         opened_in_op = []
         if phases and not open_ids and phases[-1].end == end:
             phases[-1].end = last_at

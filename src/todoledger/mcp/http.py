@@ -4,13 +4,13 @@ remote agents and Host/Origin checks against DNS rebinding."""
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import hmac
 import ipaddress
 import socket
 import sys
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers
@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
 from todoledger.mcp.server import build_server
+from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
 from todoledger.mcp.tools import PlanTools
 
 MCP_PATH = "/mcp"
@@ -54,6 +55,22 @@ def allowed_hostnames(host: str, extra: Iterable[str] = ()) -> list[str]:
     return list(dict.fromkeys(n.lower() for n in names if n))
 
 
+def origin_allowed(origin: str, names: Iterable[str]) -> bool:
+    """A browser Origin names one of `names` exactly, on any port: parsed and
+    compared, not pattern-matched (`[::1]` is a character class to fnmatch)."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port  # raises on a port that is not a number in range
+    except ValueError:
+        return False
+    if parts.scheme.lower() not in ("http", "https") or parts.path or parts.query or parts.fragment:
+        return False
+    if parts.username is not None or parts.password is not None or port == 0:
+        return False
+    host = (parts.hostname or "").lower()
+    return bool(host) and host in {name.lower().strip("[]") for name in names}
+
+
 def security_settings(host: str, extra: Iterable[str] = ()) -> TransportSecuritySettings:
     hosts: list[str] = []
     origins: list[str] = []
@@ -82,7 +99,8 @@ class Guard:
         self.origin_check = TransportSecurityMiddleware(settings)
         self.token = token.encode() if token else None
         # Bound to every interface (token required): clients may use any of the
-        # machine's names or addresses, so only browser Origins are checked.
+        # machine's names or addresses, so only browser Origins are checked
+        # against these host names.
         self.origins_only = origins_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -92,7 +110,7 @@ class Guard:
         headers = Headers(scope=scope)
         if self.origins_only is not None:
             origin = headers.get("origin")
-            if origin and not any(fnmatch.fnmatch(origin.lower(), pattern) for pattern in self.origins_only):
+            if origin and not origin_allowed(origin, self.origins_only):
                 await _refuse(
                     scope,
                     receive,
@@ -155,7 +173,7 @@ def create_app(
     settings = security_settings(host, allow_hosts)
     origins_only = None
     if host in WILDCARDS:
-        origins_only = [o.lower() for o in settings.allowed_origins]
+        origins_only = allowed_hostnames(host, allow_hosts)
         settings = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
@@ -163,8 +181,11 @@ def create_app(
         max_request_body_size=MAX_BODY_BYTES,
         transport_security=settings,
         host=host,
+        max_sessions=MAX_SESSIONS,
+        session_idle_timeout=SESSION_IDLE_SECONDS,
     )
-    return Guard(app, settings, token, origins_only), tools
+    quota = ClientQuota(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
+    return Guard(quota, settings, token, origins_only), tools
 
 
 def serve(
@@ -182,7 +203,11 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token else ""
     print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)
-    config: Any = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    # SIGTERM: stop accepting, give requests in flight a moment, then close what is left
+    # (an open event stream would otherwise hold the shutdown for as long as its client wants).
+    config: Any = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=3
+    )
     try:
         uvicorn.Server(config).run()
     finally:

@@ -27,6 +27,7 @@ from todoledger.core.model import (
     LedgerError,
 )
 from todoledger.core.sanitize import INVISIBLE
+from todoledger.core.unicode import unicode_findings
 from todoledger.core.view import PlanView
 
 T = TypeVar("T")
@@ -161,6 +162,9 @@ def check_arguments(tool: str, args: Any) -> dict[str, Any]:
     unknown = sorted(k for k in args if k not in known)
     if unknown:
         raise ToolInputError(f"{tool} has no argument {unknown[0]!r}; its arguments are {', '.join(known)}")
+    bad = unicode_findings(args)
+    if bad:
+        raise ToolInputError(f"{tool}: {bad[0].where}: {bad[0].message}")
     size = len(json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode())
     if size > MAX_PAYLOAD_BYTES:
         raise ToolInputError(f"{tool} arguments are {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")

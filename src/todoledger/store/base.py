@@ -42,7 +42,7 @@ class Store(Protocol):
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
 
-    def integrity(self) -> str:
-        """The backend's own check of its storage: "ok", or what is damaged."""
+    def integrity(self) -> list[str]:
+        """What the backend finds wrong with the stored data itself; empty when sound."""
 
     def close(self) -> None: ...

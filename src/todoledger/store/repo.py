@@ -378,7 +378,7 @@ class Repo:
         )
         return [decode(r[0]) for r in rows]
 
-    def integrity(self) -> str:
+    def integrity(self) -> list[str]:
         return self.db.integrity()
 
     def count_events(self, plan: str | None = None) -> int:

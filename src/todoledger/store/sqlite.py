@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 
 from todoledger.core.model import BusyError, LedgerError
 from todoledger.core.timefmt import now
@@ -18,6 +20,18 @@ if TYPE_CHECKING:
     from todoledger.store.base import Row
 
 BUSY_TIMEOUT_MS = 30_000
+READ_ONLY_FS = "read-only file system: nothing was written"
+NO_PERMISSION = "the ledger is read-only (no permission to write it): nothing was written"
+DISK_FULL = "disk full: nothing was written"
+DAMAGED = "the ledger file is damaged: run `todoledger check`"
+# SQLite's primary result codes (the low byte of an extended code).
+SQLITE_BUSY = 5
+SQLITE_READONLY = 8
+SQLITE_IOERR = 10
+SQLITE_CORRUPT = 11
+SQLITE_FULL = 13
+SQLITE_CANTOPEN = 14
+SQLITE_NOTADB = 26
 
 
 class SQLiteStore:
@@ -27,39 +41,56 @@ class SQLiteStore:
         self, path: str | os.PathLike[str] | None, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS
     ) -> None:
         """Open the ledger at `path`; with `create=False` a missing file is an
-        empty in-memory ledger, so reading never leaves files behind."""
+        empty in-memory ledger, so reading never leaves files behind. A ledger
+        that cannot be written (read-only file system or no permission) opens
+        read-only: reads work, writes are refused with one line."""
         self.path = os.fspath(path) if path is not None else None
+        self.read_only: str | None = None  # why writes are refused, when they are
         if path is None or (not create and not os.path.exists(path)):
             self.location = ":memory:"
             self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         else:
             self.location = str(path)
+            target = os.fspath(path)
             try:
-                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-                self.conn = sqlite3.connect(
-                    os.fspath(path),
-                    isolation_level=None,
-                    timeout=busy_ms / 1000,
-                    check_same_thread=False,
-                )
-                self.conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
-                mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-                if mode != "wal":
-                    raise LedgerError(f"{path}: cannot switch the ledger to WAL mode (got {mode})")
-                self.conn.execute("PRAGMA synchronous=FULL")
+                if os.path.exists(target) and not _writable(target):
+                    self.read_only = _why_read_only(target)
+                    self.conn = _open_read_only(target, busy_ms)
+                else:
+                    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+                    self.conn = sqlite3.connect(
+                        target, isolation_level=None, timeout=busy_ms / 1000, check_same_thread=False
+                    )
+                    self._pragmas(busy_ms)
             except sqlite3.DatabaseError as exc:
-                raise LedgerError(f"{path}: not a usable ledger ({exc})") from None
+                refusal = _refusal(exc, self.location, _why_read_only(target))
+                raise refusal or LedgerError(f"{path}: not a usable ledger ({exc})") from None
             except OSError as exc:
+                if exc.errno == errno.EROFS:
+                    raise LedgerError(f"{path}: {READ_ONLY_FS}") from None
                 raise LedgerError(f"{path}: cannot open the ledger ({exc.strerror})") from None
         self._depth = 0
         self.busy_ms = busy_ms
         self._migrate()
 
+    def _pragmas(self, busy_ms: int) -> None:
+        self.conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+        # Damaged pages are caught when they are read, not trusted.
+        self.conn.execute("PRAGMA cell_size_check=ON")
+        # Switching to WAL writes the file: only when it is not in WAL already.
+        mode = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
+            raise LedgerError(f"{self.location}: cannot switch the ledger to WAL mode (got {mode})")
+        self.conn.execute("PRAGMA synchronous=FULL")
+
     def _migrate(self) -> None:
         try:
             version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self.location}: not a usable ledger ({exc})") from None
+            refusal = _refusal(exc, self.location, self.read_only)
+            raise refusal or LedgerError(f"{self.location}: not a usable ledger ({exc})") from None
         if version > SCHEMA_VERSION:
             raise LedgerError(
                 f"{self.location} was written by a newer todoledger (schema {version}; this version"
@@ -82,7 +113,7 @@ class SQLiteStore:
         for statement in statements:
             self.conn.execute(statement)
 
-    @contextmanager
+    @contextlib.contextmanager
     def write(self) -> Iterator[None]:
         if self._depth:
             self._depth += 1
@@ -91,24 +122,62 @@ class SQLiteStore:
             finally:
                 self._depth -= 1
             return
+        if self.read_only:
+            raise LedgerError(f"{self.location}: {self.read_only}")
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
+            self._begin_immediate()
         except sqlite3.OperationalError as exc:
+            refusal = _refusal(exc, self.location, self.read_only)
+            if refusal is not None:
+                raise refusal from None
             raise BusyError(
                 f"{self.location}: another process held the ledger for {self.busy_ms / 1000:g} s ({exc}); try again"
             ) from None
         self._depth = 1
         try:
             yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
             self.conn.execute("COMMIT")
+        except BaseException as exc:
+            if self.conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                refusal = _refusal(exc, self.location, self.read_only)
+                if refusal is not None:
+                    raise refusal from None
+            raise
         finally:
             self._depth = 0
 
-    @contextmanager
+    def _begin_immediate(self) -> None:
+        """Take the write lock, waiting at most `busy_ms`, in turn with the other writers.
+
+        SQLite's own busy handler backs off to 100 ms naps, so a writer that has
+        waited long polls least often and loses the lock to newcomers again and
+        again: with eight processes writing one plan, one waited 8 s while the
+        median wait was 20 us, and on a loaded machine a writer ran past the
+        30 s limit and failed. Here every waiter polls at the same short,
+        jittered interval, so the wait is a fair draw among the waiters.
+        """
+        if self.location == ":memory:":
+            self.conn.execute("BEGIN IMMEDIATE")
+            return
+        deadline = time.monotonic() + self.busy_ms / 1000
+        self.conn.execute("PRAGMA busy_timeout=0")
+        try:
+            while True:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == SQLITE_BUSY
+                    if not busy or time.monotonic() >= deadline:
+                        raise
+                # 1-3 ms, different in each process: no two waiters poll in lockstep.
+                time.sleep(0.001 + (time.perf_counter_ns() ^ os.getpid()) % 2000 / 1e6)
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout={int(self.busy_ms)}")
+
+    @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
         """Many writes in a row (an import): commits skip the fsync, which WAL
         still makes safe against a crashed process; a power cut may lose the
@@ -122,32 +191,125 @@ class SQLiteStore:
         finally:
             self.conn.execute("PRAGMA synchronous=FULL")
 
-    @contextmanager
+    @contextlib.contextmanager
     def read(self) -> Iterator[None]:
         if self._depth:
             yield
             return
-        self.conn.execute("BEGIN")
+        self.execute("BEGIN")
         self._depth = 1
         try:
             yield
+        except BaseException:
+            # What the reader raised (a damaged page, told in one line) is the news, not the ROLLBACK.
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.execute("COMMIT")
         finally:
             self._depth = 0
-            self.conn.execute("COMMIT")
 
+    # try/except inline, not a context manager: these run some ten times per write.
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        cur = self.conn.execute(sql, params)
+        try:
+            cur = self.conn.execute(sql, params)
+        except (sqlite3.DatabaseError, UnicodeEncodeError) as exc:
+            raise self._told(exc) from None
         return cur.lastrowid or 0
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        try:
+            self.conn.executemany(sql, rows)
+        except (sqlite3.DatabaseError, UnicodeEncodeError) as exc:
+            raise self._told(exc) from None
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        return self.conn.execute(sql, params).fetchall()
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except (sqlite3.DatabaseError, UnicodeEncodeError) as exc:
+            raise self._told(exc) from None
 
-    def integrity(self) -> str:
-        rows = self.conn.execute("PRAGMA integrity_check").fetchall()
-        return "; ".join(str(r[0]) for r in rows)
+    def _told(self, exc: sqlite3.DatabaseError | UnicodeEncodeError) -> BaseException:
+        """A damaged file, a full disk or a read-only one said in one line, not a traceback;
+        anything else (a bug) is raised as it is."""
+        if isinstance(exc, UnicodeEncodeError):
+            # The entry points refuse such text with its name; this is the last line of defence.
+            return LedgerError("a text is not valid Unicode (a lone surrogate): nothing was written")
+        return _refusal(exc, self.location, self.read_only) or exc
+
+    def integrity(self) -> list[str]:
+        """What SQLite finds wrong with the file itself; empty when it is sound."""
+        try:
+            rows = self.conn.execute("PRAGMA integrity_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return [f"the ledger file is damaged: {exc}"]
+        found = [str(r[0]) for r in rows]
+        return [] if found == ["ok"] else found
 
     def close(self) -> None:
         self.conn.close()
+
+
+class DamagedError(LedgerError):
+    """The ledger file itself is damaged (SQLite reports corruption)."""
+
+
+def _refusal(exc: sqlite3.Error, location: str, read_only: str | None) -> LedgerError | None:
+    """The one line to tell for the file-level errors a user can act on; None
+    for anything else (a bug, which must stay loud)."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code == SQLITE_FULL or (code == SQLITE_IOERR and "full" in str(exc)):
+        return LedgerError(f"{location}: {DISK_FULL}")
+    if code == SQLITE_READONLY:
+        return LedgerError(f"{location}: {read_only or _why_read_only(location)}")
+    if code == SQLITE_CANTOPEN and location != ":memory:" and _on_read_only_fs(location):
+        return LedgerError(f"{location}: {READ_ONLY_FS}")
+    if code == SQLITE_CORRUPT:
+        return DamagedError(f"{location}: {DAMAGED}")
+    if code == SQLITE_NOTADB:
+        return LedgerError(f"{location}: not a usable ledger ({exc})")
+    return None
+
+
+def _writable(path: str) -> bool:
+    # access() also answers EROFS for root on a read-only mount, which chmod cannot show.
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.access(path, os.W_OK) and os.access(folder, os.W_OK)
+
+
+def _on_read_only_fs(path: str) -> bool:
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _why_read_only(path: str) -> str:
+    return READ_ONLY_FS if _on_read_only_fs(path) else NO_PERMISSION
+
+
+def _open_read_only(path: str, busy_ms: int) -> sqlite3.Connection:
+    """Read-only: `mode=ro` reads a WAL ledger when its -wal and -shm files are
+    there; a cleanly closed one has none and they cannot be created here, so it
+    is opened immutable, which is exact when no WAL holds newer pages."""
+    import urllib.parse  # here: the hook path opens writable ledgers and never needs it
+
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
+    conn = sqlite3.connect(
+        f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=busy_ms / 1000, check_same_thread=False
+    )
+    try:
+        conn.execute("PRAGMA user_version").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        wal = path + "-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+            raise
+    return sqlite3.connect(
+        f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+    )

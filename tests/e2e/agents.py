@@ -106,6 +106,7 @@ class Agent:
     find_mcp: list[Step] = field(default_factory=list)  # calls a model makes before a deferred MCP tool
     native: list[Step] = field(default_factory=list)  # a native todo call (with its own discovery)
     native_texts: tuple[str, ...] = ()  # what the native call should mirror into the ledger
+    native_env: dict[str, str] = field(default_factory=dict)  # what switches the native list on
 
     @property
     def path(self) -> Path:
@@ -138,11 +139,12 @@ def ensure_installed(agent: Agent) -> str | None:
 
 
 # --- Claude Code -----------------------------------------------------------
-CLAUDE_MODEL = "claude-sonnet-4-5"
+CLAUDE_MODEL = "claude-sonnet-5"  # a current model: it gets no TodoWrite/Task tools by default
 
 
 def _claude_approve(s: Scratch) -> None:
-    # The project's .mcp.json server stays "pending approval" without this.
+    # Interactive sessions ask once before starting a .mcp.json server; this
+    # pre-approves it (2.1.332 -p mode starts it even without).
     s.write_json(".claude/settings.local.json", {"enabledMcpjsonServers": ["todoledger"]})
 
 
@@ -178,6 +180,7 @@ CLAUDE = Agent(
         Step("TaskCreate", {"subject": "Native task via TaskCreate", "description": "mirrored by the hook"}),
     ],
     native_texts=("Native task via TaskCreate",),
+    native_env={"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"},
 )
 
 
@@ -218,11 +221,12 @@ CODEX = Agent(
     command=_codex_command,
     find_mcp=[Step("tool_search", {"query": "todoledger todowrite", "limit": 8})],
 )
+# Codex made update_plan opt-in: a default exec offers no native list (see the test).
 
 
 # --- Gemini CLI --------------------------------------------------------------
 def _gemini_approve(s: Scratch) -> None:
-    # An untrusted folder ignores .gemini/settings.json (our server and hooks).
+    # -p in an untrusted folder exits 55 ("not running in a trusted directory").
     s.write_json(".gemini/trustedFolders.json", {str(s.project): "TRUST_FOLDER"}, in_home=True)
     # Non-interactive runs refuse the "gateway" auth that a base URL alone selects.
     s.write_json(".gemini/settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}}, in_home=True)
@@ -235,7 +239,8 @@ def _gemini_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]
         prompt,
         "-m",
         "gemini-2.5-flash",
-        # -p mode cannot ask: the MCP tool must be allowed up front.
+        # -p mode drops every tool that would ask for confirmation (write_todos and
+        # MCP tools too) unless it is allowed up front.
         "--allowed-tools",
         "mcp_todoledger_todowrite,write_todos",
     ]

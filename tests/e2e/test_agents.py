@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agents import AGENTS, BIN, PLAN, Agent, Run, Scratch, ensure_installed, run
+from tests.e2e.agents import AGENTS, BIN, CLAUDE, PLAN, RUN_TIMEOUT, Agent, Run, Scratch, ensure_installed, run
 from tests.e2e.fakemodel import FakeModel, Step, pick_tool
 
 pytestmark = pytest.mark.agents
@@ -48,7 +48,9 @@ def todoledger(scratch: Scratch, *args: str) -> Run:
     return run([str(BIN / "todoledger"), *args], scratch)
 
 
-def start_session(agent: Agent, root: Path, steps: list[Step], *, seed: str | None = None) -> Session:
+def start_session(
+    agent: Agent, root: Path, steps: list[Step], *, seed: str | None = None, env: dict[str, str] | None = None
+) -> Session:
     reason = ensure_installed(agent)
     if reason is not None:
         pytest.skip(f"{agent.name} could not be installed ({reason}); run tests/e2e/install_agents.sh")
@@ -65,11 +67,12 @@ def start_session(agent: Agent, root: Path, steps: list[Step], *, seed: str | No
     fake = FakeModel(steps)
     try:
         scratch.url = fake.start()
-        argv, env = agent.command(scratch, PROMPT)
-        result = run(argv, scratch, env, timeout=90)
+        argv, extra = agent.command(scratch, PROMPT)
+        result = run(argv, scratch, {**extra, **(env or {})}, timeout=RUN_TIMEOUT)
     finally:
         fake.stop()
     (root / "requests.json").write_text(fake.dump(), encoding="utf-8")  # for a person debugging
+    print(f"{agent.name} {agent.version()}: run took {result.seconds:.1f}s, {len(fake.requests)} model requests")
     shown = todoledger(scratch, "show", "--json")
     ledger = json.loads(shown.stdout) if shown.returncode == 0 else {"items": [], "error": shown.describe()}
     return Session(agent, scratch, fake, result, ledger)
@@ -152,7 +155,7 @@ def test_recovery_text_reaches_the_first_request(name: str, tmp_path_factory: py
 @pytest.mark.parametrize("name", sorted(n for n, a in AGENTS.items() if a.native))
 def test_native_todo_call_is_mirrored(name: str, tmp_path: Path) -> None:
     agent = AGENTS[name]
-    session = start_session(agent, tmp_path, list(agent.native))
+    session = start_session(agent, tmp_path, list(agent.native), env=agent.native_env)
     assert session.run.returncode == 0, session.why()
     native = agent.native[-1].tool
     assert any(r.answered == native for r in session.fake.requests), f"{native} was not offered\n{session.why()}"
@@ -169,3 +172,13 @@ def test_codex_has_no_native_plan_tool(tmp_path_factory: pytest.TempPathFactory)
     offered = {name for r in session.fake.agent_requests() for name in r.tools()}
     assert offered, session.why()
     assert "update_plan" not in offered, session.why()
+
+
+def test_claude_current_models_have_no_native_list(tmp_path: Path) -> None:
+    """Claude Code gives current models no TodoWrite/Task tools unless
+    CLAUDE_CODE_ENABLE_TODO_TOOLS=1: the MCP tools are the list. When this fails,
+    the default changed back: the hooks' mirror is then the route again."""
+    session = start_session(CLAUDE, tmp_path, list(CLAUDE.native))
+    assert session.run.returncode == 0, session.why()
+    assert not any(r.answered == "TaskCreate" for r in session.fake.requests), session.why()
+    assert not any("Native task" in i["content"] for i in session.ledger["items"]), session.why()

@@ -190,7 +190,9 @@ def _codex_approve(s: Scratch) -> None:
 
 
 def _codex_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
-    provider = f'model_providers.fake={{name="fake",base_url="{s.url}/v1",wire_api="responses",env_key="E2E_KEY"}}'
+    provider = (
+        f'model_providers.fake={{name="fake",base_url="{s.url}/v1",wire_api="responses",env_key="E2E_KEY"}}'
+    )
     argv = [
         str(CODEX.path),
         "exec",
@@ -229,7 +231,9 @@ def _gemini_approve(s: Scratch) -> None:
     # -p in an untrusted folder exits 55 ("not running in a trusted directory").
     s.write_json(".gemini/trustedFolders.json", {str(s.project): "TRUST_FOLDER"}, in_home=True)
     # Non-interactive runs refuse the "gateway" auth that a base URL alone selects.
-    s.write_json(".gemini/settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}}, in_home=True)
+    s.write_json(
+        ".gemini/settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}}, in_home=True
+    )
 
 
 def _gemini_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:

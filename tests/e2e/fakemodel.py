@@ -147,12 +147,16 @@ def count_calls(api: str, body: dict[str, Any]) -> int:
         return sum(
             1
             for i in body.get("input") or []
-            if isinstance(i, dict) and i.get("type") in ("function_call", "custom_tool_call", "tool_search_call")
+            if isinstance(i, dict)
+            and i.get("type") in ("function_call", "custom_tool_call", "tool_search_call")
         )
     if api == "chat":
         return sum(len(m.get("tool_calls") or []) for m in body.get("messages") or [])
     return sum(
-        1 for c in body.get("contents") or [] for p in c.get("parts") or [] if isinstance(p, dict) and "functionCall" in p
+        1
+        for c in body.get("contents") or []
+        for p in c.get("parts") or []
+        if isinstance(p, dict) and "functionCall" in p
     )
 
 
@@ -160,8 +164,15 @@ def _id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
 
-def anthropic_events(model: str, name: str, args: dict[str, Any] | None, text: str) -> Iterator[tuple[str, Any]]:
-    usage = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+def anthropic_events(
+    model: str, name: str, args: dict[str, Any] | None, text: str
+) -> Iterator[tuple[str, Any]]:
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
     message = {
         "id": _id("msg"),
         "type": "message",
@@ -186,7 +197,11 @@ def anthropic_events(model: str, name: str, args: dict[str, Any] | None, text: s
     yield "content_block_stop", {"type": "content_block_stop", "index": 0}
     yield (
         "message_delta",
-        {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
     )
     yield "message_stop", {"type": "message_stop"}
 
@@ -208,7 +223,9 @@ def anthropic_message(model: str, name: str, args: dict[str, Any] | None, text: 
     }
 
 
-def responses_events(model: str, name: str, args: dict[str, Any] | None, text: str) -> Iterator[tuple[str, Any]]:
+def responses_events(
+    model: str, name: str, args: dict[str, Any] | None, text: str
+) -> Iterator[tuple[str, Any]]:
     rid = _id("resp")
     base = {"id": rid, "object": "response", "model": model, "status": "in_progress", "output": []}
     yield "response.created", {"type": "response.created", "response": base}
@@ -242,7 +259,10 @@ def responses_events(model: str, name: str, args: dict[str, Any] | None, text: s
             "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         }
-    yield "response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}
+    yield (
+        "response.output_item.added",
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    )
     yield "response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}
     usage = {
         "input_tokens": 10,
@@ -267,7 +287,12 @@ def chat_chunks(model: str, name: str, args: dict[str, Any] | None, text: str) -
         }
 
     if args is not None:
-        call = {"index": 0, "id": _id("call"), "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        call = {
+            "index": 0,
+            "id": _id("call"),
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
         yield "", chunk({"role": "assistant", "tool_calls": [call]}, None)
         yield "", chunk({}, "tool_calls")
     else:

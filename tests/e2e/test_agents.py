@@ -20,7 +20,18 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agents import AGENTS, BIN, CLAUDE, PLAN, RUN_TIMEOUT, Agent, Run, Scratch, ensure_installed, run
+from tests.e2e.agents import (
+    AGENTS,
+    BIN,
+    CLAUDE,
+    PLAN,
+    RUN_TIMEOUT,
+    Agent,
+    Run,
+    Scratch,
+    ensure_installed,
+    run,
+)
 from tests.e2e.fakemodel import FakeModel, Step, pick_tool
 
 pytestmark = pytest.mark.agents
@@ -41,7 +52,9 @@ class Session:
     def why(self) -> str:
         """What a failing assert shows: the agent's output and what the model was asked."""
         asked = [f"{r.api} {r.path} -> {r.answered}: tools {r.tools()}" for r in self.fake.requests]
-        return f"{self.agent.name} {self.agent.version()}\n{self.run.describe()}\nrequests:\n" + "\n".join(asked)
+        return f"{self.agent.name} {self.agent.version()}\n{self.run.describe()}\nrequests:\n" + "\n".join(
+            asked
+        )
 
 
 def todoledger(scratch: Scratch, *args: str) -> Run:
@@ -72,7 +85,9 @@ def start_session(
     finally:
         fake.stop()
     (root / "requests.json").write_text(fake.dump(), encoding="utf-8")  # for a person debugging
-    print(f"{agent.name} {agent.version()}: run took {result.seconds:.1f}s, {len(fake.requests)} model requests")
+    print(
+        f"{agent.name} {agent.version()}: run took {result.seconds:.1f}s, {len(fake.requests)} model requests"
+    )
     shown = todoledger(scratch, "show", "--json")
     ledger = json.loads(shown.stdout) if shown.returncode == 0 else {"items": [], "error": shown.describe()}
     return Session(agent, scratch, fake, result, ledger)
@@ -140,7 +155,8 @@ PRIME_AT_START = {
         pytest.param(
             "opencode",
             marks=pytest.mark.xfail(
-                strict=True, reason="todoledger's opencode plugin mirrors todo.updated only; it primes nothing"
+                strict=True,
+                reason="todoledger's opencode plugin mirrors todo.updated only; it primes nothing",
             ),
         ),
     ],
@@ -158,7 +174,9 @@ def test_native_todo_call_is_mirrored(name: str, tmp_path: Path) -> None:
     session = start_session(agent, tmp_path, list(agent.native), env=agent.native_env)
     assert session.run.returncode == 0, session.why()
     native = agent.native[-1].tool
-    assert any(r.answered == native for r in session.fake.requests), f"{native} was not offered\n{session.why()}"
+    assert any(r.answered == native for r in session.fake.requests), (
+        f"{native} was not offered\n{session.why()}"
+    )
     items = {i["content"]: i for i in session.ledger["items"]}
     for text in agent.native_texts:
         assert text in items, f"{text!r} not mirrored\n{session.why()}"

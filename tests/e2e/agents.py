@@ -105,7 +105,7 @@ class Agent:
     command: Callable[[Scratch, str], tuple[list[str], dict[str, str]]]
     find_mcp: list[Step] = field(default_factory=list)  # calls a model makes before a deferred MCP tool
     native: list[Step] = field(default_factory=list)  # a native todo call (with its own discovery)
-    native_texts: tuple[str, ...] = ()  # what the native call should mirror into the ledger
+    native_items: dict[str, str] = field(default_factory=dict)  # text -> status the mirror should record
     native_env: dict[str, str] = field(default_factory=dict)  # what switches the native list on
 
     @property
@@ -179,7 +179,7 @@ CLAUDE = Agent(
         Step("ToolSearch", {"query": "select:TaskCreate"}),
         Step("TaskCreate", {"subject": "Native task via TaskCreate", "description": "mirrored by the hook"}),
     ],
-    native_texts=("Native task via TaskCreate",),
+    native_items={"Native task via TaskCreate": "pending"},
     native_env={"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"},
 )
 
@@ -268,7 +268,7 @@ GEMINI = Agent(
             },
         )
     ],
-    native_texts=("Native gemini step one", "Native gemini step two"),
+    native_items={"Native gemini step one": "in_progress", "Native gemini step two": "pending"},
 )
 
 
@@ -313,7 +313,7 @@ OPENCODE = Agent(
             },
         )
     ],
-    native_texts=("Native opencode step one", "Native opencode step two"),
+    native_items={"Native opencode step one": "in_progress", "Native opencode step two": "pending"},
 )
 
 AGENTS = {a.name: a for a in (CLAUDE, CODEX, GEMINI, OPENCODE)}

@@ -111,9 +111,19 @@ def mcp_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     return mcp_run(request.param, tmp_path_factory)
 
 
+def hook_errors(session: Session) -> str:
+    """Hooks never fail the agent; they log instead. Any line logged is a failure here."""
+    logs = [
+        session.scratch.project / ".todoledger" / "hook.log",
+        session.scratch.home / ".local" / "state" / "todoledger" / "hook.log",
+    ]
+    return "".join(p.read_text(encoding="utf-8") for p in logs if p.exists())
+
+
 def test_run_succeeds(mcp_session: Session) -> None:
     assert mcp_session.run.returncode == 0, mcp_session.why()
     assert mcp_session.fake.agent_requests(), mcp_session.why()
+    assert hook_errors(mcp_session) == "", mcp_session.why()
 
 
 def test_model_is_offered_todoledger_tools(mcp_session: Session) -> None:
@@ -178,9 +188,11 @@ def test_native_todo_call_is_mirrored(name: str, tmp_path: Path) -> None:
         f"{native} was not offered\n{session.why()}"
     )
     items = {i["content"]: i for i in session.ledger["items"]}
-    for text in agent.native_texts:
+    for text, status in agent.native_items.items():
         assert text in items, f"{text!r} not mirrored\n{session.why()}"
+        assert items[text]["status"] == status, items[text]
         assert not items[text]["created_by"].startswith("mcp:"), items[text]
+    assert hook_errors(session) == "", session.why()
 
 
 def test_codex_has_no_native_plan_tool(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -1,9 +1,8 @@
 """A scripted fake model API on loopback for driving real agent CLIs.
 
-It speaks just enough of four wire formats for the agents' own clients:
+It speaks just enough of three wire formats for the agents' own clients:
 - Anthropic Messages (`POST /v1/messages`, SSE or JSON): Claude Code, opencode;
-- OpenAI Responses (`POST /v1/responses`, SSE): Codex;
-- OpenAI chat completions (`POST /v1/chat/completions`, SSE or JSON);
+- OpenAI Responses (`POST /v1/responses`, SSE): Codex (0.171 refuses `wire_api = "chat"`);
 - Gemini (`:generateContent`, `:streamGenerateContent`, `:countTokens`): Gemini CLI.
 
 The answer depends only on the request, so side requests (titles, quota
@@ -18,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -54,6 +53,7 @@ class FakeModel:
     steps: list[Step]
     final: str = "All done."
     requests: list[Logged] = field(default_factory=list)
+    url: str = ""  # set by start()
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -66,7 +66,8 @@ class FakeModel:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self.url
 
     def stop(self) -> None:
         if self._server is not None:
@@ -93,9 +94,12 @@ class FakeModel:
             name = pick_tool(step.tool, offered)
             if name is not None:
                 call = (name, step.args)
-        with self._lock:
-            self.requests.append(Logged(api, path, body, call[0] or "text"))
+        self.log(Logged(api, path, body, call[0] or "text"))
         return call
+
+    def log(self, request: Logged) -> None:
+        with self._lock:  # the server answers each request on its own thread
+            self.requests.append(request)
 
     def dump(self) -> str:
         return json.dumps(
@@ -125,8 +129,6 @@ def tool_names(api: str, body: dict[str, Any]) -> list[str]:
             continue
         if api == "gemini":
             names += [d.get("name", "") for d in tool.get("functionDeclarations") or []]
-        elif api == "chat":
-            names.append((tool.get("function") or {}).get("name", ""))
         elif tool.get("type") == "namespace":  # Codex groups an MCP server's tools
             names += [f"{tool.get('name')}/{t.get('name')}" for t in tool.get("tools") or []]
         else:
@@ -150,8 +152,6 @@ def count_calls(api: str, body: dict[str, Any]) -> int:
             if isinstance(i, dict)
             and i.get("type") in ("function_call", "custom_tool_call", "tool_search_call")
         )
-    if api == "chat":
-        return sum(len(m.get("tool_calls") or []) for m in body.get("messages") or [])
     return sum(
         1
         for c in body.get("contents") or []
@@ -275,31 +275,6 @@ def responses_events(
     yield "response.completed", {"type": "response.completed", "response": done}
 
 
-def chat_chunks(model: str, name: str, args: dict[str, Any] | None, text: str) -> Iterator[tuple[str, Any]]:
-    cid = _id("chatcmpl")
-
-    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
-        return {
-            "id": cid,
-            "object": "chat.completion.chunk",
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-
-    if args is not None:
-        call = {
-            "index": 0,
-            "id": _id("call"),
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)},
-        }
-        yield "", chunk({"role": "assistant", "tool_calls": [call]}, None)
-        yield "", chunk({}, "tool_calls")
-    else:
-        yield "", chunk({"role": "assistant", "content": text}, None)
-        yield "", chunk({}, "stop")
-
-
 def gemini_response(model: str, name: str, args: dict[str, Any] | None, text: str) -> dict[str, Any]:
     part = {"functionCall": {"name": name, "args": args}} if args is not None else {"text": text}
     return {
@@ -307,9 +282,6 @@ def gemini_response(model: str, name: str, args: dict[str, Any] | None, text: st
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
         "modelVersion": model,
     }
-
-
-EventSource = Callable[[str, str, dict[str, Any] | None, str], Iterator[tuple[str, Any]]]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -337,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         model = str(body.get("model") or "fake-model")
         if path.endswith("/messages/count_tokens"):
-            self.fake.requests.append(Logged("anthropic-count", path, body, "count"))
+            self.fake.log(Logged("anthropic-count", path, body, "count"))
             self._json(200, {"input_tokens": 10})
         elif path.endswith("/messages"):
             name, args = self.fake.answer("anthropic", path, body)
@@ -348,11 +320,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path.endswith("/responses"):
             name, args = self.fake.answer("responses", path, body)
             self._sse(responses_events(model, name, args, self.fake.final), named=True)
-        elif path.endswith("/chat/completions"):
-            name, args = self.fake.answer("chat", path, body)
-            self._sse(chat_chunks(model, name, args, self.fake.final), named=False, done=True)
         elif ":countTokens" in path:
-            self.fake.requests.append(Logged("gemini-count", path, body, "count"))
+            self.fake.log(Logged("gemini-count", path, body, "count"))
             self._json(200, {"totalTokens": 10})
         elif ":streamGenerateContent" in path or ":generateContent" in path:
             gmodel = path.rsplit("/", 1)[-1].split(":", 1)[0]
@@ -363,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(200, answer)
         else:
-            self.fake.requests.append(Logged("unknown", path, body, "404"))
+            self.fake.log(Logged("unknown", path, body, "404"))
             self._json(404, {"error": {"message": f"fake model: no route {path}"}})
 
     def _json(self, status: int, data: dict[str, Any]) -> None:
@@ -374,7 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(out)
 
-    def _sse(self, events: Iterator[tuple[str, Any]], *, named: bool, done: bool = False) -> None:
+    def _sse(self, events: Iterator[tuple[str, Any]], *, named: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -383,7 +352,5 @@ class _Handler(BaseHTTPRequestHandler):
         for name, data in events:
             head = f"event: {name}\n" if named and name else ""
             self.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode())
-        if done:
-            self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True

@@ -156,8 +156,9 @@ def _claude_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]
         "--model",
         CLAUDE_MODEL,
         # -p mode asks no questions: an MCP tool not allowed here is refused.
+        # `mcp__todoledger` allows every tool of the server.
         "--allowedTools",
-        "mcp__todoledger__todowrite",
+        "mcp__todoledger",
     ]
     env = {
         "ANTHROPIC_BASE_URL": s.url,
@@ -244,9 +245,10 @@ def _gemini_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]
         "-m",
         "gemini-2.5-flash",
         # -p mode drops every tool that would ask for confirmation (write_todos and
-        # MCP tools too) unless it is allowed up front.
+        # MCP tools too) unless it is allowed up front; `"trust": true` on the
+        # server entry in .gemini/settings.json does the same for its tools.
         "--allowed-tools",
-        "mcp_todoledger_todowrite,write_todos",
+        "mcp_todoledger_*,write_todos",
     ]
     return argv, {"GOOGLE_GEMINI_BASE_URL": s.url, "GEMINI_API_KEY": "e2e-dummy"}
 

@@ -117,10 +117,19 @@ class Agent:
         return pinned.read_text().strip() if pinned.exists() else "?"
 
 
+_FAILED: dict[str, str] = {}  # one failed install per agent and test run, not one per test
+
+
 def ensure_installed(agent: Agent) -> str | None:
     """Install the pinned agent if it is missing; the reason when that fails."""
     if agent.path.exists():
         return None
+    if agent.name not in _FAILED:
+        _FAILED[agent.name] = _install(agent) or ""
+    return _FAILED[agent.name] or None
+
+
+def _install(agent: Agent) -> str | None:
     if shutil.which("npm") is None:
         return "npm is not on PATH"
     try:

@@ -152,8 +152,8 @@ CLAUDE_MODEL = "claude-sonnet-5"  # a current model: it gets no TodoWrite/Task t
 
 
 def _claude_approve(s: Scratch) -> None:
-    # Interactive sessions ask once before starting a .mcp.json server; this
-    # pre-approves it (2.1.332 -p mode starts it even without).
+    # Interactive sessions start a .mcp.json server only in a trusted folder and
+    # once it is approved; this approves it (-p skips both and starts it anyway).
     s.write_json(".claude/settings.local.json", {"enabledMcpjsonServers": ["todoledger"]})
 
 

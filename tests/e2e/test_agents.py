@@ -62,9 +62,8 @@ def todoledger(scratch: Scratch, *args: str) -> Run:
     return run([str(BIN / "todoledger"), *args], scratch)
 
 
-def start_session(
-    agent: Agent, root: Path, steps: list[Step], *, seed: str | None = None, env: dict[str, str] | None = None
-) -> Session:
+def installed_project(agent: Agent, root: Path) -> Scratch:
+    """A scratch git project and HOME with `todoledger install <agent>` done."""
     reason = ensure_installed(agent)
     if reason is not None:
         pytest.skip(f"{agent.name} could not be installed ({reason}); run tests/e2e/install_agents.sh")
@@ -74,6 +73,13 @@ def start_session(
     subprocess.run(["git", "init", "-q", str(scratch.project)], check=True)
     installed = todoledger(scratch, "install", agent.install_as)
     assert installed.returncode == 0, installed.describe()
+    return scratch
+
+
+def start_session(
+    agent: Agent, root: Path, steps: list[Step], *, seed: str | None = None, env: dict[str, str] | None = None
+) -> Session:
+    scratch = installed_project(agent, root)
     agent.approve(scratch)
     if seed is not None:
         added = todoledger(scratch, "add", seed)
@@ -217,3 +223,24 @@ def test_claude_current_models_have_no_native_list(tmp_path: Path) -> None:
     assert session.run.returncode == 0, session.why()
     assert not any(r.answered == "TaskCreate" for r in session.fake.requests), session.why()
     assert not any("Native task" in i["content"] for i in session.ledger["items"]), session.why()
+
+
+def test_claude_project_server_needs_trust_and_approval(tmp_path: Path) -> None:
+    """Interactive Claude Code starts the .mcp.json server only in a trusted folder
+    (the first-run dialog, kept in ~/.claude.json) and once the server is approved;
+    `enabledMcpjsonServers` does the latter, and counts only in a trusted folder."""
+    scratch = installed_project(CLAUDE, tmp_path)
+
+    def status() -> str:
+        listed = run([str(CLAUDE.path), "mcp", "list"], scratch)
+        return listed.stdout + listed.stderr
+
+    CLAUDE.approve(scratch)  # enabledMcpjsonServers in .claude/settings.local.json
+    assert "Pending approval" in status()  # not trusted yet: the local settings do not count
+    state_path = scratch.home / ".claude.json"
+    state = json.loads(state_path.read_text(encoding="utf-8")) if state_path.exists() else {}
+    state["projects"] = {str(scratch.project): {"hasTrustDialogAccepted": True}}
+    state_path.write_text(json.dumps(state), encoding="utf-8")
+    assert "Connected" in status()
+    (scratch.project / ".claude" / "settings.local.json").unlink()
+    assert "Pending approval" in status()

@@ -13,11 +13,14 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomlkit
 
 from tests.e2e.fakemodel import Step
 
@@ -196,7 +199,62 @@ CLAUDE = Agent(
 
 # --- Codex -----------------------------------------------------------------
 def _codex_approve(s: Scratch) -> None:
-    pass  # everything Codex needs goes on its command line (below)
+    """What a user grants: trust for the project (`--trust` or the first-run
+    dialog), then the hooks' review in `/hooks`. That review stores, per hook,
+    the hash Codex computes; `codex app-server`'s `hooks/list` reports it, so it
+    is taken from Codex rather than recomputed."""
+    config_path = s.home / ".codex" / "config.toml"
+    config = tomlkit.parse(config_path.read_text(encoding="utf-8"))
+    projects = config.setdefault("projects", tomlkit.table(is_super_table=True))
+    projects[str(s.project)] = {"trust_level": "trusted"}
+    config_path.write_text(tomlkit.dumps(config), encoding="utf-8")
+    hooks = _codex_hooks(s)
+    assert hooks and all(h["trustStatus"] != "trusted" for h in hooks), hooks
+    state = config.setdefault("hooks", tomlkit.table()).setdefault(
+        "state", tomlkit.table(is_super_table=True)
+    )
+    for hook in hooks:
+        state[hook["key"]] = {"trusted_hash": hook["currentHash"]}
+    config_path.write_text(tomlkit.dumps(config), encoding="utf-8")
+    assert all(h["trustStatus"] == "trusted" for h in _codex_hooks(s))
+
+
+def _codex_hooks(s: Scratch) -> list[dict[str, Any]]:
+    """The project's hooks as Codex sees them (JSON-RPC over stdio)."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "e2e", "version": "1"}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(s.project)]}},
+    ]
+    with subprocess.Popen(
+        [str(CODEX.path), "app-server"],
+        cwd=s.project,
+        env=s.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        proc.stdin.flush()
+        timer = threading.Timer(30, proc.kill)  # bounded: a hung server ends the read
+        timer.start()
+        try:
+            for line in proc.stdout:
+                answer = json.loads(line)
+                if answer.get("id") == 2:
+                    hooks: list[dict[str, Any]] = answer["result"]["data"][0]["hooks"]
+                    return hooks
+        finally:
+            timer.cancel()
+            proc.kill()
+    raise AssertionError("codex app-server did not answer hooks/list")
 
 
 def _codex_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
@@ -206,8 +264,6 @@ def _codex_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
     argv = [
         str(CODEX.path),
         "exec",
-        "--trust",  # project trust: without it .codex/ config and hooks are ignored
-        "--dangerously-bypass-hook-trust",  # what approving in `/hooks` grants; exec has no such screen
         "-c",
         provider,
         "-c",

@@ -164,7 +164,7 @@ def test_todowrite_lands_in_the_ledger(mcp_session: Session) -> None:
 
 PRIME_AT_START = {
     "claude": "SessionStart hook (.claude/settings.json)",
-    "codex": "SessionStart hook (.codex/hooks.json), once its hooks are trusted",
+    "codex": "SessionStart hook (.codex/hooks.json), once its hooks are trusted (hooks.state)",
     "gemini": "SessionStart hook (.gemini/settings.json)",
 }
 

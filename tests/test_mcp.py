@@ -362,11 +362,11 @@ def test_bad_input_gets_one_clear_error_and_changes_nothing(ledger_env: Path) ->
                     'unknown payload: not opencode (todos[0] has no "content")',
                 ),
                 ("todowrite", {"bogus": 1, "todos": []}, "has no argument 'bogus'"),
-                ("todowrite", {"todos": [], "plan": 7}, '"plan" must be a plan name'),
+                ("todowrite", {"todos": [], "plan": 7}, '"plan" must be a string, not a number'),
                 (
                     "todowrite",
                     {"todos": CLAUDE, "plan": CODEX},
-                    '"plan" must be a plan name (a string), not an array',
+                    '"plan" must be a string, not an array',
                 ),
                 ("todowrite", {"plan": "main"}, '"todos" is required'),
                 ("todowrite", {"todos": [{"content": "x" * 3_000_000, "status": "pending"}]}, "the limit is"),

@@ -5,7 +5,6 @@ Imported lazily by the CLI group; plotly is loaded only for `--format html`.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,9 @@ PROGRESS_MIN_FILES = 20
 
 
 def _emit(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    from todoledger.cli.main import emit
+
+    emit(data)
 
 
 def _skipped_line(counts: dict[str, int]) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import shutil
 import sys
@@ -60,7 +59,9 @@ def install(
             "copy the [mcp_servers.todoledger] table there"
         )
     if as_json:
-        click.echo(json.dumps(_as_dict(result), ensure_ascii=False, indent=2))
+        from todoledger.cli.main import emit
+
+        emit(_as_dict(result))
     else:
         _print_human(result, project)
 

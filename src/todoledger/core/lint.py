@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from todoledger.core.merge import normalise
 from todoledger.core.model import (
     MAX_CONTENT_CHARS,
     MAX_ITEMS_PER_WRITE,
@@ -85,10 +86,6 @@ def _valid_text(s: str) -> bool:
     return True
 
 
-def _norm_content(s: str) -> str:
-    return _SPACES.sub(" ", s).strip().casefold()
-
-
 def _suggest(value: str, vocab: Sequence[str]) -> str:
     guess = _SPACES.sub("_", value.replace("-", "_"))
     if guess == "inprogress":
@@ -156,7 +153,7 @@ def _list_findings(items: Sequence[Incoming], key: str) -> list[Finding]:
     for it in items:
         if it.content is None or not it.content.strip():
             continue
-        norm = _norm_content(it.content)
+        norm = normalise(it.content)
         if norm in first_seen:
             where = field_where(it.where, key)
             msg = f'same {key} as {first_seen[norm]}: "{it.content[:60]}"'

@@ -153,12 +153,44 @@ def footprint_tokens(text: str) -> int:
 # argument checks -------------------------------------------------------------
 
 
+# Longest text each argument takes (the published schemas stay within the strict
+# subset that OpenAI and Gemini accept, which has no maxLength).
+TEXT_LIMITS: dict[str, int] = {
+    "id": 64,
+    "parent": 64,
+    "depends_on": 64,
+    "undepend": 64,
+    "content": MAX_CONTENT_CHARS,
+    "evidence": MAX_NOTES_CHARS,
+    "notes": MAX_NOTES_CHARS,
+    "writer": MAX_WRITER_CHARS,
+    "plan": MAX_PLAN_CHARS,
+}
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "array": (list,),
+    "object": (dict,),
+}
+_TYPE_NAMES = {
+    "string": "a string",
+    "boolean": "true or false",
+    "integer": "an integer",
+    "array": "an array",
+    "object": "an object",
+}
+
+
 def check_arguments(tool: str, args: Any) -> dict[str, Any]:
+    """The arguments checked against the tool's published input schema (the
+    one the agent was shown): one sentence for the first thing wrong."""
     if args is None:
-        return {}
+        args = {}
     if not isinstance(args, dict):
         raise ToolInputError(f"{tool} takes a JSON object of arguments, not {_kind(args)}")
-    known = TOOLS[tool]["inputSchema"]["properties"]
+    schema = TOOLS[tool]["inputSchema"]
+    known = schema["properties"]
     unknown = sorted(k for k in args if k not in known)
     if unknown:
         raise ToolInputError(f"{tool} has no argument {unknown[0]!r}; its arguments are {', '.join(known)}")
@@ -168,7 +200,30 @@ def check_arguments(tool: str, args: Any) -> dict[str, Any]:
     size = len(json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode())
     if size > MAX_PAYLOAD_BYTES:
         raise ToolInputError(f"{tool} arguments are {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+    for name in schema.get("required", []):
+        if args.get(name) is None:
+            raise ToolInputError(f'"{name}" is required' + REQUIRED_HINTS.get(name, ""))
+    for name, value in args.items():
+        if value is not None:
+            _check_value(name, value, known[name])
     return args
+
+
+# What a missing required argument looks like when given.
+REQUIRED_HINTS = {"todos": ': the whole list, e.g. [{"content": "...", "status": "pending"}]'}
+
+
+def _check_value(name: str, value: Any, spec: dict[str, Any]) -> None:
+    kind = spec["type"]
+    if not isinstance(value, _TYPES[kind]) or (kind == "integer" and isinstance(value, bool)):
+        raise ToolInputError(f'"{name}" must be {_TYPE_NAMES[kind]}, not {_kind(value)}')
+    if "enum" in spec and value not in spec["enum"]:
+        raise ToolInputError(f'"{name}" must be one of {", ".join(spec["enum"])}, not {value!r}')
+    if ("minimum" in spec and value < spec["minimum"]) or ("maximum" in spec and value > spec["maximum"]):
+        raise ToolInputError(f'"{name}" must be between {spec["minimum"]} and {spec["maximum"]}, not {value}')
+    limit = TEXT_LIMITS.get(name)
+    if isinstance(value, str) and limit is not None and len(value) > limit:
+        raise ToolInputError(f'"{name}" is {len(value)} characters; the limit is {limit}')
 
 
 def _kind(value: Any) -> str:
@@ -185,46 +240,12 @@ def _kind(value: Any) -> str:
     return "an object"
 
 
-def text_arg(args: dict[str, Any], name: str, limit: int, *, required: bool = False) -> str | None:
-    value = args.get(name)
-    if value is None:
-        if required:
-            raise ToolInputError(f'"{name}" is required')
-        return None
-    if not isinstance(value, str):
-        raise ToolInputError(f'"{name}" must be a string, not {_kind(value)}')
-    if len(value) > limit:
-        raise ToolInputError(f'"{name}" is {len(value)} characters; the limit is {limit}')
-    if required and not value.strip():
-        raise ToolInputError(f'"{name}" must not be empty')
-    return value
-
-
-def bool_arg(args: dict[str, Any], name: str) -> bool:
-    value = args.get(name)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise ToolInputError(f'"{name}" must be true or false, not {_kind(value)}')
-    return value
-
-
-def int_arg(args: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
-    value = args.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolInputError(f'"{name}" must be an integer, not {_kind(value)}')
-    if not low <= value <= high:
-        raise ToolInputError(f'"{name}" must be between {low} and {high}, not {value}')
-    return value
-
-
-def enum_arg(args: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str | None:
-    value = text_arg(args, name, 64)
-    if value is not None and value not in allowed:
-        raise ToolInputError(f'"{name}" must be one of {", ".join(allowed)}, not {value!r}')
-    return value
+def _blank(args: dict[str, Any], *names: str) -> None:
+    """Text that is given must say something."""
+    for name in names:
+        value = args.get(name)
+        if value is not None and not value.strip():
+            raise ToolInputError(f'"{name}" must not be empty')
 
 
 # Zero-width and bidi characters make a plan name look like another one.
@@ -331,13 +352,7 @@ class PlanTools:
     def todowrite(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
         args = check_arguments("todowrite", args)
         plan = plan_name(args.get("plan"))
-        todos = args.get("todos")
-        if todos is None:
-            raise ToolInputError(
-                '"todos" is required: the whole list, e.g. [{"content": "...", "status": "pending"}]'
-            )
-        if not isinstance(todos, list):
-            raise ToolInputError(f'"todos" must be an array of items, not {_kind(todos)}')
+        todos = args["todos"]
         writer = self.writer_arg(args, writer)
         name = self.plan_or_default(plan)
         return self.locked(lambda: self._todowrite({"todos": todos}, name, writer))
@@ -390,7 +405,7 @@ class PlanTools:
     def todoread(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
         args = check_arguments("todoread", args)
         explicit = plan_name(args.get("plan"))
-        full = bool_arg(args, "all")
+        full = bool(args.get("all"))
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
         return self.locked(lambda: self._todoread(plan, explicit is not None, full, writer))
@@ -419,8 +434,8 @@ class PlanTools:
     def plan_next(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
         args = check_arguments("plan_next", args)
         explicit = plan_name(args.get("plan"))
-        claim = bool_arg(args, "claim")
-        limit = int_arg(args, "limit", SHOWN, 1, MAX_LIMIT)
+        claim = bool(args.get("claim"))
+        limit = args.get("limit") or SHOWN
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
         return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer))
@@ -451,27 +466,28 @@ class PlanTools:
     def plan_update(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
         args = check_arguments("plan_update", args)
         explicit = plan_name(args.get("plan"))
-        ref = text_arg(args, "id", 64, required=True)
+        _blank(args, "id", "content")
+        ref: str = args["id"]
         fields: dict[str, Any] = {
-            "status": enum_arg(args, "status", STATUSES),
-            "priority": enum_arg(args, "priority", PRIORITIES),
-            "content": text_arg(args, "content", MAX_CONTENT_CHARS),
-            "evidence": text_arg(args, "evidence", MAX_NOTES_CHARS),
-            "notes": text_arg(args, "notes", MAX_NOTES_CHARS),
-            "parent": text_arg(args, "parent", 64),
-            "add_blocker": text_arg(args, "depends_on", 64),
-            "remove_blocker": text_arg(args, "undepend", 64),
+            name: args.get(arg)
+            for name, arg in (
+                ("status", "status"),
+                ("priority", "priority"),
+                ("content", "content"),
+                ("evidence", "evidence"),
+                ("notes", "notes"),
+                ("parent", "parent"),
+                ("add_blocker", "depends_on"),
+                ("remove_blocker", "undepend"),
+            )
         }
-        force = bool_arg(args, "force")
-        if fields["content"] is not None and not fields["content"].strip():
-            raise ToolInputError('"content" must not be empty')
+        force = bool(args.get("force"))
         if all(v is None for v in fields.values()):
             raise ToolInputError(
                 "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend or parent"
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        assert ref is not None
         return self.locked(lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force))
 
     def _plan_update(
@@ -524,9 +540,9 @@ class PlanTools:
     # identity --------------------------------------------------------------
     @staticmethod
     def writer_arg(args: dict[str, Any], session_writer: str) -> str:
-        given = text_arg(args, "writer", MAX_WRITER_CHARS)
-        if given is not None and not given.strip():
-            raise ToolInputError('"writer" must not be empty')
+        """The writer the agent names (checked with the other arguments), else the session's."""
+        _blank(args, "writer")
+        given: str | None = args.get("writer")
         return given or session_writer
 
 

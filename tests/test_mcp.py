@@ -614,3 +614,38 @@ def test_origins_are_compared_exactly_not_pattern_matched(ledger_env: Path) -> N
     allowed = {o for o, status in verdicts.items() if status == 200}
     assert allowed == {"http://[::1]:8765", "https://[::1]", "http://LOCALHOST:8765", "http://127.0.0.1"}
     assert set(verdicts.values()) == {200, 403}
+
+
+def test_a_client_that_closes_the_pipe_early_ends_the_server_quietly(ledger_env: Path) -> None:
+    """An agent that stops reading (closes our stdout) ends the session: no error, no traceback."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    proc = subprocess.Popen(
+        [todoledger_bin(), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(ledger_env),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(json.dumps(requests[0]).encode() + b"\n")
+    proc.stdin.flush()
+    assert proc.stdout.read(10) == b'{"jsonrpc"'
+    proc.stdout.close()  # the client stops reading
+    for request in requests[1:]:
+        proc.stdin.write(json.dumps(request).encode() + b"\n")
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""

@@ -139,5 +139,10 @@ def run_stdio(*, plan: str | None = None) -> None:
         anyio.run(server.run_stdio_async)
     except KeyboardInterrupt:
         pass
+    except BaseExceptionGroup as group:
+        # The client went away (closed our stdout): that ends the session, it is no error.
+        _, rest = group.split((BrokenPipeError, anyio.BrokenResourceError, anyio.ClosedResourceError))
+        if rest is not None:
+            raise rest from None
     finally:
         tools.close()

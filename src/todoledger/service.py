@@ -512,10 +512,15 @@ class Ledger:
         """A list cannot be refused for what the agent already did, but starting or
         finishing work whose prerequisites are unmet is told to the writer and kept."""
         after = {s.item: s.new for s in result.sets if s.field == "status"}
+        moved = [i for i, status in after.items() if status in PROGRESS and i in known]
+        if not moved:
+            return []
+        # Most lists have no links at all: one query rules the rest out.
+        linked = {i for i in moved if known[i].parent} | self.repo.with_blockers(moved)
         out: list[Finding] = []
         for index, item_id in enumerate(result.matches):
             status = after.get(item_id)
-            if status not in PROGRESS or item_id not in known:
+            if item_id not in linked or status not in PROGRESS:
                 continue
             waiting = self._unmet_prerequisites(item_id, after)
             if waiting:

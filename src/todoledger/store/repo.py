@@ -165,6 +165,16 @@ class Repo:
         rows = self.db.query("SELECT MAX(position) FROM items WHERE plan = ?", (plan,))
         return float(rows[0][0]) if rows and rows[0][0] is not None else 0.0
 
+    def with_blockers(self, ids: Sequence[str]) -> set[str]:
+        """Which of these items wait for anything."""
+        found: set[str] = set()
+        for chunk in _chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                r[0] for r in self.db.query(f"SELECT DISTINCT item FROM deps WHERE item IN ({marks})", chunk)
+            )
+        return found
+
     def blockers(self, item_id: str) -> list[str]:
         return [r[0] for r in self.db.query("SELECT blocker FROM deps WHERE item = ?", (item_id,))]
 

@@ -84,8 +84,22 @@ def m002_op_source_location(db: Executor) -> None:
     db.executemany("UPDATE ops SET source_key = ?, source_at = ? WHERE op = ?", rows)
 
 
+def m003_board_fields(db: Executor) -> None:
+    """The board's item fields (issue 10): an estimate (canonical text like
+    `1h30m`), the resources an item holds exclusively (a JSON list), and
+    whether a person must approve it before an agent may start it."""
+    db.execute_script(
+        [
+            "ALTER TABLE items ADD COLUMN estimate TEXT",
+            "ALTER TABLE items ADD COLUMN uses TEXT",
+            "ALTER TABLE items ADD COLUMN needs_approval INTEGER NOT NULL DEFAULT 0",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
+    ("board_fields", m003_board_fields),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

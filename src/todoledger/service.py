@@ -522,9 +522,7 @@ class Ledger:
         person's approval: that status change is left out, and the agent told."""
         from todoledger.core.approval import is_person
 
-        moves = [
-            s for s in result.sets if s.field == "status" and s.new in PROGRESS and s.item in known
-        ]
+        moves = [s for s in result.sets if s.field == "status" and s.new in PROGRESS and s.item in known]
         if is_person(writer) or not moves:
             return []
         awaiting = self._awaiting(plan, [known[s.item] for s in moves])
@@ -969,7 +967,9 @@ class Ledger:
         for it in items:
             # State only: who and when live in the history, not in the diffable plan.
             record = {
-                k: v for k, v in it.as_dict().items() if k in EXPORTED and v not in (None, []) and v is not False
+                k: v
+                for k, v in it.as_dict().items()
+                if k in EXPORTED and v not in (None, []) and v is not False
             }
             yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -1067,7 +1067,8 @@ class Ledger:
             w = self._op(plan, writer, at, "approve", summary=f"approved {item.id}")
             w.annotate(item.id, "approved", None, item_snapshot(item.as_dict()))
             self.repo.touch_plan(plan, at)
-        return self.approvals(plan)["items"].get(item.id, {}) | {"id": item.id, "content": item.content}
+        standing: dict[str, Any] = self.approvals(plan)["items"].get(item.id, {})
+        return standing | {"id": item.id, "content": item.content}
 
     def approve_plan(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
         """A person approves the plan as it stands: its items' content, order,
@@ -1109,17 +1110,20 @@ class Ledger:
     def schedule(self, plan: str | None = None) -> dict[str, Any]:
         """Critical path of the open work and its length, the sets of ready items
         that can run together (resources), and measured durations of finished items."""
-        from todoledger.core.schedule import format_duration, measured, schedule
+        plan = plan or default_plan()
+        out = self.view(plan).schedule().as_dict()
+        out["measured"] = self.durations(plan)
+        return {"plan": plan, **out}
+
+    def durations(self, plan: str | None = None) -> dict[str, str]:
+        """How long each completed item took, measured from its history (first
+        start, or creation, to completion), as `1h30m`."""
+        from todoledger.core.schedule import format_duration, measured
 
         plan = plan or default_plan()
-        doc = self.show(plan)
-        out = schedule(doc["items"]).as_dict()
         with self.store.read():
             events = [e.as_dict() for e in self.repo.events(plan)]
-        took = measured(events, _epoch)
-        out["measured"] = {i: format_duration(sec) for i, sec in took.items()}
-        out["plan"] = plan
-        return out
+        return {i: format_duration(sec) for i, sec in measured(events, _epoch).items()}
 
     def last_change(self) -> int:
         """A number that grows with every recorded change anywhere in the ledger."""
@@ -1237,15 +1241,14 @@ def _validate(name: str, value: Any) -> Any:
             raise LedgerError(f"estimate must be a duration like 15m or 2h, not {value!r}")
         from todoledger.core.schedule import normalize_estimate
 
-        value = normalize_estimate(value)
+        value = normalize_estimate(value) if value.strip() else None  # empty: no estimate
     elif name == "uses":
-        if isinstance(value, str):
-            import re  # `server gpu:0,2` and `server,gpu:0-3`: a comma before a name starts the next
+        from todoledger.core.schedule import normalize_uses, split_uses
 
-            value = [v for v in re.split(r"\s+|,(?=[A-Za-z])", value) if v]
+        if isinstance(value, str):
+            value = split_uses(value)
         if not isinstance(value, list):
             raise LedgerError(f"uses must be a list of resources like server or gpu:0-3, not {value!r}")
-        from todoledger.core.schedule import normalize_uses
 
         value = normalize_uses(value)
     elif name == "needs_approval":

@@ -67,7 +67,9 @@ def item_diff(approved: Mapping[str, Any], current: Mapping[str, Any]) -> list[d
     ]
 
 
-def plan_diff(approved: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def plan_diff(
+    approved: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """What changed in the plan since it was approved: items added and removed,
     items whose approved fields or gate changed, and a changed order."""
     old = {r["id"]: r for r in approved}
@@ -84,9 +86,9 @@ def plan_diff(approved: Sequence[Mapping[str, Any]], current: Sequence[Mapping[s
         ]
         if fields:
             out.append({"change": "changed", "item": item_id, "content": r["content"], "fields": fields})
-    for item_id, r in old.items():
+    for item_id, gone in old.items():
         if item_id not in new:
-            out.append({"change": "removed", "item": item_id, "content": r.get("content")})
+            out.append({"change": "removed", "item": item_id, "content": gone.get("content")})
     kept_old = [i for i in old if i in new]
     kept_new = [i for i in new if i in old]
     if kept_old != kept_new:

@@ -110,6 +110,11 @@ def format_use(name: str, units: frozenset[int] | None) -> str:
     return f"{name}:{','.join(parts)}"
 
 
+def split_uses(text: str) -> list[str]:
+    """`server gpu:0,2` or `server,gpu:0-3` as entries: a comma before a name starts the next."""
+    return [v for v in re.split(r"\s+|,(?=[A-Za-z])", text) if v]
+
+
 def normalize_uses(entries: Iterable[str]) -> list[str]:
     """Canonical, sorted, without repeats; a resource named twice is merged."""
     merged: dict[str, frozenset[int] | None] = {}
@@ -206,7 +211,9 @@ def critical_path(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], int]:
     for node in _topological([r["id"] for r in open_rows], blockers, is_open):
         best, before = 0, None
         for b in blockers[node]:
-            if b in finish and (finish[b] > best or (finish[b] == best and before is not None and order[b] < order[before])):
+            if b in finish and (
+                finish[b] > best or (finish[b] == best and before is not None and order[b] < order[before])
+            ):
                 best, before = finish[b], b
         finish[node], prev[node] = best + cost[node], before
     end = min(finish, key=lambda n: (-finish[n], order[n]))
@@ -237,7 +244,9 @@ def _topological(nodes: list[str], blockers: Mapping[str, list[str]], keep: set[
     return out
 
 
-def parallel_sets(ready: Sequence[Mapping[str, Any]], held: Iterable[str] = ()) -> tuple[tuple[str, ...], ...]:
+def parallel_sets(
+    ready: Sequence[Mapping[str, Any]], held: Iterable[str] = ()
+) -> tuple[tuple[str, ...], ...]:
     """Ready items (in the order to take them) in sets whose members share no
     resource. First fit: each item joins the first set it collides with
     nothing in; the first set also avoids what running items hold, so it is

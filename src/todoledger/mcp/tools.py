@@ -112,7 +112,9 @@ TOOLS: dict[str, dict[str, Any]] = {
     "plan_update": {
         "description": (
             "Change one item: status as you go; evidence when completed (what shows it is done); "
-            "notes; priority; content; depends_on/undepend (an item it waits for); parent."
+            "notes; priority; content; depends_on/undepend (an item it waits for); parent; estimate "
+            "(15m, 2h); uses (resources held exclusively: server, gpu:0-3); needs_approval=true asks a "
+            "person to approve the item before any agent starts it."
         ),
         "inputSchema": {
             "type": "object",
@@ -126,6 +128,9 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "depends_on": {"type": "string"},
                 "undepend": {"type": "string"},
                 "parent": {"type": "string"},
+                "estimate": {"type": "string"},
+                "uses": {"type": "array", "items": {"type": "string"}},
+                "needs_approval": {"type": "boolean"},
                 "force": {"type": "boolean", "description": "start/complete despite unmet prerequisites"},
                 "plan": _PLAN,
                 "writer": _WRITER,
@@ -435,6 +440,14 @@ class PlanTools:
             return listing
         got = lg.next(plan, claim=True, writer=writer) if known else []
         if not got:
+            waiting = lg.approvals(plan)["waiting"] if known else []
+            if waiting:
+                return {
+                    "plan": plan,
+                    "claimed": None,
+                    "waiting_for_approval": waiting[:SHOWN],
+                    "hint": f"{len(waiting)} item(s) wait for a person's approval; an agent cannot claim them",
+                }
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
         item = got[0]
         out: dict[str, Any] = {"plan": plan, "claimed": _compact(item, "priority", "notes")}
@@ -457,13 +470,17 @@ class PlanTools:
             "parent": text_arg(args, "parent", 64),
             "add_blocker": text_arg(args, "depends_on", 64),
             "remove_blocker": text_arg(args, "undepend", 64),
+            "estimate": text_arg(args, "estimate", 32),
+            "uses": _uses_arg(args),
+            "needs_approval": bool_arg(args, "needs_approval") if "needs_approval" in args else None,
         }
         force = bool_arg(args, "force")
         if fields["content"] is not None and not fields["content"].strip():
             raise ToolInputError('"content" must not be empty')
         if all(v is None for v in fields.values()):
             raise ToolInputError(
-                "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend or parent"
+                "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend,"
+                " parent, estimate, uses or needs_approval"
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
@@ -492,7 +509,18 @@ class PlanTools:
         )
         out: dict[str, Any] = {
             "plan": plan,
-            "item": _compact(item, "status", "priority", "parent", "depends_on", "evidence", "notes"),
+            "item": _compact(
+                item,
+                "status",
+                "priority",
+                "parent",
+                "depends_on",
+                "evidence",
+                "notes",
+                "estimate",
+                "uses",
+                "needs_approval",
+            ),
         }
         if status == "completed" and not item.get("evidence"):
             out["hint"] = "add evidence: what shows it is done"
@@ -526,6 +554,15 @@ class PlanTools:
         return given or session_writer
 
 
+def _uses_arg(args: dict[str, Any]) -> list[str] | None:
+    value = args.get("uses")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and len(v) <= 100 for v in value):
+        raise ToolInputError('"uses" must be a list of resources like ["server", "gpu:0-3"]')
+    return value
+
+
 def _render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """The list as the agent's own tool shows it."""
     from todoledger.service import render
@@ -545,7 +582,11 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
             it.as_dict() | ({"updated_by": it.writer} if it.writer else {}) for it in view.in_progress
         ]
     if view.ready:
-        out["ready"] = [it.as_dict("priority") for it in view.ready[:SHOWN]]
+        out["ready"] = [it.as_dict("priority", "needs_approval", "uses") for it in view.ready[:SHOWN]]
+    if any(it.estimate or it.uses for it in view.items):  # the plan is scheduled: say its shape
+        sched = view.schedule().as_dict()
+        out["critical_path"] = {"items": sched["critical_path"], "length": sched["length"]}
+        out["parallel"] = sched["parallel"]
     if view.blocked:
         out["blocked"] = len(view.blocked)
     waiting = [it.as_dict("waits_on_cancelled") for it in view.items if it.waits_on_cancelled and it.is_open]

@@ -133,7 +133,10 @@ def normalize_uses(entries: Iterable[str]) -> list[str]:
 
 def collide(a: Iterable[str], b: Iterable[str]) -> bool:
     """Do two items' resources overlap (so they cannot run at the same time)?"""
-    mine = dict(parse_use(x) for x in a)
+    mine: dict[str, frozenset[int] | None] = {}
+    for name, units in (parse_use(x) for x in a):  # one resource named twice: both count
+        old = mine.get(name, frozenset())
+        mine[name] = None if old is None or units is None else old | units
     for name, units in (parse_use(x) for x in b):
         if name not in mine:
             continue

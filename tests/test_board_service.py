@@ -174,7 +174,12 @@ def test_mcp_plan_update_and_todoread(ledger_env: Path) -> None:
     writer = "mcp:pytest:1"
     try:
         ids = tools.todowrite(
-            {"todos": [{"content": "Run the sweep", "status": "pending"}, {"content": "Report", "status": "pending"}]},
+            {
+                "todos": [
+                    {"content": "Run the sweep", "status": "pending"},
+                    {"content": "Report", "status": "pending"},
+                ]
+            },
             writer,
         )["ids"]
         out: dict[str, Any] = tools.plan_update(

@@ -126,7 +126,9 @@ def ready_sets(draw: Any) -> tuple[list[dict[str, Any]], list[str]]:
 
 @settings(max_examples=300, deadline=None)
 @given(ready_sets())
-def test_parallel_sets_share_no_resource_and_are_first_fit(case: tuple[list[dict[str, Any]], list[str]]) -> None:
+def test_parallel_sets_share_no_resource_and_are_first_fit(
+    case: tuple[list[dict[str, Any]], list[str]],
+) -> None:
     ready, held = case
     sets = parallel_sets(ready, held)
     uses = {r["id"]: r["uses"] for r in ready}

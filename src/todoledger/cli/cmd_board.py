@@ -12,17 +12,7 @@ from typing import Any
 import click
 
 from todoledger.cli.main import emit, ledger, options, reader, say, writes
-
-
-def _label(row: dict[str, Any] | None, item_id: str) -> str:
-    if row is None:
-        return item_id
-    extra = [row["status"]]
-    if row.get("estimate"):
-        extra.append(row["estimate"])
-    if row.get("uses"):
-        extra.append("uses " + ", ".join(row["uses"]))
-    return f"{item_id}  {row['content']}  ({'; '.join(extra)})"
+from todoledger.cli.schedule_text import label as _label
 
 
 @click.command()
@@ -44,36 +34,6 @@ def path(plan: str | None, as_json: bool) -> None:
     say(f"critical path of {sched['plan']!r}: {sched['length'] or 'no estimates'} ({len(chain)} items{note})")
     for n, item_id in enumerate(chain, 1):
         say(f"  {n}. {_label(rows.get(item_id), item_id)}")
-
-
-def show_parallel(plan: str | None, as_json: bool) -> None:
-    """`next --parallel`: the ready items in sets that share no resource."""
-    with reader() as lg:
-        sched = lg.schedule(plan)
-        rows = {r["id"]: r for r in lg.items(plan)}
-        waiting = set(lg.approvals(plan)["waiting"])
-    sets = sched["parallel"]
-    if as_json:
-        emit(
-            {
-                "plan": sched["plan"],
-                "parallel": sets,
-                "held": sched["held"],
-                "needs_approval": sorted(waiting),
-            }
-        )
-        return
-    if not sets:
-        say("nothing is ready")
-        return
-    if sched["held"]:
-        say(f"held by items in progress: {', '.join(sched['held'])}")
-    for n, members in enumerate(sets):
-        title = "can start now, together" if n == 0 else f"then (set {n + 1})"
-        say(f"{title}:" if members else f"{title}: nothing (what is ready waits for held resources)")
-        for item_id in members:
-            gate = "  [needs a person's approval]" if item_id in waiting else ""
-            say(f"  {_label(rows.get(item_id), item_id)}{gate}")
 
 
 @click.command("set")

@@ -177,9 +177,20 @@ def next_cmd(
 ) -> None:
     """Ready items: dependencies met, by priority then order."""
     if parallel:
-        from todoledger.cli.cmd_board import show_parallel
+        with reader() as lg:
+            sched = lg.schedule(plan)
+            rows = {r["id"]: r for r in lg.items(plan)}
+            waiting = set(lg.approvals(plan)["waiting"])
+        if as_json:
+            emit(
+                {"plan": sched["plan"], "parallel": sched["parallel"], "held": sched["held"]}
+                | {"needs_approval": sorted(waiting)}
+            )
+            return
+        from todoledger.cli.schedule_text import parallel_lines
 
-        show_parallel(plan, as_json)
+        for line in parallel_lines(sched, rows, waiting):
+            say(line)
         return
     with ledger() if claim else reader() as lg:
         rows = lg.next(plan, limit=limit, claim=claim, writer=writer)

@@ -51,7 +51,7 @@ SECURITY_HEADERS = {
         " connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     ),
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # "no-referrer" would send form posts with Origin: null
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
@@ -214,7 +214,10 @@ class Board:
         def body(lg: Ledger, plan: str) -> tuple[str, str]:
             from todoledger.core.timeline import spans
 
-            return f"Timeline {plan}", pages.timeline(_view(lg, plan), spans(lg.history(plan), now()))
+            events = lg.history(plan)
+            # Spans run to the plan's last change: an old plan's chart is not stretched to today.
+            until = events[-1]["at"] if events else now()
+            return f"Timeline {plan}", pages.timeline(_view(lg, plan), spans(events, until))
 
         return await self._page(request, "timeline", body, scripts=("/static/plotly.min.js",))
 

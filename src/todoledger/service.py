@@ -1091,15 +1091,17 @@ class Ledger:
             self.repo.touch_plan(plan, at)
         return {"plan": plan, "by": writer, "at": at, "hash": digest, "items": len(snap)}
 
-    def approvals(self, plan: str | None = None) -> dict[str, Any]:
+    def approvals(
+        self, plan: str | None = None, *, rows: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """The plan against its last approval, and each item's standing:
         {"plan": {approved, by, at, hash, diff}, "items": {id: {...}}, "waiting": [ids]}.
         Items listed are those that need approval or were approved."""
         from todoledger.core.approval import item_approvals, plan_standing
 
         plan = plan or default_plan()
-        with self.store.read():
-            rows = [it.as_dict() for it in self.repo.items(plan)]
+        with self.store.read():  # `rows`: the plan's items as `show` gave them, read in the same instant
+            rows = rows if rows is not None else [it.as_dict() for it in self.repo.items(plan)]
             events = [e.as_dict() for e in self.repo.approval_events(plan)]
         last_plan = next((e for e in reversed(events) if e["field"] == "plan_approved"), None)
         standing = item_approvals(rows, events)

@@ -152,9 +152,9 @@ def item_approvals(
 
 def plan_standing(rows: Sequence[Mapping[str, Any]], last: Mapping[str, Any] | None) -> dict[str, Any]:
     """The plan against its last approval (a `plan_approved` event or None)."""
+    if last is None:  # nothing to compare with: the hash is made when someone approves
+        return {"approved": False, "by": None, "at": None, "hash": None, "approved_hash": None, "diff": []}
     current = plan_hash(plan_snapshot(rows))
-    if last is None:
-        return {"approved": False, "by": None, "at": None, "hash": current, "approved_hash": None, "diff": []}
     snap = (last.get("new") or {}).get("items", [])
     approved_hash = (last.get("new") or {}).get("hash")
     same = approved_hash == current

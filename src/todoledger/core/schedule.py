@@ -206,7 +206,13 @@ def critical_path(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], int]:
         return [], 0
     blockers = effective_blockers(rows)
     is_open = {r["id"] for r in open_rows}
-    cost = {r["id"]: _seconds(r.get("estimate")) for r in open_rows}
+    seconds: dict[Any, int] = {}  # a plan repeats few estimates: parse each once
+    cost = {}
+    for r in open_rows:
+        est = r.get("estimate")
+        if est not in seconds:
+            seconds[est] = _seconds(est)
+        cost[r["id"]] = seconds[est]
     order = {r["id"]: n for n, r in enumerate(rows)}
     # finish[x]: the longest chain ending at x; prev[x]: the item before it.
     finish: dict[str, int] = {}

@@ -11,6 +11,7 @@ body (a cross-site form can send neither).
 from __future__ import annotations
 
 import getpass
+import hashlib
 import hmac
 import json
 import re
@@ -86,6 +87,11 @@ class Board:
         self.csrf = secrets.token_urlsafe(32)
         self.lock = threading.Lock()
         self._ledger: Ledger | None = None
+        self.rows = RowCache()
+        # Static files are cached for good under a name that changes with them.
+        self.version = hashlib.blake2b(
+            b"".join(_static(name) for name in sorted(STATIC)), digest_size=6
+        ).hexdigest()
         self.hub = Hub(lambda: self.locked(lambda lg: int(lg.last_change())))
 
     # the ledger ----------------------------------------------------------------
@@ -119,6 +125,7 @@ class Board:
             Route("/events", self.events, name="board_events"),
             Route("/static/{name}", self.static, name="board_static"),
             Route("/api/action", self.action, methods=["POST"], name="board_action"),
+            Route("/api/rows", self.sync_rows, methods=["POST"], name="board_rows"),
             Route("/login", self.login, methods=["GET", "POST"], name="board_login"),
         ]
 
@@ -151,6 +158,7 @@ class Board:
             change=change,
             who=self.name,
             scripts=scripts,
+            version=self.version,
         )
         return HTMLResponse(html, headers=SECURITY_HEADERS)
 
@@ -183,12 +191,48 @@ class Board:
 
     async def page_plan(self, request: Request) -> Response:
         def body(lg: Ledger, plan: str) -> tuple[str, str]:
-            view = _view(lg, plan)
-            state = lg.approvals(plan)
-            html = pages.plan(view, view.schedule(), state["waiting"], state["plan"], lg.durations(plan))
-            return f"Plan {plan}", html
+            head, rows, view = self._plan_parts(lg, plan)
+            first = [html for _, _, html in rows[: pages.FIRST_ROWS]]
+            return f"Plan {plan}", pages.plan(view, head, first, len(rows))
 
         return await self._page(request, "plan", body)
+
+    def _plan_parts(self, lg: Ledger, plan: str) -> tuple[str, list[tuple[str, str, str]], PlanView]:
+        """The plan's head and its rows as (id, hash, html), in tree order."""
+        doc = lg.show(plan)
+        view = build(doc)
+        sched = view.schedule()
+        state = lg.approvals(plan, rows=doc["items"])
+        waiting = set(state["waiting"])
+        head = pages.plan_head(view, sched, waiting, state["plan"])
+        return head, self.rows.render(view, sched, waiting), view
+
+    async def sync_rows(self, request: Request) -> Response:
+        """The plan page's rows the page lacks or holds in an older form, the
+        order of all of them, and the head: how a large plan stays live."""
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            return JSONResponse({"error": "send JSON (application/json)"}, status_code=415)
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if len(raw) <= 2 * 1024 * 1024 else None
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("known"), dict):
+            return JSONResponse({"error": 'send {"plan": ..., "known": {id: hash}}'}, status_code=400)
+        known: dict[str, Any] = body["known"]
+        plan = body.get("plan")
+        name = plan if isinstance(plan, str) and plan else self.plan or default_plan()
+
+        def collect(lg: Ledger) -> dict[str, Any]:
+            head, rows, _ = self._plan_parts(lg, name)
+            return {
+                "change": int(lg.last_change()),
+                "head": head,
+                "order": [item_id for item_id, _, _ in rows],
+                "rows": {item_id: html for item_id, h, html in rows if known.get(item_id) != h},
+            }
+
+        return JSONResponse(await run_in_threadpool(self.locked, collect))
 
     async def page_item(self, request: Request) -> Response:
         ref = request.query_params.get("id", "")
@@ -235,14 +279,14 @@ class Board:
 
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
-        headers = {"cache-control": "max-age=3600", "x-content-type-options": "nosniff"}
+        cache = "max-age=31536000, immutable" if request.query_params.get("v") == self.version else "no-cache"
+        headers = {"cache-control": cache, "x-content-type-options": "nosniff"}
         if name == "plotly.min.js":
             data = await run_in_threadpool(plotly_js)
             return Response(data, media_type="text/javascript; charset=utf-8", headers=headers)
         if name not in STATIC:
             return Response("not found", status_code=404)
-        text = resources.files("todoledger.web").joinpath("static", name).read_bytes()
-        return Response(text, media_type=STATIC[name], headers={**headers, "cache-control": "no-cache"})
+        return Response(_static(name), media_type=STATIC[name], headers=headers)
 
     async def events(self, request: Request) -> Response:
         return StreamingResponse(
@@ -292,6 +336,39 @@ class Board:
         except LedgerError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse({"ok": True, "writer": writer, **result})
+
+
+def _static(name: str) -> bytes:
+    return resources.files("todoledger.web").joinpath("static", name).read_bytes()
+
+
+class RowCache:
+    """Each plan's rows as rendered last: a row is rendered again only when
+    what it shows changed, so a 2,000-item plan refreshes in milliseconds."""
+
+    def __init__(self) -> None:
+        self.plans: dict[str, dict[str, tuple[Any, str, str]]] = {}
+
+    def render(self, view: PlanView, sched: Any, waiting: set[str]) -> list[tuple[str, str, str]]:
+        crit = set(sched.critical_path)
+        set_of = {item_id: n for n, members in enumerate(sched.parallel) for item_id in members}
+        status = {it.id: it.status for it in view.items}
+        old = self.plans.get(view.plan, {})
+        new: dict[str, tuple[Any, str, str]] = {}
+        out = []
+        for it in view.tree():
+            deps = {d: status.get(d, "") for d in it.depends_on}
+            key = (it, it.id in crit, set_of.get(it.id), it.id in waiting, tuple(deps.items()))
+            cached = old.get(it.id)
+            if cached is None or cached[0] != key:
+                html = pages.row(view.plan, it, key[1], key[2], key[3], deps)
+                h = hashlib.blake2b(html.encode(), digest_size=8).hexdigest()
+                # The page tells the server which form of each row it holds.
+                cached = (key, h, html.replace(" data-id=", f' data-h="{h}" data-id=', 1))
+            new[it.id] = cached
+            out.append((it.id, cached[1], cached[2]))
+        self.plans[view.plan] = new
+        return out
 
 
 def _user() -> str:

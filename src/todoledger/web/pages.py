@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from todoledger.core.markdown import html_text
 from todoledger.core.model import STATUSES
@@ -50,6 +50,7 @@ def page(
     change: int,
     who: str,
     scripts: Sequence[str] = (),
+    version: str = "",
 ) -> str:
     """A whole page: the fragment `body` inside the frame the live script refreshes."""
     nav = ['<a href="/">Plans</a>']
@@ -58,20 +59,20 @@ def page(
             f'<a href="{url("/" + name, plan=plan)}" class="{"here" if name == kind else ""}">{label}</a>'
             for name, label in PAGES
         ]
-    extra = "".join(f'<script src="{esc(src)}"></script>' for src in scripts)
+    extra = "".join(f'<script defer src="{esc(src)}?v={esc(version)}"></script>' for src in scripts)
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         f'<meta name=csrf content="{esc(csrf)}"><meta name=who content="{esc(who)}">'
         f"<title>{esc(title)} · todoledger</title>"
-        '<link rel=stylesheet href="/static/board.css"></head>'
+        '<link rel=stylesheet href="/static/board.css?v={esc(version)}"></head>'
         f'<body data-page="{esc(kind)}" data-plan="{esc(plan or "")}">'
         f"<header><nav>{' '.join(nav)}</nav><span class=title>{esc(title)}</span>"
         "<label class=who>you are web:<input id=who size=10 maxlength=40 autocomplete=off></label>"
         '<span id=live title="live updates">connecting</span></header>'
         "<div id=flash role=alert hidden></div>"
         f'<main id=main data-change="{change}">{body}</main>'
-        f'{extra}<script src="/static/board.js"></script></body></html>'
+        f'{extra}<script defer src="/static/board.js?v={esc(version)}"></script></body></html>'
     )
 
 
@@ -126,41 +127,31 @@ def plans(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 # a plan ----------------------------------------------------------------------
-def plan(
-    view: PlanView,
-    sched: Schedule,
-    waiting: Iterable[str],
-    standing: Mapping[str, Any],
-    measured: Mapping[str, str],
-) -> str:
-    crit = set(sched.critical_path)
-    set_of = {item_id: n for n, members in enumerate(sched.parallel) for item_id in members}
-    waiting = set(waiting)
-    by_id = {it.id: it for it in view.items}
+FIRST_ROWS = 200  # rows in the page itself; the script fetches the rest after the first paint
+
+
+def plan(view: PlanView, head: str, rows: Sequence[str], total: int) -> str:
+    """The plan page: head (summary, what to do next), the add form, and the
+    first rows; `total` says how many rows the plan has in all."""
+    more = (
+        f'<div class="row more" aria-live=polite>loading {total - len(rows)} more items…</div>'
+        if total > len(rows)
+        else ""
+    )
     return (
         f"<h1>Plan {esc(view.plan)} <small>revision {view.revision}</small></h1>"
-        + _plan_summary(view, sched, standing)
-        + _next_box(view, sched, waiting, by_id)
+        f"<div id=plan-head>{head}</div>"
         + _add_form()
-        + '<div class="items" role=table aria-label=items>'
+        + f'<div class="items" role=table aria-label=items data-sync data-total="{total}">'
         + '<div class="row head" role=row><span>#</span><span>status</span><span>item</span>'
         "<span>priority</span><span>verification</span><span>waits for</span><span>state</span>"
-        "<span>estimate</span><span>uses</span><span></span></div>"
-        + "".join(
-            _row(
-                view.plan,
-                n,
-                it,
-                it.id in crit,
-                set_of.get(it.id),
-                it.id in waiting,
-                measured.get(it.id),
-                by_id,
-            )
-            for n, it in enumerate(view.tree(), 1)
-        )
-        + "</div>"
+        "<span>estimate</span><span>uses</span></div>" + "".join(rows) + more + "</div>"
     )
+
+
+def plan_head(view: PlanView, sched: Schedule, waiting: set[str], standing: Mapping[str, Any]) -> str:
+    by_id = {it.id: it for it in view.items}
+    return _plan_summary(view, sched, standing) + _next_box(view, sched, waiting, by_id)
 
 
 def _plan_summary(view: PlanView, sched: Schedule, standing: Mapping[str, Any]) -> str:
@@ -254,16 +245,15 @@ def verification_text(it: ItemView) -> str:
     return "claimed, not verified" if it.status == "completed" else ""
 
 
-def _row(
+def row(
     plan: str,
-    n: int,
     it: ItemView,
     critical: bool,
     parallel: int | None,
     waiting: bool,
-    took: str | None,
-    by_id: Mapping[str, ItemView],
+    dep_status: Mapping[str, str],
 ) -> str:
+    """One item's row; a pure function of its arguments (the server caches it)."""
     classes = ["row", f"st-{it.status}"]
     tags = []
     if critical:
@@ -279,31 +269,29 @@ def _row(
         tags.append('<span class="tag ok">approved</span>')
     flag = it.flag()
     deps = ", ".join(
-        f'<a href="#{esc("i-" + d)}" class="dep st-{esc(by_id[d].status) if d in by_id else ""}">{esc(d)}</a>'
+        f'<a href="#{esc("i-" + d)}" class="dep st-{esc(dep_status.get(d, ""))}">{esc(d)}</a>'
         for d in it.depends_on
     )
-    estimate = esc(it.estimate or "")
-    if took:
-        estimate += f' <span class=took title="measured from its history">took {esc(took)}</span>'
+    item_id = esc(it.id)
     return (
-        f'<div class="{" ".join(classes)}" role=row id="{esc("i-" + it.id)}" data-id="{esc(it.id)}"'
-        f' style="--depth:{it.depth}">'
-        f"<span class=pos>{n}</span>"
-        f'<span><button class="status st-{esc(it.status)}" data-act=status data-value="{esc(it.status)}"'
-        f' title="change status">{STATUS_MARK.get(it.status, "")} {esc(it.status.replace("_", " "))}</button></span>'
-        f'<span class=content><a href="{url("/item", plan=plan, id=it.id)}" data-item>{esc(it.content)}</a>'
-        f" <code class=id>{esc(it.id)}</code> {' '.join(tags)}</span>"
+        f'<div class="{" ".join(classes)}" role=row id="i-{item_id}" data-id="{item_id}"'
+        f' style="--depth:{it.depth}"><span class=pos></span>'
+        f'<span><button class="status st-{esc(it.status)}" data-act=status data-value="{esc(it.status)}">'
+        f"{STATUS_MARK.get(it.status, '')} {esc(it.status.replace('_', ' '))}</button></span>"
+        f'<span class=content><a href="/item?plan={_q(plan)}&amp;id={_q(it.id)}">{esc(it.content)}</a>'
+        f" <code class=id>{item_id}</code> {' '.join(tags)}</span>"
         f'<span><button class="prio p-{esc(it.priority)}" data-act=priority data-value="{esc(it.priority)}">'
         f"{esc(it.priority)}</button></span>"
         f'<span class="ver v-{esc(it.verification or "none")}">{esc(verification_text(it))}</span>'
         f"<span class=deps>{deps}</span>"
         f'<span class="flag f-{esc(flag.split(" ")[0])}">{esc(flag)}</span>'
-        f"<span class=est>{estimate}</span>"
-        f"<span class=uses>{esc(', '.join(it.uses))}</span>"
-        '<span class=moves><button data-act=move data-value=up title="move up">↑</button>'
-        '<button data-act=move data-value=down title="move down">↓</button></span>'
-        "</div>"
+        f"<span class=est>{esc(it.estimate or '')}</span>"
+        f"<span class=uses>{esc(', '.join(it.uses))}</span></div>"
     )
+
+
+def _q(value: str) -> str:
+    return esc(quote(value, safe=""))
 
 
 # an item ---------------------------------------------------------------------
@@ -382,6 +370,8 @@ def item(
             if it.status != "cancelled"
             else "<button data-act=restore>restore</button>"
         )
+        + "<p>order: <button data-act=move data-value=up>move up</button>"
+        " <button data-act=move data-value=down>move down</button></p>"
         + "</section>"
         + f"<section><h2>Waits for</h2><ul>{deps_ui or '<li>nothing</li>'}</ul></section>"
         + f"<section><h2>What waits for it</h2><ul>{''.join(link(x) for x in waited_by) or '<li>nothing</li>'}</ul></section>"

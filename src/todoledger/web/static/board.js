@@ -30,11 +30,55 @@
     const el = document.activeElement;
     return el && main.contains(el) && el.matches("input, textarea, select:not([disabled])");
   };
+  // A plan's rows: ask for those this page lacks or holds in an older form,
+  // swap them in place, put every row in the plan's order.
+  async function syncRows(list) {
+    const rows = new Map();
+    const known = {};
+    for (const el of list.querySelectorAll(".row[data-id]")) {
+      rows.set(el.dataset.id, el);
+      known[el.dataset.id] = el.dataset.h;
+    }
+    const r = await fetch("/api/rows", {
+      method: "POST", credentials: "same-origin", cache: "no-store",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ plan, known }),
+    });
+    if (!r.ok) return;
+    const answer = await r.json();
+    document.getElementById("plan-head").innerHTML = answer.head;
+    const fresh = document.createElement("template");
+    fresh.innerHTML = Object.values(answer.rows).join("");
+    for (const el of fresh.content.querySelectorAll(".row[data-id]")) {
+      const old = rows.get(el.dataset.id);
+      if (old) old.replaceWith(el);
+      rows.set(el.dataset.id, el);
+    }
+    let cursor = list.querySelector(".row.head").nextElementSibling;
+    for (const id of answer.order) {
+      const el = rows.get(id);
+      if (!el) continue;
+      if (el === cursor) cursor = cursor.nextElementSibling;
+      else list.insertBefore(el, cursor);
+    }
+    const wanted = new Set(answer.order);
+    for (const [id, el] of rows) if (!wanted.has(id)) el.remove();
+    const more = list.querySelector(".row.more");
+    if (more) more.remove();
+    main.dataset.change = String(answer.change);
+  }
+
   async function refresh() {
     if (typing()) { deferred = true; return; }
     if (busy) { again = true; return; }
     busy = true;
     try {
+      const list = main.querySelector(".items[data-sync]");
+      if (list) {
+        await syncRows(list);
+        document.dispatchEvent(new CustomEvent("board:refreshed"));
+        return;
+      }
       const r = await fetch(location.href, {
         headers: { "X-Fragment": "1" }, credentials: "same-origin", cache: "no-store",
       });
@@ -187,5 +231,10 @@
   }
 
   afterRender();
+  const list = main.querySelector(".items[data-sync]");
+  if (list) {
+    // The page carries the first rows; the rest come once it has painted.
+    requestAnimationFrame(() => setTimeout(() => refresh(), 0));
+  }
   connect();
 })();

@@ -148,6 +148,9 @@ def main() -> None:
                 small, big = statistics.median(data["small"]), statistics.median(data["big"])
                 print(f"  {label:<38} {small:8.0f}   {big:11.0f}   {big / small:5.1f}x")
             print(
+                f"  {'all 2,000 rows in (the rest synced after paint)':<49} {statistics.median(complete):11.0f}"
+            )
+            print(
                 f"  target: 2,000 items under 500 ms -> {'met' if statistics.median(render['big']) < 500 else 'MISSED'}"
             )
             print(f"\nlive update: write -> visible on the open page, {args.writes} writes (ms)")

@@ -262,7 +262,7 @@ def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
     out = {"id": item["id"], "content": item["content"]}
     for name in fields:
         value = item.get(name)
-        if value not in (None, [], ""):
+        if value not in (None, [], "") and value is not False:
             out[name] = value
     return out
 

@@ -372,3 +372,48 @@ def test_token_is_asked_once_and_remote_binds_need_one(ledger_env: Path, browser
     finally:
         context.close()
         server.stop()
+
+
+def test_steering_from_the_item_page(ledger_env: Path, served: Served, page: Any) -> None:
+    for text in ("Launch the server", "Benchmark", "Write up"):
+        run(ledger_env, "add", text)
+    ids = {k: v["id"] for k, v in items(ledger_env).items()}
+    bench = ids["Benchmark"]
+    page.goto(f"{served.base}/item?plan=main&id={bench}")
+    live(page)
+    page.fill("form[data-form=content] input[name=content]", "Benchmark at concurrency 1")
+    page.click("form[data-form=content] button")
+    page.wait_for_selector("h1:has-text('Benchmark at concurrency 1')")
+    page.fill("form[data-form=fields] input[name=estimate]", "90m")
+    page.fill("form[data-form=fields] input[name=uses]", "server gpu:0-1")
+    page.check("form[data-form=fields] input[name=needs_approval]")
+    page.click("form[data-form=fields] button")
+    page.wait_for_selector("dd:has-text('1h30m')")
+    page.fill("form[data-form=dep_add] input[name=blocker]", ids["Launch the server"])
+    page.click("form[data-form=dep_add] button")
+    page.wait_for_selector("button[data-act=dep_remove]")
+    page.click("button[data-act=move][data-value=up]")
+    row = items(ledger_env)["Benchmark at concurrency 1"]
+    assert (row["estimate"], row["uses"], row["needs_approval"]) == ("1h30m", ["gpu:0-1", "server"], True)
+    assert row["depends_on"] == [ids["Launch the server"]]
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while [r["content"] for r in run_json(ledger_env, "show")["items"]][0] != "Benchmark at concurrency 1":
+        assert time.monotonic() < deadline, "the move did not land"
+        time.sleep(0.1)
+    page.click("button[data-act=dep_remove]")
+    page.wait_for_selector("text=Waits for >> xpath=.. >> text=nothing")
+    page.fill("form[data-form=cancel] input[name=reason]", "the server is shared; measured elsewhere")
+    page.click("form[data-form=cancel] button")
+    page.wait_for_selector("button[data-act=restore]")
+    row = items(ledger_env)["Benchmark at concurrency 1"]
+    assert (row["status"], row["reason"], row["depends_on"]) == (
+        "cancelled",
+        "the server is shared; measured elsewhere",
+        [],
+    )
+    page.click("button[data-act=restore]")
+    page.wait_for_selector("form[data-form=cancel]")
+    assert items(ledger_env)["Benchmark at concurrency 1"]["status"] == "pending"
+    writers = {e["writer"] for e in run_json(ledger_env, "history", bench)[1:]}
+    assert writers == {"web:tester"}
+    assert run_json(ledger_env, "check")["ok"]

@@ -397,7 +397,7 @@ def test_steering_from_the_item_page(ledger_env: Path, served: Served, page: Any
     assert (row["estimate"], row["uses"], row["needs_approval"]) == ("1h30m", ["gpu:0-1", "server"], True)
     assert row["depends_on"] == [ids["Launch the server"]]
     deadline = time.monotonic() + WAIT_MS / 1000
-    while [r["content"] for r in run_json(ledger_env, "show")["items"]][0] != "Benchmark at concurrency 1":
+    while run_json(ledger_env, "show")["items"][0]["content"] != "Benchmark at concurrency 1":
         assert time.monotonic() < deadline, "the move did not land"
         time.sleep(0.1)
     page.click("button[data-act=dep_remove]")

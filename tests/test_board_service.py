@@ -208,3 +208,14 @@ def test_mcp_plan_update_and_todoread(ledger_env: Path) -> None:
             tools.plan_update({"id": ids[0], "uses": "gpu"}, writer)
     finally:
         tools.close()
+
+
+def test_an_agent_claims_past_many_items_that_wait_for_a_person(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        for n in range(12):
+            lg.add(f"Costly step {n}", writer=PERSON, needs_approval=True, priority="high")
+        free = lg.add("Cheap step", writer=PERSON, priority="low")["id"]
+        (claimed,) = lg.next("main", claim=True, writer=AGENT)
+        assert claimed["id"] == free
+        assert lg.next("main", claim=True, writer=AGENT) == []
+        assert lg.next("main", claim=True, writer=PERSON)[0]["content"] == "Costly step 0"

@@ -258,10 +258,15 @@ class Ledger:
         from todoledger.core.approval import is_person
 
         with self._transaction():
-            ready = self._ready(plan, 1 if is_person(writer) else limit + 20)
-            if not is_person(writer):  # an agent claims only what needs no person first
-                awaiting = self._awaiting(plan, ready)
-                ready = [it for it in ready if it.id not in awaiting]
+            ready = self._ready(plan, 1)
+            fetch = 8
+            while ready and not is_person(writer):  # an agent claims only what needs no person first
+                candidates = self._ready(plan, fetch)
+                awaiting = self._awaiting(plan, candidates)
+                ready = [it for it in candidates if it.id not in awaiting][:1]
+                if ready or len(candidates) < fetch:
+                    break
+                ready, fetch = candidates, fetch * 4  # all of these wait for a person: look further
             if not ready:
                 return []
             item = ready[0]

@@ -417,3 +417,27 @@ def test_steering_from_the_item_page(ledger_env: Path, served: Served, page: Any
     writers = {e["writer"] for e in run_json(ledger_env, "history", bench)[1:]}
     assert writers == {"web:tester"}
     assert run_json(ledger_env, "check")["ok"]
+
+
+def page_order(page: Any) -> list[str]:
+    return list(page.eval_on_selector_all(".items .row[data-id]", "rows => rows.map(r => r.dataset.id)"))
+
+
+def test_a_plan_longer_than_the_first_rows_fills_in_and_keeps_the_order(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    lines = [
+        json.dumps({"id": f"it{n:03d}", "content": f"Step {n}", "position": float(n), "status": "pending"})
+        for n in range(260)
+    ]
+    run(ledger_env, "import", "-", stdin="\n".join(lines) + "\n")
+    page.goto(f"{served.base}/plan?plan=main")
+    live(page)
+    page.wait_for_selector('.row[data-id="it259"]', state="attached")
+    assert page_order(page) == [f"it{n:03d}" for n in range(260)]
+    assert page.locator(".row.more").count() == 0
+    run(ledger_env, "add", "Inserted after step 3", "--after", "it003")
+    run(ledger_env, "cancel", "it250", "--reason", "not needed")
+    page.wait_for_selector(".row .content a:text('Inserted after step 3')")
+    page.wait_for_selector('.row[data-id="it250"].st-cancelled', state="attached")
+    assert page_order(page) == [r["id"] for r in run_json(ledger_env, "show")["items"]]

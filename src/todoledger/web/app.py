@@ -143,12 +143,16 @@ class Board:
             title, body = build_body(lg, plan)
             return title, body, int(lg.last_change())
 
+        status = 200
         try:
             title, body, change = await run_in_threadpool(self.locked, render)
         except LedgerError as exc:
             title, body, change = "not found", f"<h1>Not found</h1><p>{pages.esc(exc)}</p>", 0
+            status = 404
         if request.headers.get("x-fragment") == "1":  # the live script swaps the content only
-            return HTMLResponse(body, headers=SECURITY_HEADERS | {"x-change": str(change)})
+            return HTMLResponse(
+                body, status_code=status, headers=SECURITY_HEADERS | {"x-change": str(change)}
+            )
         html = pages.page(
             title=title,
             body=body,
@@ -160,7 +164,7 @@ class Board:
             scripts=scripts,
             version=self.version,
         )
-        return HTMLResponse(html, headers=SECURITY_HEADERS)
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
     async def page_plans(self, request: Request) -> Response:
         def body(lg: Ledger, _plan: str) -> tuple[str, str]:

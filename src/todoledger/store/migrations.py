@@ -84,8 +84,9 @@ def m002_op_source_location(db: Executor) -> None:
     db.executemany("UPDATE ops SET source_key = ?, source_at = ? WHERE op = ?", rows)
 
 
-def m003_board_fields(db: Executor) -> None:
-    """The board's item fields (issue 10): an estimate (canonical text like
+def m004_board_fields(db: Executor) -> None:
+    """(Numbered after main's m003, the checks' tables: it goes after them when merged.)
+    The board's item fields (issue 10): an estimate (canonical text like
     `1h30m`), the resources an item holds exclusively (a JSON list), and
     whether a person must approve it before an agent may start it."""
     db.execute_script(
@@ -100,6 +101,6 @@ def m003_board_fields(db: Executor) -> None:
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
-    ("board_fields", m003_board_fields),
+    ("board_fields", m004_board_fields),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -138,3 +138,11 @@ def test_verify_watch_runs_again_until_interrupted(ledger_env: Path, tmp_path: P
     assert out.count("[1/1] ok") >= 3
     receipts = [e for e in run_json(ledger_env, "history", item["id"]) if e["field"] == "receipt"]
     assert len(receipts) >= 3
+
+
+def test_gate_add_approval_makes_the_item_wait_for_a_person(ledger_env: Path) -> None:
+    item = run_json(ledger_env, "add", "Launch the 8-GPU hero run")
+    out = run(ledger_env, "gate", "add", item["id"], "approval")
+    assert out.stdout.strip() == f"{item['id']} now waits for a person's approval"
+    agent = run(ledger_env, "start", item["id"], "--writer", "claude-code:s1", check=False)
+    assert agent.returncode == 1 and "needs a person's approval first" in agent.stderr

@@ -244,8 +244,18 @@ class Ledger:
         if not claim:
             with self.store.read():
                 return [i.as_dict() | {"ready": True} for i in self._ready(plan, limit)]
+        from todoledger.core.approval import is_person
+
         with self._transaction():
             ready = self._ready(plan, 1)
+            fetch = 8
+            while ready and not is_person(writer):  # an agent claims only what needs no person first
+                candidates = self._ready(plan, fetch)
+                awaiting = self._awaiting(plan, candidates)
+                ready = [it for it in candidates if it.id not in awaiting][:1]
+                if ready or len(candidates) < fetch:
+                    break
+                ready, fetch = candidates, fetch * 4  # all of these wait for a person: look further
             if not ready:
                 return []
             item = ready[0]
@@ -429,6 +439,7 @@ class Ledger:
                     new_id=lambda: self._fresh_id(known),
                 )
             )
+            warnings += self._hold_for_approval(plan, writer, parsed, result, known)
             changes = _changes(result, known)
             warnings += self._progress_warnings(parsed, result, known)
             warnings += self._completion_warnings(plan, result)
@@ -507,6 +518,34 @@ class Ledger:
                 source_at=source_at,
             )
         return True
+
+    def _hold_for_approval(
+        self, plan: str, writer: str, parsed: ParsedWrite, result: Merge, known: dict[str, Item]
+    ) -> list[Finding]:
+        """An agent's list cannot start or complete an item that waits for a
+        person's approval: that status change is left out, and the agent told."""
+        from todoledger.core.approval import is_person
+
+        moves = [s for s in result.sets if s.field == "status" and s.new in PROGRESS and s.item in known]
+        if is_person(writer) or not moves:
+            return []
+        awaiting = self._awaiting(plan, [known[s.item] for s in moves])
+        if not awaiting:
+            return []
+        result.sets = [s for s in result.sets if not (s in moves and s.item in awaiting)]
+        where = {item_id: parsed.items[n].where or f"item {n}" for n, item_id in enumerate(result.matches)}
+        return [
+            Finding(
+                "warning",
+                where.get(s.item, s.item),
+                "needs-approval",
+                f"{short(known[s.item].content, 60)!r} stays {known[s.item].status}: it needs a person's"
+                " approval before an agent marks it " + str(s.new),
+                s.item,
+            )
+            for s in moves
+            if s.item in awaiting
+        ]
 
     def _progress_warnings(self, parsed: ParsedWrite, result: Merge, known: dict[str, Item]) -> list[Finding]:
         """A list cannot be refused for what the agent already did, but starting or
@@ -655,13 +694,16 @@ class Ledger:
         plan = plan or default_plan()
         writer = writer or default_writer()
         status = fields.get("status")
-        if status in PROGRESS and not force:
-            with self.store.read():  # before the gates run: a refusal runs no check
-                self._refuse_unmet(self._require(plan, ref), status)
+        with self.store.read():  # before the gates run: a refusal runs no check
+            early = self._require(plan, ref)
+            self._check_person(plan, early, writer, status, fields)
+            if status in PROGRESS and not force:
+                self._refuse_unmet(early, status)
         gate = self._gate(plan, ref, writer, fields, force)
         at = at or now()
         with self._transaction():
             item = self._require(plan, ref)
+            self._check_person(plan, item, writer, status, fields)
             waiting: list[Item] = []
             if status in PROGRESS and status != item.status:
                 if not force:
@@ -692,6 +734,35 @@ class Ledger:
                 f"cannot {verb} {item.id}: it waits for {_list_items(waiting)};"
                 " finish those first or remove the dependency (force overrides, and is recorded)"
             )
+
+    def _check_person(
+        self, plan: str, item: Item, writer: str, status: str | None, fields: dict[str, Any]
+    ) -> None:
+        """What only a person may do: start, claim or complete an item that waits
+        for approval, and lift the need for it."""
+        from todoledger.core.approval import is_person
+
+        if is_person(writer):
+            return
+        if fields.get("needs_approval") is False and item.needs_approval:
+            raise LedgerError(f"only a person can lift {item.id}'s need for approval (todoledger approve)")
+        if status in PROGRESS and status != item.status and self._awaiting(plan, [item]):
+            verb = "complete" if status == "completed" else "start"
+            raise LedgerError(
+                f"cannot {verb} {item.id}: it needs a person's approval first"
+                " (todoledger approve, or the board); an agent cannot approve"
+            )
+
+    def _awaiting(self, plan: str, items: list[Item]) -> set[str]:
+        """Of these items, those that need an approval they do not have (as they are now)."""
+        gated = [it for it in items if it.needs_approval]
+        if not gated:
+            return set()
+        from todoledger.core.approval import item_approvals
+
+        events = [e.as_dict() for e in self.repo.approval_events(plan)]
+        standing = item_approvals([it.as_dict() for it in gated], events)
+        return {i for i, a in standing.items() if a.waiting}
 
     def _unmet_prerequisites(self, item_id: str, status_after: dict[str, str] | None = None) -> list[Item]:
         """What the item waits for that is not completed, its phases' prerequisites
@@ -788,12 +859,17 @@ class Ledger:
         status: str = "pending",
         depends_on: Iterable[str] = (),
         notes: str | None = None,
+        estimate: str | None = None,
+        uses: Iterable[str] = (),
+        needs_approval: bool = False,
         at: str | None = None,
     ) -> dict[str, Any]:
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = at or now()
         content = _validate("content", content)
+        estimate = _validate("estimate", estimate) if estimate else None
+        used: list[str] = _validate("uses", list(uses)) if uses else []
         priority = _validate("priority", priority or DEFAULT_PRIORITY)
         status = _validate("status", status)
         if notes is not None:
@@ -812,6 +888,9 @@ class Ledger:
                 position=position,
                 depends_on=blockers,
                 notes=notes,
+                estimate=estimate,
+                uses=used,
+                needs_approval=bool(needs_approval),
             )
             w = self._op(plan, writer, at, "add", summary=f"added {item.id}")
             w.create(item)
@@ -930,7 +1009,11 @@ class Ledger:
             checks = self._export_checks(plan)
         for it in items:
             # State only: who and when live in the history, not in the diffable plan.
-            record = {k: v for k, v in it.as_dict().items() if k in EXPORTED and v not in (None, [])}
+            record = {
+                k: v
+                for k, v in it.as_dict().items()
+                if k in EXPORTED and v not in (None, []) and v is not False
+            }
             if it.id in checks:
                 record["checks"] = checks[it.id]
             yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -1065,6 +1148,114 @@ class Ledger:
 
         return import_checks(self, w, records)
 
+    # people and the schedule (the board, issue 10) --------------------------
+    def approve(self, ref: str, *, plan: str | None = None, writer: str | None = None) -> dict[str, Any]:
+        """A person approves an item as it is now: an agent may then start it."""
+        from todoledger.core.approval import is_person, item_snapshot
+
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        if not is_person(writer):
+            raise LedgerError(f"only a person can approve (cli:... or web:...), not {writer}")
+        at = now()
+        with self._transaction():
+            item = self._require(plan, ref)
+            w = self._op(plan, writer, at, "approve", summary=f"approved {item.id}")
+            w.annotate(item.id, "approved", None, item_snapshot(item.as_dict()))
+            self.repo.touch_plan(plan, at)
+        standing: dict[str, Any] = self.approvals(plan)["items"].get(item.id, {})
+        return standing | {"id": item.id, "content": item.content}
+
+    def approve_plan(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
+        """A person approves the plan as it stands: its items' content, order,
+        dependencies and gates, with a hash; any later change is flagged."""
+        from todoledger.core.approval import is_person, plan_hash, plan_snapshot
+
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        if not is_person(writer):
+            raise LedgerError(f"only a person can approve (cli:... or web:...), not {writer}")
+        at = now()
+        with self._transaction():
+            items = self.repo.items(plan)
+            if not items:
+                raise LedgerError(f"plan {plan!r} is empty: nothing to approve")
+            snap = plan_snapshot([it.as_dict() for it in items])
+            digest = plan_hash(snap)
+            w = self._op(plan, writer, at, "approve", summary=f"approved the plan ({len(items)} items)")
+            w.annotate(None, "plan_approved", None, {"hash": digest, "items": snap})
+            self.repo.touch_plan(plan, at)
+        return {"plan": plan, "by": writer, "at": at, "hash": digest, "items": len(snap)}
+
+    def approvals(
+        self, plan: str | None = None, *, rows: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The plan against its last approval, and each item's standing:
+        {"plan": {approved, by, at, hash, diff}, "items": {id: {...}}, "waiting": [ids]}.
+        Items listed are those that need approval or were approved."""
+        from todoledger.core.approval import item_approvals, plan_standing
+
+        plan = plan or default_plan()
+        with self.store.read():  # `rows`: the plan's items as `show` gave them, read in the same instant
+            rows = rows if rows is not None else [it.as_dict() for it in self.repo.items(plan)]
+            events = [e.as_dict() for e in self.repo.approval_events(plan)]
+        last_plan = next((e for e in reversed(events) if e["field"] == "plan_approved"), None)
+        standing = item_approvals(rows, events)
+        items = {i: a.as_dict() for i, a in standing.items() if a.needs_approval or a.by is not None}
+        waiting = [i for i, a in standing.items() if a.waiting and rows_open(rows, i)]
+        return {"plan": plan_standing(rows, last_plan), "items": items, "waiting": waiting}
+
+    def schedule(self, plan: str | None = None) -> dict[str, Any]:
+        """Critical path of the open work and its length, the sets of ready items
+        that can run together (resources), and measured durations of finished items."""
+        plan = plan or default_plan()
+        out = self.view(plan).schedule().as_dict()
+        out["measured"] = self.durations(plan)
+        return {"plan": plan, **out}
+
+    def durations(self, plan: str | None = None) -> dict[str, str]:
+        """How long each completed item took, measured from its history (first
+        start, or creation, to completion), as `1h30m`."""
+        from todoledger.core.schedule import format_duration, measured
+
+        plan = plan or default_plan()
+        with self.store.read():
+            events = [e.as_dict() for e in self.repo.events(plan)]
+        return {i: format_duration(sec) for i, sec in measured(events, _epoch).items()}
+
+    def last_change(self) -> int:
+        """A number that grows with every recorded change anywhere in the ledger."""
+        with self.store.read():
+            return self.repo.last_op()
+
+    def writers(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """Each writer of the plan: last write, number of changes, what it holds in progress."""
+        from todoledger.core.approval import is_person
+
+        plan = plan or default_plan()
+        with self.store.read():
+            rows = self.repo.writers(plan)
+            items = self.repo.items(plan)
+        out = []
+        for writer, at, count in rows:
+            holding = [it.id for it in items if it.status == "in_progress" and it.updated_by == writer]
+            out.append(
+                {
+                    "writer": writer,
+                    "person": is_person(writer),
+                    "last_write": at,
+                    "changes": int(count),
+                    "in_progress": holding,
+                }
+            )
+        return out
+
+    def last_changes(self) -> dict[str, dict[str, Any]]:
+        """Per plan, its latest change: op, writer, at, kind, summary."""
+        with self.store.read():
+            rows = self.repo.last_ops()
+        return {r[0]: {"op": r[1], "writer": r[2], "at": r[3], "kind": r[4], "summary": r[5]} for r in rows}
+
     # recovery --------------------------------------------------------------
     def prime(
         self, plan: str | None = None, *, recent: int = 5, writer: str | None = None, recovering: bool = False
@@ -1098,6 +1289,16 @@ class Ledger:
 EXPORTED = frozenset({"id", *STATE_FIELDS})
 # Statuses that claim work is under way or done: they need the prerequisites met.
 PROGRESS = frozenset({"in_progress", "completed"})
+
+
+def rows_open(rows: list[dict[str, Any]], item_id: str) -> bool:
+    return any(r["id"] == item_id and r["status"] in OPEN_STATUSES for r in rows)
+
+
+def _epoch(at: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
 
 
 def _compact_row(item: Item) -> dict[str, Any]:
@@ -1140,6 +1341,24 @@ def _validate(name: str, value: Any) -> Any:
     elif name == "parent":
         if not isinstance(value, str):
             raise LedgerError(f"parent must be an item id, not {value!r}")
+    elif name == "estimate":
+        if not isinstance(value, str):
+            raise LedgerError(f"estimate must be a duration like 15m or 2h, not {value!r}")
+        from todoledger.core.schedule import normalize_estimate
+
+        value = normalize_estimate(value) if value.strip() else None  # empty: no estimate
+    elif name == "uses":
+        from todoledger.core.schedule import normalize_uses, split_uses
+
+        if isinstance(value, str):
+            value = split_uses(value)
+        if not isinstance(value, list):
+            raise LedgerError(f"uses must be a list of resources like server or gpu:0-3, not {value!r}")
+
+        value = normalize_uses(value)
+    elif name == "needs_approval":
+        if not isinstance(value, bool):
+            raise LedgerError(f"needs_approval must be true or false, not {value!r}")
     elif name == "depends_on" and (
         not isinstance(value, list)
         or not all(isinstance(v, str) for v in value)
@@ -1150,7 +1369,14 @@ def _validate(name: str, value: Any) -> Any:
 
 
 def _default(name: str) -> Any:
-    return {"status": "pending", "priority": DEFAULT_PRIORITY, "position": 0.0}.get(name)
+    defaults: dict[str, Any] = {
+        "status": "pending",
+        "priority": DEFAULT_PRIORITY,
+        "position": 0.0,
+        "uses": [],
+        "needs_approval": False,
+    }
+    return defaults.get(name)
 
 
 def _current_value(item: Item, name: str) -> Any:

@@ -100,10 +100,15 @@ def gate() -> None:
 @click.argument("spec", metavar="SPEC")
 @check_options
 def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json: bool, **kw: Any) -> None:
-    """Give item ID a gate: `done` runs SPEC and refuses while it fails."""
+    """Give item ID a gate: `done` runs SPEC and refuses while it fails. The gate
+    `approval` instead makes the item wait for a person's approval."""
     from todoledger import verification
 
     with ledger() as lg:
+        if spec == "approval":
+            item = lg.update(ref, plan=plan, writer=writer, kind="gate", needs_approval=True)
+            emit(item) if as_json else click.echo(f"{item['id']} now waits for a person's approval")
+            return
         row = verification.add_check(lg, ref, spec, options=_options(kw), plan=plan, writer=writer)
     emit(row) if as_json else click.echo(f"gate {row['id']} on {row['item']}: {row['spec']}")
 

@@ -22,7 +22,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 LAZY_COMMANDS: dict[str, str] = {
     "install": "todoledger.cli.cmd_install:install",
     "mcp": "todoledger.cli.cmd_mcp:mcp",
-    "serve": "todoledger.cli.cmd_mcp:serve",
+    "serve": "todoledger.cli.cmd_board:serve",
+    "path": "todoledger.cli.cmd_board:path",
+    "approve": "todoledger.cli.cmd_board:approve",
+    "set": "todoledger.cli.cmd_board:set_fields",
     "ingest": "todoledger.cli.cmd_ingest:ingest",
     "report": "todoledger.cli.cmd_ingest:report",
     "stats": "todoledger.cli.cmd_ingest:stats",
@@ -173,8 +176,29 @@ def plans(as_json: bool) -> None:
     "--claim", is_flag=True, help="Atomically mark the first ready item in_progress for the writer."
 )
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
-def next_cmd(plan: str | None, writer: str | None, as_json: bool, claim: bool, limit: int) -> None:
+@click.option(
+    "--parallel", is_flag=True, help="Sets of ready items that can run at once (no shared resource)."
+)
+def next_cmd(
+    plan: str | None, writer: str | None, as_json: bool, claim: bool, limit: int, parallel: bool = False
+) -> None:
     """Ready items: dependencies met, by priority then order."""
+    if parallel:
+        with reader() as lg:
+            sched = lg.schedule(plan)
+            rows = {r["id"]: r for r in lg.items(plan)}
+            waiting = set(lg.approvals(plan)["waiting"])
+        if as_json:
+            emit(
+                {"plan": sched["plan"], "parallel": sched["parallel"], "held": sched["held"]}
+                | {"needs_approval": sorted(waiting)}
+            )
+            return
+        from todoledger.cli.schedule_text import parallel_lines
+
+        for line in parallel_lines(sched, rows, waiting):
+            say(line)
+        return
     with ledger() if claim else reader() as lg:
         rows = lg.next(plan, limit=limit, claim=claim, writer=writer)
         stranded = [] if as_json else lg.stranded(plan)
@@ -252,6 +276,9 @@ _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref,
 @click.option(
     "--done-when", "done_when", default=None, help="A gate: the check `done` must pass (e.g. cmd:pytest)."
 )
+@click.option("--estimate", default=None, help="How long it should take: 15m, 2h, 1h30m, 1d.")
+@click.option("--uses", multiple=True, help="A resource it holds exclusively: server, gpu:0-3 (repeatable).")
+@click.option("--needs-approval", is_flag=True, help="No agent may start it until a person approves it.")
 def add(
     text: str,
     plan: str | None,
@@ -262,6 +289,9 @@ def add(
     priority: str | None,
     depends_on: tuple[str, ...],
     done_when: str | None = None,
+    estimate: str | None = None,
+    uses: tuple[str, ...] = (),
+    needs_approval: bool = False,
 ) -> None:
     """Add an item."""
     with ledger() as lg:
@@ -277,6 +307,9 @@ def add(
             after=after,
             priority=priority,
             depends_on=depends_on,
+            estimate=estimate,
+            uses=uses,
+            needs_approval=needs_approval,
         )
         if done_when is not None:
             from todoledger.verification import add_check

@@ -32,15 +32,24 @@ STATE_FIELDS: tuple[str, ...] = (
     "evidence",
     "reason",
     "notes",
+    # The board (issue 10): how long it should take, what it holds exclusively,
+    # whether a person must approve it before an agent may start it.
+    "estimate",
+    "uses",
+    "needs_approval",
 )
 # Pseudo-fields of events: `created`/`removed` bring an item into or out of
 # existence; the rest annotate the story without changing state.
 CREATED = "created"
 REMOVED = "removed"
+# `approved`: a person approved an item as it then was (new: the approved
+# fields); `plan_approved` (no item): the plan as it then was (new: its snapshot).
+APPROVED = "approved"
+PLAN_APPROVED = "plan_approved"
 ANNOTATIONS: frozenset[str] = frozenset(
-    {"conflict", "lint", "dropped", "reordered"}
+    {"conflict", "lint", "dropped", "reordered", APPROVED, PLAN_APPROVED}
     # checks (issue 8): a check added/removed, a receipt of a run, a number recorded,
-    # an approval of a check's text, a gate overridden by `done --force`
+    # an approval of a check's text, a gate or prerequisite overridden by `--force`
     | {"check", "receipt", "metric", "trust", "forced"}
 )
 
@@ -170,6 +179,9 @@ class Item:
     evidence: str | None = None
     reason: str | None = None
     notes: str | None = None
+    estimate: str | None = None
+    uses: list[str] = field(default_factory=list)
+    needs_approval: bool = False
     created_by: str = ""
     updated_by: str = ""
     created_at: str = ""
@@ -188,6 +200,9 @@ class Item:
             "evidence": self.evidence,
             "reason": self.reason,
             "notes": self.notes,
+            "estimate": self.estimate,
+            "uses": list(self.uses),
+            "needs_approval": self.needs_approval,
             "created_by": self.created_by,
             "updated_by": self.updated_by,
             "created_at": self.created_at,

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
+    from todoledger.core.schedule import Schedule
+
 MAX_DEPTH = 32  # phases nest a few levels; a deeper chain is damage, not a plan
 VERIFICATIONS = ("unverified", "verified", "stale", "failed")
 
@@ -89,6 +91,20 @@ class ItemView:
             out.append(f"uses {', '.join(self.uses)}")
         return out
 
+    def schedule_row(self) -> dict[str, Any]:
+        """What `core.schedule` reads of an item."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "priority": self.priority,
+            "position": self.position,
+            "parent": self.parent,
+            "depends_on": self.depends_on,
+            "estimate": self.estimate,
+            "uses": self.uses,
+            "ready": self.ready,
+        }
+
     def as_dict(self, *names: str) -> dict[str, Any]:
         """`id` and `content`, plus the named fields that are set (compact replies)."""
         out: dict[str, Any] = {"id": self.id, "content": self.content}
@@ -111,6 +127,13 @@ class PlanView:
     ready: tuple[ItemView, ...]  # what to do next: by priority, then plan order
     blocked: tuple[ItemView, ...]  # pending items waiting for others (or for a cancelled item)
     recent: tuple[ItemView, ...]  # completed items, last completed first
+
+    def schedule(self) -> Schedule:
+        """The critical path of the open work and the sets of ready items that
+        can run together (`core.schedule`)."""
+        from todoledger.core.schedule import schedule
+
+        return schedule([it.schedule_row() for it in self.items])
 
     def summary(self) -> str:
         """Like `2 pending, 1 in_progress, 3 completed`; empty for an empty plan."""

@@ -8,14 +8,14 @@ import hmac
 import ipaddress
 import socket
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,6 +25,10 @@ from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQu
 from todoledger.mcp.tools import PlanTools
 
 MCP_PATH = "/mcp"
+# A browser cannot send a bearer header when it opens a page: the board asks
+# for the token once (LOGIN_PATH) and keeps it in this cookie (HttpOnly, SameSite=Strict).
+TOKEN_COOKIE = "todoledger_token"
+LOGIN_PATH = "/login"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 # The JSON-RPC envelope around the largest accepted tool arguments.
@@ -130,10 +134,17 @@ class Guard:
                 message = f"{what} does not name this server (todoledger serve --allow-host NAME adds it)"
                 await _refuse(scope, receive, send, refused.status_code, message)
                 return
-        if self.token is not None:
+        if self.token is not None and scope.get("path") != LOGIN_PATH:
             given = headers.get("authorization", "").encode()
             scheme, _, credential = given.partition(b" ")
-            if not (scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token)):
+            cookie = Request(scope).cookies.get(TOKEN_COOKIE, "").encode()
+            if not (
+                (scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token))
+                or (cookie and hmac.compare_digest(cookie, self.token))
+            ):
+                if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
+                    await RedirectResponse(LOGIN_PATH, status_code=303)(scope, receive, send)
+                    return
                 reason = "wrong bearer token" if given else "missing bearer token"
                 body = {"error": f"{reason}: send Authorization: Bearer <token> (todoledger serve --token)"}
                 challenge = {"www-authenticate": 'Bearer realm="todoledger"'}
@@ -196,19 +207,37 @@ def serve(
     plan: str | None = None,
     allow_hosts: Iterable[str] = (),
     log_level: str = "warning",
+    routes: Iterable[Route] = (),
+    started: Callable[[str], None] | None = None,
 ) -> None:
+    """Serve MCP (and any extra `routes`, the board) until stopped; `started`
+    gets the base URL once the server listens."""
+    import threading
+
     import uvicorn
 
-    app, tools = create_app(host=host, token=token, plan=plan, allow_hosts=allow_hosts)
+    app, tools = create_app(host=host, token=token, plan=plan, allow_hosts=allow_hosts, routes=routes)
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token else ""
     print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)
     # SIGTERM: stop accepting, give requests in flight a moment, then close what is left
-    # (an open event stream would otherwise hold the shutdown for as long as its client wants).
+    # (an open event stream, such as the board's live updates, would otherwise hold the
+    # shutdown for as long as its client wants).
     config: Any = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=3
+        app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=1
     )
+    server = uvicorn.Server(config)
+    if started is not None:
+        base = f"http://{'127.0.0.1' if host in WILDCARDS else shown}:{port}"
+
+        def announce() -> None:
+            while not server.started and not server.should_exit:
+                threading.Event().wait(0.02)
+            if server.started:
+                started(base)
+
+        threading.Thread(target=announce, daemon=True).start()
     try:
-        uvicorn.Server(config).run()
+        server.run()
     finally:
         tools.close()

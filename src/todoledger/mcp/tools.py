@@ -113,7 +113,9 @@ TOOLS: dict[str, dict[str, Any]] = {
     "plan_update": {
         "description": (
             "Change one item: status as you go; evidence when completed (what shows it is done); "
-            "notes; priority; content; depends_on/undepend (an item it waits for); parent."
+            "notes; priority; content; depends_on/undepend (an item it waits for); parent; estimate "
+            "(15m, 2h); uses (resources held exclusively: server, gpu:0-3); needs_approval=true asks a "
+            "person to approve the item before any agent starts it."
         ),
         "inputSchema": {
             "type": "object",
@@ -127,6 +129,9 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "depends_on": {"type": "string"},
                 "undepend": {"type": "string"},
                 "parent": {"type": "string"},
+                "estimate": {"type": "string"},
+                "uses": {"type": "array", "items": {"type": "string"}},
+                "needs_approval": {"type": "boolean"},
                 "force": {"type": "boolean", "description": "start/complete despite unmet prerequisites"},
                 "plan": _PLAN,
                 "writer": _WRITER,
@@ -165,6 +170,7 @@ TEXT_LIMITS: dict[str, int] = {
     "notes": MAX_NOTES_CHARS,
     "writer": MAX_WRITER_CHARS,
     "plan": MAX_PLAN_CHARS,
+    "estimate": 32,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -282,7 +288,7 @@ def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
     out = {"id": item["id"], "content": item["content"]}
     for name in fields:
         value = item.get(name)
-        if value not in (None, [], ""):
+        if value not in (None, [], "") and value is not False:
             out[name] = value
     return out
 
@@ -454,6 +460,14 @@ class PlanTools:
             return listing
         got = lg.next(plan, claim=True, writer=writer) if known else []
         if not got:
+            waiting = lg.approvals(plan)["waiting"] if known else []
+            if waiting:
+                return {
+                    "plan": plan,
+                    "claimed": None,
+                    "waiting_for_approval": waiting[:SHOWN],
+                    "hint": f"{len(waiting)} item(s) wait for a person's approval; an agent cannot claim them",
+                }
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
         item = got[0]
         out: dict[str, Any] = {"plan": plan, "claimed": _compact(item, "priority", "notes")}
@@ -479,12 +493,16 @@ class PlanTools:
                 ("parent", "parent"),
                 ("add_blocker", "depends_on"),
                 ("remove_blocker", "undepend"),
+                ("estimate", "estimate"),
+                ("needs_approval", "needs_approval"),
             )
         }
+        fields["uses"] = _uses_arg(args)
         force = bool(args.get("force"))
         if all(v is None for v in fields.values()):
             raise ToolInputError(
-                "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend or parent"
+                "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend,"
+                " parent, estimate, uses or needs_approval"
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
@@ -512,7 +530,18 @@ class PlanTools:
         )
         out: dict[str, Any] = {
             "plan": plan,
-            "item": _compact(item, "status", "priority", "parent", "depends_on", "evidence", "notes"),
+            "item": _compact(
+                item,
+                "status",
+                "priority",
+                "parent",
+                "depends_on",
+                "evidence",
+                "notes",
+                "estimate",
+                "uses",
+                "needs_approval",
+            ),
         }
         if status == "completed" and not item.get("evidence"):
             out["hint"] = "add evidence: what shows it is done"
@@ -546,6 +575,15 @@ class PlanTools:
         return given or session_writer
 
 
+def _uses_arg(args: dict[str, Any]) -> list[str] | None:
+    value = args.get("uses")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and len(v) <= 100 for v in value):
+        raise ToolInputError('"uses" must be a list of resources like ["server", "gpu:0-3"]')
+    return value
+
+
 def _render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """The list as the agent's own tool shows it."""
     from todoledger.service import render
@@ -565,7 +603,11 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
             it.as_dict() | ({"updated_by": it.writer} if it.writer else {}) for it in view.in_progress
         ]
     if view.ready:
-        out["ready"] = [it.as_dict("priority") for it in view.ready[:SHOWN]]
+        out["ready"] = [it.as_dict("priority", "needs_approval", "uses") for it in view.ready[:SHOWN]]
+    if any(it.estimate or it.uses for it in view.items):  # the plan is scheduled: say its shape
+        sched = view.schedule().as_dict()
+        out["critical_path"] = {"items": sched["critical_path"], "length": sched["length"]}
+        out["parallel"] = sched["parallel"]
     if view.blocked:
         out["blocked"] = len(view.blocked)
     waiting = [it.as_dict("waits_on_cancelled") for it in view.items if it.waits_on_cancelled and it.is_open]

@@ -112,9 +112,24 @@ def m003_checks_receipts_metrics(db: Executor) -> None:
     )
 
 
+def m004_board_fields(db: Executor) -> None:
+    """(Numbered after main's m003, the checks' tables: it goes after them when merged.)
+    The board's item fields (issue 10): an estimate (canonical text like
+    `1h30m`), the resources an item holds exclusively (a JSON list), and
+    whether a person must approve it before an agent may start it."""
+    db.execute_script(
+        [
+            "ALTER TABLE items ADD COLUMN estimate TEXT",
+            "ALTER TABLE items ADD COLUMN uses TEXT",
+            "ALTER TABLE items ADD COLUMN needs_approval INTEGER NOT NULL DEFAULT 0",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
     ("checks_receipts_metrics", m003_checks_receipts_metrics),
+    ("board_fields", m004_board_fields),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

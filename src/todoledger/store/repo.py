@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 ITEM_COLUMNS = (
     "id, plan, content, status, priority, active_form, parent, position, evidence, reason, notes,"
-    " created_by, updated_by, created_at, updated_at"
+    " created_by, updated_by, created_at, updated_at, estimate, uses, needs_approval"
 )
 _SCALAR_FIELDS = frozenset(STATE_FIELDS) - {"depends_on"}
 # Events that tell the story without changing state, as an SQL list.
@@ -53,7 +53,19 @@ def _item(row: Row) -> Item:
         updated_by=row[12],
         created_at=row[13],
         updated_at=row[14],
+        estimate=row[15],
+        uses=decode(row[16]) or [],
+        needs_approval=bool(row[17]),
     )
+
+
+def _column(name: str, value: Any) -> Any:
+    """A state field's value as its column holds it."""
+    if name == "uses":
+        return encode(value) if value else None
+    if name == "needs_approval":
+        return 1 if value else 0
+    return value
 
 
 def _chunks(values: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
@@ -370,6 +382,35 @@ class Repo:
             for r in self.db.query(sql + " ORDER BY seq", params)
         ]
 
+    def approval_events(self, plan: str) -> list[Event]:
+        """People's approvals of the plan's items and of the plan, oldest first."""
+        return [
+            Event(r[0], r[1], r[2], r[3], r[4], decode(r[5]), decode(r[6]), r[7], r[8])
+            for r in self.db.query(
+                "SELECT seq, op, plan, item, field, old, new, writer, at FROM events"
+                " WHERE plan = ? AND field IN ('approved', 'plan_approved') ORDER BY seq",
+                (plan,),
+            )
+        ]
+
+    def last_op(self) -> int:
+        """The ledger's latest op: it grows with every recorded change of any plan."""
+        return int(self.db.query("SELECT COALESCE(MAX(op), 0) FROM ops")[0][0])
+
+    def writers(self, plan: str) -> list[Row]:
+        """(writer, last write, ops) per writer of the plan, latest first."""
+        return self.db.query(
+            "SELECT writer, MAX(at), COUNT(*) FROM ops WHERE plan = ? GROUP BY writer ORDER BY MAX(at) DESC",
+            (plan,),
+        )
+
+    def last_ops(self) -> list[Row]:
+        """(plan, op, writer, at, kind, summary) of each plan's latest op."""
+        return self.db.query(
+            "SELECT o.plan, o.op, o.writer, o.at, o.kind, o.summary FROM ops o"
+            " WHERE o.op = (SELECT MAX(p.op) FROM ops p WHERE p.plan = o.plan)"
+        )
+
     def ops(self, plan: str) -> list[Row]:
         return self.db.query(
             "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at"
@@ -430,11 +471,11 @@ class Writes:
 
     def create(self, item: Item) -> None:
         fields = {name: getattr(item, name) for name in STATE_FIELDS}
-        fields = {k: v for k, v in fields.items() if v not in (None, [])}
+        fields = {k: v for k, v in fields.items() if v not in (None, []) and v is not False}
         seq = self._event(item.id, CREATED, None, fields)
         self.db.execute(
             f"INSERT INTO items ({ITEM_COLUMNS}, prank, created_seq) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item.id,
                 self.plan,
@@ -451,6 +492,9 @@ class Writes:
                 self.writer,
                 self.at,
                 self.at,
+                item.estimate,
+                _column("uses", item.uses),
+                _column("needs_approval", item.needs_approval),
                 PRIORITY_RANK[item.priority],
                 seq,
             ),
@@ -472,7 +516,7 @@ class Writes:
         if name not in _SCALAR_FIELDS:
             raise ValueError(f"not a state field: {name}")
         extra = ", prank = ?" if name == "priority" else ""
-        params: list[Any] = [new, self.writer, self.at]
+        params: list[Any] = [_column(name, new), self.writer, self.at]
         if name == "priority":
             params.append(PRIORITY_RANK[new])
         self.db.execute(

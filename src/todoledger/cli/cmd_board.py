@@ -1,0 +1,205 @@
+"""The plan as a schedule and the people over it: `path`, `next --parallel`,
+`set`, `approve`, and `serve` (the board and MCP on one server).
+
+The web and MCP stacks are imported inside `serve` only: `todoledger --help`
+imports this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from todoledger.cli.main import emit, ledger, options, reader, say, writes
+from todoledger.cli.schedule_text import label as _label
+
+
+@click.command()
+@options(plan=True, as_json=True)
+def path(plan: str | None, as_json: bool) -> None:
+    """The critical path of the open work: the longest chain by estimate."""
+    with reader() as lg:
+        sched = lg.schedule(plan)
+        rows = {r["id"]: r for r in lg.items(plan)}
+    if as_json:
+        emit(sched)
+        return
+    chain = sched["critical_path"]
+    if not chain:
+        say(f"plan {sched['plan']!r}: no open work")
+        return
+    unknown = [i for i in chain if i in sched["unestimated"]]
+    note = f"; {len(unknown)} without an estimate count as 0" if unknown else ""
+    say(f"critical path of {sched['plan']!r}: {sched['length'] or 'no estimates'} ({len(chain)} items{note})")
+    for n, item_id in enumerate(chain, 1):
+        say(f"  {n}. {_label(rows.get(item_id), item_id)}")
+
+
+@click.command("set")
+@writes
+@click.argument("ref", metavar="ID")
+@click.option("--estimate", default=None, help="How long it should take: 15m, 2h, 1h30m ('' clears).")
+@click.option(
+    "--uses", multiple=True, help="A resource it holds exclusively (repeatable; replaces the list)."
+)
+@click.option("--no-uses", is_flag=True, help="It holds no resource.")
+@click.option("--priority", type=click.Choice(["high", "medium", "low"]), default=None)
+@click.option("--content", default=None, help="New wording.")
+@click.option(
+    "--needs-approval/--no-needs-approval",
+    default=None,
+    help="Whether a person must approve it before an agent starts it.",
+)
+def set_fields(
+    ref: str,
+    plan: str | None,
+    writer: str | None,
+    as_json: bool,
+    estimate: str | None,
+    uses: tuple[str, ...],
+    no_uses: bool,
+    priority: str | None,
+    content: str | None,
+    needs_approval: bool | None,
+) -> None:
+    """Change an item's estimate, resources, priority, wording or approval gate."""
+    fields: dict[str, Any] = {
+        "estimate": estimate,
+        "priority": priority,
+        "content": content,
+        "needs_approval": needs_approval,
+        "uses": [] if no_uses else (list(uses) or None),
+    }
+    fields = {k: v for k, v in fields.items() if v is not None}
+    if not fields:
+        raise click.UsageError(
+            "nothing to change: give --estimate, --uses, --priority, --content or --needs-approval"
+        )
+    with ledger() as lg:
+        row = lg.update(ref, plan=plan, writer=writer, kind="set", **fields)
+    if as_json:
+        emit(row)
+    else:
+        from todoledger.cli import render
+
+        render.changed(row)
+
+
+@click.command()
+@click.argument("ref", metavar="[ID]", required=False)
+@click.option(
+    "--plan",
+    "plan",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[NAME]",
+    help="Without ID: approve the plan as it stands (NAME, default: main). With ID: the item's plan.",
+)
+@click.option("--list", "listing", is_flag=True, help="Only list what waits for a person (with --plan NAME).")
+@click.option("--writer", "writer", default=None, help="Who approves (default: cli:<user>); a person.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None, as_json: bool) -> None:
+    """Approve an item (an agent may then start it); `--plan` approves the plan
+    as it stands; with neither, list what waits for a person, with the diff."""
+    name = plan or None
+    if ref and not listing:
+        with ledger() as lg:
+            row = lg.approve(ref, plan=name, writer=writer)
+        emit(row) if as_json else say(f"approved {row['id']} {row['content']!r} by {row['by']}")
+        return
+    if plan is not None and not listing:
+        with ledger() as lg:
+            done = lg.approve_plan(name, writer=writer)
+        emit(done) if as_json else say(
+            f"approved plan {done['plan']!r} as it stands ({done['items']} items,"
+            f" {done['hash'][:12]}) by {done['by']}"
+        )
+        return
+    with reader() as lg:
+        state = lg.approvals(name)
+        rows = {r["id"]: r for r in lg.items(name)}
+    if as_json:
+        emit(state)
+        return
+    standing = state["plan"]
+    if standing["by"] is None:
+        say("the plan was never approved (todoledger approve --plan)")
+    elif standing["approved"]:
+        say(f"the plan is approved as it stands (by {standing['by']} at {standing['at']})")
+    else:
+        say(f"the plan changed since {standing['by']} approved it at {standing['at']}:")
+        for change in standing["diff"]:
+            say("  " + _change_line(change))
+    for item_id in state["waiting"]:
+        say(f"waits for a person: {_label(rows.get(item_id), item_id)}")
+        for d in state["items"][item_id]["diff"]:
+            say(f"    {d['field']}: approved {d['approved']!r}, now {d['now']!r}")
+    if not state["waiting"]:
+        say("no item waits for a person")
+
+
+def _change_line(change: dict[str, Any]) -> str:
+    if change["change"] == "reordered":
+        return "order changed"
+    if change["change"] == "changed":
+        fields = "; ".join(f"{f['field']}: {f['approved']!r} -> {f['now']!r}" for f in change["fields"])
+        return f"changed {change['item']} {change['content']!r}: {fields}"
+    return f"{change['change']} {change['item']} {change['content']!r}"
+
+
+@click.command()
+@click.option("--plan", "plan", envvar="TODOLEDGER_PLAN", default=None, help="Default plan (default: main).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="TODOLEDGER_TOKEN",
+    default=None,
+    help="Token every request must carry (bearer header, or the board asks once); required off loopback.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    help="Another name clients use to reach this server (Host/Origin check; repeatable).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the board in the browser.")
+@click.option("--name", default=None, help="Who writes from the board: web:<name> (default: your user name).")
+def serve(
+    plan: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+    open_browser: bool,
+    name: str | None,
+) -> None:
+    """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger."""
+    import sys
+
+    from todoledger.mcp.http import serve as serve_http
+    from todoledger.web.app import Board
+
+    board = Board(plan=plan, token=token or None, name=name)
+
+    def started(base: str) -> None:
+        print(f"todoledger: board on {base}/", file=sys.stderr, flush=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(f"{base}/")
+
+    try:
+        serve_http(
+            host=host,
+            port=port,
+            token=token or None,
+            plan=plan,
+            allow_hosts=allow_hosts,
+            routes=board.routes(),
+            started=started,
+        )
+    finally:
+        board.close()

@@ -1,0 +1,168 @@
+"""People, agents and approvals: pure, no I/O.
+
+Writers `cli:...` and `web:...` (and the bare `cli`) are people; every
+other writer (hooks, MCP sessions, imports) is an agent. An item that needs
+approval may not be started, claimed or completed by an agent until a
+person approves it; an approval holds for the item as it was approved, so
+a change of its content, estimate, resources, phase or dependencies asks
+for a person again, with the diff against what was approved.
+
+`approve --plan` records the plan as it stands (its items' content, order,
+dependencies and gates) with a hash; the plan is flagged, with the diff,
+once it no longer hashes the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from todoledger.core.record import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
+PEOPLE_PREFIXES = ("cli:", "web:")
+# What an approval of an item covers: a change to any of these asks again.
+APPROVED_FIELDS = ("content", "parent", "depends_on", "estimate", "uses")
+
+
+def is_person(writer: str) -> bool:
+    return writer == "cli" or writer.startswith(PEOPLE_PREFIXES)
+
+
+def item_snapshot(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields an approval of the item covers, in a stable form."""
+    out: dict[str, Any] = {}
+    for name in APPROVED_FIELDS:
+        value = row.get(name)
+        if name in ("depends_on", "uses"):
+            value = sorted(value or [])
+        out[name] = value
+    return out
+
+
+def plan_snapshot(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The plan as approved: its items in order with what each approval covers,
+    their status and whether each needs approval (its gate)."""
+    return [
+        {"id": r["id"], **item_snapshot(r), "needs_approval": bool(r.get("needs_approval"))} for r in rows
+    ]
+
+
+def plan_hash(snapshot: Sequence[Mapping[str, Any]]) -> str:
+    text = json.dumps(list(snapshot), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def item_diff(approved: Mapping[str, Any], current: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Field by field, what changed since the approval: [{field, approved, now}]."""
+    now = item_snapshot(current)
+    return [
+        {"field": name, "approved": approved.get(name), "now": now[name]}
+        for name in APPROVED_FIELDS
+        if approved.get(name) != now[name]
+    ]
+
+
+def plan_diff(
+    approved: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """What changed in the plan since it was approved: items added and removed,
+    items whose approved fields or gate changed, and a changed order."""
+    old = {r["id"]: r for r in approved}
+    new = {r["id"]: r for r in plan_snapshot(current)}
+    out: list[dict[str, Any]] = []
+    for item_id, r in new.items():
+        if item_id not in old:
+            out.append({"change": "added", "item": item_id, "content": r["content"]})
+            continue
+        fields = [
+            {"field": name, "approved": old[item_id].get(name), "now": r[name]}
+            for name in (*APPROVED_FIELDS, "needs_approval")
+            if old[item_id].get(name) != r[name]
+        ]
+        if fields:
+            out.append({"change": "changed", "item": item_id, "content": r["content"], "fields": fields})
+    for item_id, gone in old.items():
+        if item_id not in new:
+            out.append({"change": "removed", "item": item_id, "content": gone.get("content")})
+    kept_old = [i for i in old if i in new]
+    kept_new = [i for i in new if i in old]
+    if kept_old != kept_new:
+        out.append({"change": "reordered", "approved": kept_old, "now": kept_new})
+    return out
+
+
+@dataclass(frozen=True)
+class ItemApproval:
+    """One item's standing with people: what was approved, whether it still holds."""
+
+    item: str
+    needs_approval: bool
+    by: str | None  # who approved it last (None: never)
+    at: str | None
+    diff: tuple[dict[str, Any], ...]  # changes since that approval
+
+    @property
+    def approved(self) -> bool:
+        """Approved as it is now."""
+        return self.by is not None and not self.diff
+
+    @property
+    def waiting(self) -> bool:
+        """An agent may not start it: it needs a person's approval it lacks."""
+        return self.needs_approval and not self.approved
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item,
+            "needs_approval": self.needs_approval,
+            "approved": self.approved,
+            "by": self.by,
+            "at": self.at,
+            "diff": list(self.diff),
+        }
+
+
+def item_approvals(
+    rows: Sequence[Mapping[str, Any]], approvals: Iterable[Mapping[str, Any]]
+) -> dict[str, ItemApproval]:
+    """Per item, its standing given the approval events (oldest first):
+    `approved` events (item, new: snapshot) and `plan_approved` events (new:
+    {"items": plan snapshot}); the latest that covers an item counts."""
+    last: dict[str, tuple[str, str, Mapping[str, Any]]] = {}
+    for ev in approvals:
+        if ev["field"] == "approved" and ev.get("item"):
+            last[ev["item"]] = (ev["writer"], ev["at"], ev["new"] or {})
+        elif ev["field"] == "plan_approved":
+            for r in (ev["new"] or {}).get("items", []):
+                last[r["id"]] = (ev["writer"], ev["at"], r)
+    out: dict[str, ItemApproval] = {}
+    for r in rows:
+        seen = last.get(r["id"])
+        diff = tuple(item_diff(seen[2], r)) if seen else ()
+        out[r["id"]] = ItemApproval(
+            r["id"], bool(r.get("needs_approval")), seen[0] if seen else None, seen[1] if seen else None, diff
+        )
+    return out
+
+
+def plan_standing(rows: Sequence[Mapping[str, Any]], last: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The plan against its last approval (a `plan_approved` event or None)."""
+    if last is None:  # nothing to compare with: the hash is made when someone approves
+        return {"approved": False, "by": None, "at": None, "hash": None, "approved_hash": None, "diff": []}
+    current = plan_hash(plan_snapshot(rows))
+    snap = (last.get("new") or {}).get("items", [])
+    approved_hash = (last.get("new") or {}).get("hash")
+    same = approved_hash == current
+    return {
+        "approved": same,
+        "by": last["writer"],
+        "at": last["at"],
+        "hash": current,
+        "approved_hash": approved_hash,
+        "diff": [] if same else plan_diff(snap, rows),
+    }

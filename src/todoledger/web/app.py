@@ -1,0 +1,474 @@
+"""The board's routes: pages, the live event stream, static files, and the
+one steering endpoint. Mounted by `todoledger serve` next to MCP, behind the
+same Host/Origin checks and token (`mcp/http.py`'s Guard).
+
+Writes from the page are the service's own calls with the writer
+`web:<name>`: the same merge rules, history and undo as every writer.
+State-changing requests carry the page's CSRF token in a header and a JSON
+body (a cross-site form can send neither).
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import threading
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from todoledger.core.model import LedgerError
+from todoledger.core.schedule import split_uses
+from todoledger.core.timefmt import now
+from todoledger.core.view import PlanView, build
+from todoledger.service import Ledger, default_plan, locate
+from todoledger.web import pages
+from todoledger.web.live import Hub
+
+T = TypeVar("T")
+
+TOKEN_COOKIE = "todoledger_token"  # the name mcp/http.py's Guard reads
+MAX_ACTION_BYTES = 64 * 1024
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,40}")
+STATIC = {
+    "board.js": "text/javascript; charset=utf-8",
+    "board.css": "text/css; charset=utf-8",
+}
+# Pages run our own scripts only: no inline script, no eval, nothing from elsewhere.
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
+        " connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",  # "no-referrer" would send form posts with Origin: null
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+
+
+def plotly_js() -> bytes:
+    """Plotly's own bundle, shipped inside the `plotly` package: no CDN (found
+    without importing plotly's Python side, which the board does not use)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")
+    for folder in list(spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "package_data" / "plotly.min.js"
+        if path.is_file():
+            return path.read_bytes()
+    raise LedgerError("the timeline needs plotly (pip install plotly)")
+
+
+class Board:
+    def __init__(
+        self,
+        *,
+        plan: str | None = None,
+        token: str | None = None,
+        name: str | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.plan = plan
+        self.token = token
+        self.cwd = cwd
+        self.name = name if name and _NAME.fullmatch(name) else _user()
+        self.csrf = secrets.token_urlsafe(32)
+        self.lock = threading.Lock()
+        self._ledger: Ledger | None = None
+        self.rows = RowCache()
+        # Static files are cached for good under a name that changes with them.
+        self.version = hashlib.blake2b(
+            b"".join(_static(name) for name in sorted(STATIC)), digest_size=6
+        ).hexdigest()
+        self.hub = Hub(lambda: self.locked(lambda lg: int(lg.last_change())))
+
+    # the ledger ----------------------------------------------------------------
+    def locked(self, fn: Callable[[Ledger], T], *, write: bool = False) -> T:
+        """Run `fn` on the one connection, one call at a time (it is not shared
+        across threads at once). Until the ledger exists, reads see it empty and
+        create nothing; the first write creates it."""
+        with self.lock:
+            if self._ledger is None or not self._ledger.exists:
+                path = locate(self.cwd)
+                if self._ledger is None or write or Path(path).exists():
+                    if self._ledger is not None:
+                        self._ledger.close()
+                    self._ledger = Ledger(path, create=write)
+            return fn(self._ledger)
+
+    def close(self) -> None:
+        with self.lock:
+            if self._ledger is not None:
+                self._ledger.close()
+                self._ledger = None
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.page_plans, name="board_plans"),
+            Route("/plan", self.page_plan, name="board_plan"),
+            Route("/item", self.page_item, name="board_item"),
+            Route("/timeline", self.page_timeline, name="board_timeline"),
+            Route("/approvals", self.page_approvals, name="board_approvals"),
+            Route("/sessions", self.page_sessions, name="board_sessions"),
+            Route("/events", self.events, name="board_events"),
+            Route("/static/{name}", self.static, name="board_static"),
+            Route("/api/action", self.action, methods=["POST"], name="board_action"),
+            Route("/api/rows", self.sync_rows, methods=["POST"], name="board_rows"),
+            Route("/login", self.login, methods=["GET", "POST"], name="board_login"),
+        ]
+
+    # pages -----------------------------------------------------------------------
+    async def _page(
+        self,
+        request: Request,
+        kind: str,
+        build_body: Callable[[Ledger, str], tuple[str, str]],
+        scripts: tuple[str, ...] = (),
+    ) -> Response:
+        plan = request.query_params.get("plan") or self.plan or default_plan()
+
+        def render(lg: Ledger) -> tuple[str, str, int]:
+            title, body = build_body(lg, plan)
+            return title, body, int(lg.last_change())
+
+        status = 200
+        try:
+            title, body, change = await run_in_threadpool(self.locked, render)
+        except LedgerError as exc:
+            title, body, change = "not found", f"<h1>Not found</h1><p>{pages.esc(exc)}</p>", 0
+            status = 404
+        if request.headers.get("x-fragment") == "1":  # the live script swaps the content only
+            return HTMLResponse(
+                body, status_code=status, headers=SECURITY_HEADERS | {"x-change": str(change)}
+            )
+        html = pages.page(
+            title=title,
+            body=body,
+            kind=kind,
+            plan=None if kind == "plans" else plan,
+            csrf=self.csrf,
+            change=change,
+            who=self.name,
+            scripts=scripts,
+            version=self.version,
+        )
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    async def page_plans(self, request: Request) -> Response:
+        def body(lg: Ledger, _plan: str) -> tuple[str, str]:
+            last = lg.last_changes()
+            rows = []
+            for p in lg.plans():
+                view = lg.view(p["plan"])
+                verification: dict[str, int] = {}
+                for it in view.items:
+                    text = pages.verification_text(it)
+                    if text:
+                        verification[text] = verification.get(text, 0) + 1
+                rows.append(
+                    {
+                        "plan": p["plan"],
+                        "counts": view.counts,
+                        "verification": verification,
+                        "in_progress": [
+                            {"id": it.id, "content": it.content, "writer": it.writer}
+                            for it in view.in_progress
+                        ],
+                        "last": last.get(p["plan"]),
+                    }
+                )
+            return "Plans", pages.plans(rows)
+
+        return await self._page(request, "plans", body)
+
+    async def page_plan(self, request: Request) -> Response:
+        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+            head, rows, view = self._plan_parts(lg, plan)
+            first = [html for _, _, html in rows[: pages.FIRST_ROWS]]
+            return f"Plan {plan}", pages.plan(view, head, first, len(rows))
+
+        return await self._page(request, "plan", body)
+
+    def _plan_parts(self, lg: Ledger, plan: str) -> tuple[str, list[tuple[str, str, str]], PlanView]:
+        """The plan's head and its rows as (id, hash, html), in tree order."""
+        doc = lg.show(plan)
+        view = build(doc)
+        sched = view.schedule()
+        state = lg.approvals(plan, rows=doc["items"])
+        waiting = set(state["waiting"])
+        head = pages.plan_head(view, sched, waiting, state["plan"])
+        return head, self.rows.render(view, sched, waiting), view
+
+    async def sync_rows(self, request: Request) -> Response:
+        """The plan page's rows the page lacks or holds in an older form, the
+        order of all of them, and the head: how a large plan stays live."""
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            return JSONResponse({"error": "send JSON (application/json)"}, status_code=415)
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if len(raw) <= 2 * 1024 * 1024 else None
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("known"), dict):
+            return JSONResponse({"error": 'send {"plan": ..., "known": {id: hash}}'}, status_code=400)
+        known: dict[str, Any] = body["known"]
+        plan = body.get("plan")
+        name = plan if isinstance(plan, str) and plan else self.plan or default_plan()
+
+        def collect(lg: Ledger) -> dict[str, Any]:
+            head, rows, _ = self._plan_parts(lg, name)
+            return {
+                "change": int(lg.last_change()),
+                "head": head,
+                "order": [item_id for item_id, _, _ in rows],
+                "rows": {item_id: html for item_id, h, html in rows if known.get(item_id) != h},
+            }
+
+        return JSONResponse(await run_in_threadpool(self.locked, collect))
+
+    async def page_item(self, request: Request) -> Response:
+        ref = request.query_params.get("id", "")
+
+        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+            item_id = lg.get(ref, plan)["id"]
+            view = _view(lg, plan)
+            it = next(x for x in view.items if x.id == item_id)
+            state = lg.approvals(plan)
+            html = pages.item(
+                view,
+                it,
+                lg.history(plan, item_id),
+                state["items"].get(item_id),
+                item_id in state["waiting"],
+                lg.durations(plan).get(item_id),
+            )
+            return it.content[:80], html
+
+        return await self._page(request, "item", body)
+
+    async def page_timeline(self, request: Request) -> Response:
+        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+            from todoledger.core.timeline import spans
+
+            events = lg.history(plan)
+            # Spans run to the plan's last change: an old plan's chart is not stretched to today.
+            until = events[-1]["at"] if events else now()
+            return f"Timeline {plan}", pages.timeline(_view(lg, plan), spans(events, until))
+
+        return await self._page(request, "timeline", body, scripts=("/static/plotly.min.js",))
+
+    async def page_approvals(self, request: Request) -> Response:
+        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+            return f"Approvals {plan}", pages.approvals(_view(lg, plan), lg.approvals(plan))
+
+        return await self._page(request, "approvals", body)
+
+    async def page_sessions(self, request: Request) -> Response:
+        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+            return f"Sessions {plan}", pages.sessions(_view(lg, plan), lg.writers(plan))
+
+        return await self._page(request, "sessions", body)
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        cache = "max-age=31536000, immutable" if request.query_params.get("v") == self.version else "no-cache"
+        headers = {"cache-control": cache, "x-content-type-options": "nosniff"}
+        if name == "plotly.min.js":
+            data = await run_in_threadpool(plotly_js)
+            return Response(data, media_type="text/javascript; charset=utf-8", headers=headers)
+        if name not in STATIC:
+            return Response("not found", status_code=404)
+        return Response(_static(name), media_type=STATIC[name], headers=headers)
+
+    async def events(self, request: Request) -> Response:
+        return StreamingResponse(
+            self.hub.stream(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    # the token, asked once -------------------------------------------------------
+    async def login(self, request: Request) -> Response:
+        if self.token is None:
+            return RedirectResponse("/", status_code=303)
+        if request.method == "GET":
+            return HTMLResponse(pages.login(), headers=SECURITY_HEADERS)
+        body = (await request.body())[:4096].decode("utf-8", "replace")
+        given = (parse_qs(body).get("token") or [""])[0]
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return HTMLResponse(
+                pages.login("That is not the token."), status_code=401, headers=SECURITY_HEADERS
+            )
+        answer = RedirectResponse("/", status_code=303)
+        answer.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/")
+        return answer
+
+    # steering --------------------------------------------------------------------
+    async def action(self, request: Request) -> Response:
+        given = request.headers.get("x-csrf-token", "")
+        if not hmac.compare_digest(given.encode(), self.csrf.encode()):
+            return JSONResponse({"error": "missing or wrong CSRF token: reload the page"}, status_code=403)
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            return JSONResponse({"error": "send JSON (application/json)"}, status_code=415)
+        raw = await request.body()
+        if len(raw) > MAX_ACTION_BYTES:
+            return JSONResponse({"error": f"request over {MAX_ACTION_BYTES} bytes"}, status_code=413)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return JSONResponse({"error": "the request is not JSON"}, status_code=400)
+        if not isinstance(body, dict) or not isinstance(body.get("action"), str):
+            return JSONResponse({"error": 'the request needs an "action"'}, status_code=400)
+        who = body.get("who")
+        writer = "web:" + (who if isinstance(who, str) and _NAME.fullmatch(who) else self.name)
+        try:
+            result = await run_in_threadpool(
+                lambda: self.locked(lambda lg: steer(lg, body, writer), write=True)
+            )
+        except LedgerError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse({"ok": True, "writer": writer, **result})
+
+
+def _static(name: str) -> bytes:
+    return resources.files("todoledger.web").joinpath("static", name).read_bytes()
+
+
+class RowCache:
+    """Each plan's rows as rendered last: a row is rendered again only when
+    what it shows changed, so a 2,000-item plan refreshes in milliseconds."""
+
+    def __init__(self) -> None:
+        self.plans: dict[str, dict[str, tuple[Any, str, str]]] = {}
+
+    def render(self, view: PlanView, sched: Any, waiting: set[str]) -> list[tuple[str, str, str]]:
+        crit = set(sched.critical_path)
+        set_of = {item_id: n for n, members in enumerate(sched.parallel) for item_id in members}
+        status = {it.id: it.status for it in view.items}
+        old = self.plans.get(view.plan, {})
+        new: dict[str, tuple[Any, str, str]] = {}
+        out = []
+        for it in view.tree():
+            deps = {d: status.get(d, "") for d in it.depends_on}
+            key = (it, it.id in crit, set_of.get(it.id), it.id in waiting, tuple(deps.items()))
+            cached = old.get(it.id)
+            if cached is None or cached[0] != key:
+                html = pages.row(view.plan, it, key[1], key[2], key[3], deps)
+                h = hashlib.blake2b(html.encode(), digest_size=8).hexdigest()
+                # The page tells the server which form of each row it holds.
+                cached = (key, h, html.replace(" data-id=", f' data-h="{h}" data-id=', 1))
+            new[it.id] = cached
+            out.append((it.id, cached[1], cached[2]))
+        self.plans[view.plan] = new
+        return out
+
+
+def _user() -> str:
+    try:
+        name = getpass.getuser()
+    except Exception:  # no passwd entry (a container): a plain name still says it is a person
+        name = "user"
+    return name if _NAME.fullmatch(name) else "user"
+
+
+def _view(lg: Ledger, plan: str) -> PlanView:
+    return build(lg.show(plan))
+
+
+def _text(body: dict[str, Any], name: str, *, required: bool = True) -> str:
+    value = body.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise LedgerError(f'"{name}" must be text')
+    return value
+
+
+def steer(lg: Ledger, body: dict[str, Any], writer: str) -> dict[str, Any]:
+    """One change from the page, through the service as `writer`."""
+    action = body["action"]
+    plan = body.get("plan") if isinstance(body.get("plan"), str) and body.get("plan") else default_plan()
+    assert isinstance(plan, str)
+    kw: dict[str, Any] = {"plan": plan, "writer": writer}
+    ref = body.get("id") if isinstance(body.get("id"), str) else ""
+    if action == "add":
+        row = lg.add(
+            _text(body, "content"),
+            priority=body.get("priority") or None,
+            estimate=_text(body, "estimate", required=False).strip() or None,
+            uses=split_uses(_text(body, "uses", required=False)),
+            needs_approval=body.get("needs_approval") is True,
+            **kw,
+        )
+        return {"item": row["id"]}
+    if action == "undo":
+        done = lg.undo(plan, writer=writer)
+        return {"undone_op": done["undone_op"]}
+    if action == "approve_plan":
+        return {"hash": lg.approve_plan(plan, writer=writer)["hash"]}
+    if not ref:
+        raise LedgerError(f'"{action}" needs the item\'s "id"')
+    value = body.get("value")
+    if action == "status":
+        if value == "cancelled":
+            lg.cancel(ref, reason=_text(body, "reason", required=False) or "cancelled from the board", **kw)
+        else:
+            lg.update(ref, status=value, kind="update", **kw)
+    elif action == "priority":
+        lg.update(ref, priority=value, kind="update", **kw)
+    elif action == "content":
+        lg.update(ref, content=_text(body, "value"), kind="update", **kw)
+    elif action == "move":
+        lg.update(ref, position=_moved(lg, plan, ref, value == "up"), kind="reorder", **kw)
+    elif action == "fields":
+        lg.update(
+            ref,
+            estimate=_text(body, "estimate", required=False).strip(),
+            uses=split_uses(_text(body, "uses", required=False)),
+            needs_approval=body.get("needs_approval") is True,
+            kind="set",
+            **kw,
+        )
+    elif action == "dep_add":
+        lg.dep_add(ref, _text(body, "value"), **kw)
+    elif action == "dep_remove":
+        lg.dep_remove(ref, _text(body, "value"), **kw)
+    elif action == "cancel":
+        lg.cancel(ref, reason=_text(body, "reason", required=False) or "cancelled from the board", **kw)
+    elif action == "restore":
+        lg.restore(ref, **kw)
+    elif action == "approve":
+        lg.approve(ref, **kw)
+    else:
+        raise LedgerError(f"unknown action {action!r}")
+    return {"item": ref}
+
+
+def _moved(lg: Ledger, plan: str, ref: str, up: bool) -> float:
+    """A position one step up or down among the item's siblings (same phase)."""
+    item = lg.get(ref, plan)
+    siblings = [r for r in lg.items(plan) if r["parent"] == item["parent"]]
+    index = next(n for n, r in enumerate(siblings) if r["id"] == item["id"])
+    if up:
+        if index == 0:
+            raise LedgerError("it is first already")
+        before = siblings[index - 1]["position"]
+        further = siblings[index - 2]["position"] if index >= 2 else before - 2.0
+        return float((before + further) / 2)
+    if index == len(siblings) - 1:
+        raise LedgerError("it is last already")
+    after = siblings[index + 1]["position"]
+    further = siblings[index + 2]["position"] if index + 2 < len(siblings) else after + 2.0
+    return float((after + further) / 2)

@@ -1,0 +1,240 @@
+// The board's one script: live refresh (server-sent events), steering (JSON
+// with the page's CSRF token), the timeline chart. Text from the server is
+// set through textContent or arrives as escaped HTML; nothing is evaluated.
+(() => {
+  "use strict";
+  const meta = (name) => (document.querySelector(`meta[name="${name}"]`) || {}).content || "";
+  const csrf = meta("csrf");
+  const main = document.getElementById("main");
+  const flash = document.getElementById("flash");
+  const live = document.getElementById("live");
+  const who = document.getElementById("who");
+  const plan = document.body.dataset.plan || "";
+  const CHOICES = {
+    status: ["pending", "in_progress", "completed", "cancelled"],
+    priority: ["high", "medium", "low"],
+  };
+  if (!main) return;
+  who.value = localStorage.getItem("todoledger.who") || meta("who");
+  who.addEventListener("change", () => localStorage.setItem("todoledger.who", who.value.trim()));
+
+  function say(text, bad) {
+    flash.textContent = text || "";
+    flash.hidden = !text;
+    flash.className = bad ? "bad" : "good";
+  }
+
+  // Live: one refresh at a time; a change while someone types waits for them.
+  let busy = false, again = false, deferred = false;
+  const typing = () => {
+    const el = document.activeElement;
+    return el && main.contains(el) && el.matches("input, textarea, select:not([disabled])");
+  };
+  // A plan's rows: ask for those this page lacks or holds in an older form,
+  // swap them in place, put every row in the plan's order.
+  async function syncRows(list) {
+    const rows = new Map();
+    const known = {};
+    for (const el of list.querySelectorAll(".row[data-id]")) {
+      rows.set(el.dataset.id, el);
+      known[el.dataset.id] = el.dataset.h;
+    }
+    const r = await fetch("/api/rows", {
+      method: "POST", credentials: "same-origin", cache: "no-store",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ plan, known }),
+    });
+    if (!r.ok) return;
+    const answer = await r.json();
+    document.getElementById("plan-head").innerHTML = answer.head;
+    const fresh = document.createElement("template");
+    fresh.innerHTML = Object.values(answer.rows).join("");
+    for (const el of fresh.content.querySelectorAll(".row[data-id]")) {
+      const old = rows.get(el.dataset.id);
+      if (old) old.replaceWith(el);
+      rows.set(el.dataset.id, el);
+    }
+    let cursor = list.querySelector(".row.head").nextElementSibling;
+    for (const id of answer.order) {
+      const el = rows.get(id);
+      if (!el) continue;
+      if (el === cursor) cursor = cursor.nextElementSibling;
+      else list.insertBefore(el, cursor);
+    }
+    const wanted = new Set(answer.order);
+    for (const [id, el] of rows) if (!wanted.has(id)) el.remove();
+    const more = list.querySelector(".row.more");
+    if (more) more.remove();
+    main.dataset.change = String(answer.change);
+  }
+
+  async function refresh() {
+    if (typing()) { deferred = true; return; }
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      const list = main.querySelector(".items[data-sync]");
+      if (list) {
+        await syncRows(list);
+        document.dispatchEvent(new CustomEvent("board:refreshed"));
+        return;
+      }
+      const r = await fetch(location.href, {
+        headers: { "X-Fragment": "1" }, credentials: "same-origin", cache: "no-store",
+      });
+      if (r.ok) {
+        const html = await r.text();
+        const y = window.scrollY;
+        main.innerHTML = html;
+        main.dataset.change = r.headers.get("x-change") || main.dataset.change;
+        window.scrollTo(0, y);
+        afterRender();
+        document.dispatchEvent(new CustomEvent("board:refreshed"));
+      }
+    } catch (e) {
+      /* the server went away: the event stream says so */
+    } finally {
+      busy = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+  main.addEventListener("focusout", () => setTimeout(() => {
+    if (deferred && !typing()) { deferred = false; refresh(); }
+  }, 0));
+
+  function connect() {
+    const es = new EventSource("/events");
+    es.onopen = () => { live.textContent = "live"; live.className = "on"; };
+    es.onmessage = (e) => {
+      const n = Number(e.data);
+      if (n > Number(main.dataset.change || 0)) refresh();
+    };
+    es.onerror = () => { live.textContent = "reconnecting"; live.className = "off"; };
+  }
+
+  // Steering.
+  async function act(body) {
+    body.plan = body.plan || plan;
+    body.who = who.value.trim();
+    let r;
+    try {
+      r = await fetch("/api/action", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+        body: JSON.stringify(body),
+      });
+    } catch (e) {
+      say("the board's server does not answer", true);
+      return false;
+    }
+    let answer = {};
+    try { answer = await r.json(); } catch (e) { /* not JSON: say the status */ }
+    if (!r.ok) { say(answer.error || `refused (${r.status})`, true); refresh(); return false; }
+    say("");
+    refresh();
+    return true;
+  }
+
+  function chooser(button, kind, id) {
+    const select = document.createElement("select");
+    select.setAttribute("aria-label", kind);
+    select.dataset.chooser = kind;
+    for (const value of CHOICES[kind]) {
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = value.replace("_", " ");
+      option.selected = value === button.dataset.value;
+      select.append(option);
+    }
+    button.replaceWith(select);
+    select.focus();
+    select.addEventListener("change", async () => {
+      const body = { action: kind, id, value: select.value };
+      if (kind === "status" && select.value === "cancelled") {
+        const reason = window.prompt("Why cancel it?");
+        if (reason === null) { select.blur(); refresh(); return; }
+        body.reason = reason;
+      }
+      select.disabled = true;
+      select.blur();
+      await act(body);
+    });
+  }
+
+  document.addEventListener("click", async (ev) => {
+    const button = ev.target.closest("button[data-act]");
+    if (!button || !main.contains(button)) return;
+    ev.preventDefault();
+    const holder = button.closest("[data-id]");
+    const id = button.dataset.id || (holder && holder.dataset.id) || "";
+    const kind = button.dataset.act;
+    if (kind === "status" || kind === "priority") { chooser(button, kind, id); return; }
+    button.disabled = true;
+    await act({ action: kind, id, value: button.dataset.value || "" });
+  });
+
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest("form[data-form]");
+    if (!form) return;
+    ev.preventDefault();
+    const d = new FormData(form);
+    const holder = form.closest("[data-id]");
+    const id = (holder && holder.dataset.id) || "";
+    const kind = form.dataset.form;
+    const bodies = {
+      add: () => ({
+        action: "add", content: d.get("content"), priority: d.get("priority"), estimate: d.get("estimate"),
+        uses: d.get("uses"), needs_approval: d.get("needs_approval") === "on",
+      }),
+      content: () => ({ action: "content", id, value: d.get("content") }),
+      fields: () => ({
+        action: "fields", id, estimate: d.get("estimate"), uses: d.get("uses"),
+        needs_approval: d.get("needs_approval") === "on",
+      }),
+      dep_add: () => ({ action: "dep_add", id, value: d.get("blocker") }),
+      cancel: () => ({ action: "cancel", id, reason: d.get("reason") }),
+    };
+    if (!bodies[kind]) return;
+    if (document.activeElement) document.activeElement.blur();
+    if (await act(bodies[kind]()) && kind === "add") form.reset();
+  });
+
+  // The timeline: Plotly from the package's own copy, data from a JSON block.
+  const COLORS = { pending: "#9aa5b1", in_progress: "#e69500", completed: "#2e9e5b", cancelled: "#c0392b" };
+  const plain = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  function afterRender() {
+    const block = document.getElementById("timeline-data");
+    const chart = document.getElementById("chart");
+    if (!block || !chart || !window.Plotly) return;
+    const data = JSON.parse(block.textContent);
+    const rows = new Set(data.spans.map((s) => s.item)).size;
+    const traces = data.statuses.map((status) => {
+      const spans = data.spans.filter((s) => s.status === status);
+      return {
+        type: "bar", orientation: "h", name: status.replace("_", " "),
+        y: spans.map((s) => `${plain(s.label)} · ${s.item}`),
+        base: spans.map((s) => s.start),
+        x: spans.map((s) => Math.max(Date.parse(s.end) - Date.parse(s.start), 1000)),
+        customdata: spans.map((s) => [s.start, s.end]),
+        hovertemplate: "%{y}<br>%{customdata[0]} → %{customdata[1]}<extra>" + status + "</extra>",
+        marker: { color: COLORS[status] },
+      };
+    });
+    const layout = {
+      barmode: "overlay", height: Math.max(320, 22 * rows + 120),
+      margin: { l: 360, r: 20, t: 20, b: 40 },
+      xaxis: { type: "date" }, yaxis: { autorange: "reversed", automargin: true },
+      legend: { orientation: "h" },
+    };
+    window.Plotly.react(chart, traces, layout, { displaylogo: false, responsive: true });
+  }
+
+  afterRender();
+  const list = main.querySelector(".items[data-sync]");
+  if (list) {
+    // The page carries the first rows; the rest come once it has painted.
+    requestAnimationFrame(() => setTimeout(() => refresh(), 0));
+  }
+  connect();
+})();

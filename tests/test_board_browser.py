@@ -1,0 +1,443 @@
+"""The board in a real headless Chromium (Debian's `chromium`, driven by
+Playwright's Python package), against a real `todoledger serve` process on a
+real SQLite file, with the CLI and an MCP agent writing beside it.
+
+Screenshots of every page go to tests/output/board-*.png.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import subprocess_env, todoledger_bin
+from tests.test_cli import run, run_json
+
+CHROMIUM = os.environ.get("TODOLEDGER_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+OUTPUT = Path(__file__).parent / "output"
+WAIT_MS = 10_000  # generous on a shared machine; timing is measured in bench/, not here
+
+playwright_sync = pytest.importorskip("playwright.sync_api", reason="pip install playwright (.ci/run does)")
+if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)", allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Served:
+    def __init__(self, db: Path, *args: str) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [todoledger_bin(), "serve", "--port", str(self.port), "--name", "tester", *args],
+            env=subprocess_env(db),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("serve did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_sync.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def served(ledger_env: Path) -> Iterator[Served]:
+    server = Served(ledger_env)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.dialogs = []  # type: ignore[attr-defined]
+    tab.on("dialog", lambda d: (tab.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
+    yield tab
+    context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    OUTPUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUTPUT / f"board-{name}.png"), full_page=False)
+
+
+def items(db: Path, plan: str = "main") -> dict[str, dict[str, Any]]:
+    return {r["content"]: r for r in run_json(db, "show", "--plan", plan)["items"]}
+
+
+def live(page: Any) -> None:
+    page.wait_for_selector("#live.on")
+
+
+def demo_with_a_schedule(db: Path) -> dict[str, dict[str, Any]]:
+    run(db, "demo")
+    rows = items(db, "demo")
+    launch = rows["Phase 0.3: Launch SGLang with K2.5 base + AQ-MedA..."]["id"]
+    loads = rows["Verify SGLang loads the drafter after the key fix (layers.0.* -> midlayer.*)"]["id"]
+    still_up = rows["Verify the SGLang EAGLE3 server is still up after its ~15-minute start"]["id"]
+    run(db, "set", launch, "--plan", "demo", "--estimate", "20m", "--uses", "server")
+    run(db, "set", loads, "--plan", "demo", "--estimate", "10m", "--uses", "server")
+    run(db, "set", still_up, "--plan", "demo", "--estimate", "5m", "--uses", "server")
+    run(db, "dep", "add", loads, launch, "--plan", "demo")
+    return items(db, "demo")
+
+
+def test_demo_plan_items_critical_path_verification_and_every_page(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    rows = demo_with_a_schedule(ledger_env)
+    path = run_json(ledger_env, "path", "--plan", "demo")
+    page.goto(f"{served.base}/")
+    live(page)
+    assert page.locator(".plan-card").count() == 2
+    shot(page, "plans")
+    page.click("text=demo >> nth=0")
+    page.wait_for_selector(".items .row[data-id]")
+    assert page.locator(".items .row[data-id]").count() == len(rows)
+    for content in rows:
+        assert page.locator(".items .content a", has_text=content).count() >= 1
+    shown_path = page.eval_on_selector_all(".row.crit", "rows => rows.map(r => r.dataset.id)")
+    assert shown_path == path["critical_path"] and len(shown_path) == 2
+    assert "30m" in page.locator(".next").inner_text()
+    # The first parallel set can start now; the benchmarks that share the server wait.
+    now_ids = page.eval_on_selector_all(".row.par0", "rows => rows.map(r => r.dataset.id)")
+    assert sorted(now_ids) == sorted(path["parallel"][0])
+    completed = [r for r in rows.values() if r["status"] == "completed"]
+    for r in completed:
+        assert page.locator(f'.row[data-id="{r["id"]}"] .ver').inner_text() == "claimed, not verified"
+    shot(page, "plan")
+    first = path["critical_path"][0]
+    page.click(f'.row[data-id="{first}"] .content a')
+    page.wait_for_selector("article.item")
+    assert "What waits for it" in page.inner_text("main")
+    assert page.locator("table.history tbody tr").count() >= 2
+    shot(page, "item")
+    for name in ("timeline", "approvals", "sessions"):
+        page.click(f"header nav >> text={name.title()}")
+        page.wait_for_selector(f'body[data-page="{name}"]')
+        if name == "timeline":
+            page.wait_for_selector("#chart .main-svg")
+            assert page.locator("#chart .bars path").count() > 0
+        shot(page, name)
+    assert page.dialogs == []
+
+
+def test_status_change_on_the_page_shows_in_the_cli(ledger_env: Path, served: Served, page: Any) -> None:
+    run(ledger_env, "add", "Write the loader")
+    item = items(ledger_env)["Write the loader"]["id"]
+    page.goto(f"{served.base}/plan?plan=main")
+    live(page)
+    page.click(f'.row[data-id="{item}"] button[data-act=status]')
+    page.select_option(f'.row[data-id="{item}"] select[data-chooser=status]', "in_progress")
+    page.wait_for_selector(f'.row[data-id="{item}"] button.st-in_progress')
+    row = items(ledger_env)["Write the loader"]
+    assert (row["status"], row["updated_by"]) == ("in_progress", "web:tester")
+    (event,) = [e for e in run_json(ledger_env, "history", item) if e["field"] == "status"]
+    assert (event["old"], event["new"], event["writer"]) == ("pending", "in_progress", "web:tester")
+    # Undo from the page takes back the page's own change, through the same service.
+    page.click("button[data-act=undo]")
+    page.wait_for_selector(f'.row[data-id="{item}"] button.st-pending')
+    assert items(ledger_env)["Write the loader"]["status"] == "pending"
+
+
+def test_a_cli_change_appears_without_a_reload(ledger_env: Path, served: Served, page: Any) -> None:
+    run(ledger_env, "add", "First")
+    page.goto(f"{served.base}/plan?plan=main")
+    live(page)
+    page.evaluate("window.__still_this_page = true")
+    run(ledger_env, "add", "Added from the CLI")
+    page.wait_for_selector(".row .content a:text('Added from the CLI')")
+    first = items(ledger_env)["First"]["id"]
+    run(ledger_env, "done", first)
+    page.wait_for_selector(f'.row[data-id="{first}"] button.st-completed')
+    assert page.evaluate("window.__still_this_page") is True  # no reload
+
+
+def mcp_claim(url: str) -> dict[str, Any]:
+    """An agent (an MCP client over streamable HTTP on the same server) claims work."""
+
+    async def main() -> dict[str, Any]:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp_types import Implementation
+
+        async with (
+            httpx2.AsyncClient(timeout=30) as hc,
+            Client(
+                streamable_http_client(url, http_client=hc),
+                client_info=Implementation(name="agent", version="1"),
+            ) as client,
+        ):
+            result = await client.call_tool("plan_next", {"claim": True})
+            return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
+
+    import anyio
+
+    # Its own thread: Playwright's sync API owns this thread's event loop.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, main).result(timeout=60)
+
+
+def test_approval_on_the_page_lets_the_agent_claim(ledger_env: Path, served: Served, page: Any) -> None:
+    run(ledger_env, "add", "Train on 4 GPUs with 37K samples", "--needs-approval", "--uses", "gpu:0-3")
+    item = items(ledger_env)["Train on 4 GPUs with 37K samples"]["id"]
+    before = mcp_claim(f"{served.base}/mcp")
+    assert before["claimed"] is None and before["waiting_for_approval"] == [item]
+    assert items(ledger_env)["Train on 4 GPUs with 37K samples"]["status"] == "pending"
+    page.goto(f"{served.base}/approvals?plan=main")
+    live(page)
+    assert page.locator(f'.waiting li[data-id="{item}"]').count() == 1
+    shot(page, "approvals-waiting")
+    page.click(f'button[data-act=approve][data-id="{item}"]')
+    page.wait_for_selector("text=No item waits for a person.")
+    after = mcp_claim(f"{served.base}/mcp")
+    assert after["claimed"]["id"] == item
+    row = items(ledger_env)["Train on 4 GPUs with 37K samples"]
+    assert row["status"] == "in_progress" and row["updated_by"].startswith("mcp:")
+    approvals = [e for e in run_json(ledger_env, "history", item) if e["field"] == "approved"]
+    assert [e["writer"] for e in approvals] == ["web:tester"]
+
+
+HOSTILE = [
+    "<script>window.__xss = 'script'; alert('script')</script>",
+    "<img src=x onerror=\"window.__xss = 'img'; alert('img')\">",
+    "[click me](javascript:window.__xss='md';alert('md'))",
+    "javascript:alert('bare')",
+    '"><svg onload=alert(1)>',
+]
+
+
+def test_agent_text_renders_as_text_and_nothing_runs(ledger_env: Path, served: Served, page: Any) -> None:
+    payload = {"todos": [{"content": text, "status": "pending"} for text in HOSTILE]}
+    run(
+        ledger_env,
+        "write",
+        "--writer",
+        "claude-code:evil",
+        "--dialect",
+        "claude-code",
+        "-",
+        stdin=json.dumps(payload),
+    )
+    ids = [items(ledger_env)[text]["id"] for text in HOSTILE]
+    run(ledger_env, "done", ids[0], "--evidence", "<b>bold</b> <a href=\"javascript:alert('ev')\">x</a>")
+    for url in (
+        f"{served.base}/",
+        f"{served.base}/plan?plan=main",
+        *(f"{served.base}/item?plan=main&id={i}" for i in ids),
+        f"{served.base}/timeline?plan=main",
+        f"{served.base}/approvals?plan=main",
+        f"{served.base}/sessions?plan=main",
+    ):
+        page.goto(url)
+        live(page)
+        if "timeline" in url:
+            page.wait_for_selector("#chart .main-svg")
+        assert page.evaluate("window.__xss") is None, url
+        assert (
+            page.locator(
+                "main script:not([type='application/json']), main img, main svg:not(.main-svg)"
+            ).count()
+            == 0
+            or "timeline" in url
+        )
+        assert page.locator("a[href^='javascript' i]").count() == 0, url
+    page.goto(f"{served.base}/plan?plan=main")
+    for text in HOSTILE:
+        assert page.locator(".row .content a", has_text=text).count() == 1  # shown, literally
+    page.goto(f"{served.base}/item?plan=main&id={ids[0]}")
+    assert "<b>bold</b>" in page.inner_text("main")
+    shot(page, "xss-item")
+    assert page.dialogs == []
+
+
+def test_csrf_and_origin_refused_and_nothing_changes(ledger_env: Path, served: Served, page: Any) -> None:
+    run(ledger_env, "add", "Keep me")
+    item = items(ledger_env)["Keep me"]["id"]
+    before = (list(run(ledger_env, "export").stdout.splitlines()), len(run_json(ledger_env, "history")))
+    page.goto(f"{served.base}/plan?plan=main")
+    live(page)
+    statuses = page.evaluate(
+        """async (id) => {
+            const post = (headers, body) => fetch('/api/action', {method: 'POST', headers, body})
+                .then(r => r.status);
+            const json = JSON.stringify({action: 'cancel', id, plan: 'main'});
+            return [
+                await post({'Content-Type': 'application/json'}, json),
+                await post({'Content-Type': 'application/json', 'X-CSRF-Token': 'guess'}, json),
+                await post({'Content-Type': 'application/x-www-form-urlencoded'}, 'action=cancel&id=' + id),
+            ];
+        }""",
+        item,
+    )
+    assert statuses == [403, 403, 403]
+    # A page on another origin is refused by the Origin check before anything else.
+    import httpx2
+
+    token = page.get_attribute("meta[name=csrf]", "content")
+    hostile = httpx2.post(
+        f"{served.base}/api/action",
+        json={"action": "cancel", "id": item, "plan": "main"},
+        headers={"X-CSRF-Token": token, "Origin": "http://evil.example"},
+    )
+    assert hostile.status_code == 403
+    after = (list(run(ledger_env, "export").stdout.splitlines()), len(run_json(ledger_env, "history")))
+    assert after == before
+    # The same request with the page's token goes through.
+    ok = page.evaluate(
+        """async (id) => (await fetch('/api/action', {method: 'POST', headers: {'Content-Type':
+            'application/json', 'X-CSRF-Token': document.querySelector('meta[name=csrf]').content},
+            body: JSON.stringify({action: 'cancel', id, plan: 'main', reason: 'not needed'})})).status""",
+        item,
+    )
+    assert ok == 200 and items(ledger_env)["Keep me"]["status"] == "cancelled"
+
+
+def test_token_is_asked_once_and_remote_binds_need_one(ledger_env: Path, browser: Any) -> None:
+    refused = subprocess.run(
+        [todoledger_bin(), "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+        env=subprocess_env(ledger_env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0 and "refusing to serve on 0.0.0.0 without a token" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    run(ledger_env, "add", "Behind a token")
+    server = Served(ledger_env, "--token", "s3cret-token")
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(WAIT_MS)
+        tab.goto(f"{server.base}/plan?plan=main")
+        assert tab.url.endswith("/login")
+        shot(tab, "login")
+        tab.fill("input[name=token]", "wrong")
+        tab.click("button")
+        tab.wait_for_selector("text=That is not the token.")
+        tab.fill("input[name=token]", "s3cret-token")
+        tab.click("button")
+        tab.wait_for_selector("#live.on")
+        tab.goto(f"{server.base}/plan?plan=main")  # asked once: the browser keeps it
+        tab.wait_for_selector(".row .content a:text('Behind a token')")
+        tab.wait_for_selector("#live.on")
+    finally:
+        context.close()
+        server.stop()
+
+
+def test_steering_from_the_item_page(ledger_env: Path, served: Served, page: Any) -> None:
+    for text in ("Launch the server", "Benchmark", "Write up"):
+        run(ledger_env, "add", text)
+    ids = {k: v["id"] for k, v in items(ledger_env).items()}
+    bench = ids["Benchmark"]
+    page.goto(f"{served.base}/item?plan=main&id={bench}")
+    live(page)
+    page.fill("form[data-form=content] input[name=content]", "Benchmark at concurrency 1")
+    page.click("form[data-form=content] button")
+    page.wait_for_selector("h1:has-text('Benchmark at concurrency 1')")
+    page.fill("form[data-form=fields] input[name=estimate]", "90m")
+    page.fill("form[data-form=fields] input[name=uses]", "server gpu:0-1")
+    page.check("form[data-form=fields] input[name=needs_approval]")
+    page.click("form[data-form=fields] button")
+    page.wait_for_selector("dd:has-text('1h30m')")
+    page.fill("form[data-form=dep_add] input[name=blocker]", ids["Launch the server"])
+    page.click("form[data-form=dep_add] button")
+    page.wait_for_selector("button[data-act=dep_remove]")
+    page.click("button[data-act=move][data-value=up]")
+    row = items(ledger_env)["Benchmark at concurrency 1"]
+    assert (row["estimate"], row["uses"], row["needs_approval"]) == ("1h30m", ["gpu:0-1", "server"], True)
+    assert row["depends_on"] == [ids["Launch the server"]]
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while run_json(ledger_env, "show")["items"][0]["content"] != "Benchmark at concurrency 1":
+        assert time.monotonic() < deadline, "the move did not land"
+        time.sleep(0.1)
+    page.click("button[data-act=dep_remove]")
+    page.wait_for_selector("text=Waits for >> xpath=.. >> text=nothing")
+    page.fill("form[data-form=cancel] input[name=reason]", "the server is shared; measured elsewhere")
+    page.click("form[data-form=cancel] button")
+    page.wait_for_selector("button[data-act=restore]")
+    row = items(ledger_env)["Benchmark at concurrency 1"]
+    assert (row["status"], row["reason"], row["depends_on"]) == (
+        "cancelled",
+        "the server is shared; measured elsewhere",
+        [],
+    )
+    page.click("button[data-act=restore]")
+    page.wait_for_selector("form[data-form=cancel]")
+    assert items(ledger_env)["Benchmark at concurrency 1"]["status"] == "pending"
+    writers = {e["writer"] for e in run_json(ledger_env, "history", bench)[1:]}
+    assert writers == {"web:tester"}
+    assert run_json(ledger_env, "check")["ok"]
+
+
+def page_order(page: Any) -> list[str]:
+    return list(page.eval_on_selector_all(".items .row[data-id]", "rows => rows.map(r => r.dataset.id)"))
+
+
+def test_a_plan_longer_than_the_first_rows_fills_in_and_keeps_the_order(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    lines = [
+        json.dumps({"id": f"it{n:03d}", "content": f"Step {n}", "position": float(n), "status": "pending"})
+        for n in range(260)
+    ]
+    run(ledger_env, "import", "-", stdin="\n".join(lines) + "\n")
+    page.goto(f"{served.base}/plan?plan=main")
+    live(page)
+    page.wait_for_selector('.row[data-id="it259"]', state="attached")
+    assert page_order(page) == [f"it{n:03d}" for n in range(260)]
+    assert page.locator(".row.more").count() == 0
+    run(ledger_env, "add", "Inserted after step 3", "--after", "it003")
+    run(ledger_env, "cancel", "it250", "--reason", "not needed")
+    page.wait_for_selector(".row .content a:text('Inserted after step 3')")
+    page.wait_for_selector('.row[data-id="it250"].st-cancelled', state="attached")
+    assert page_order(page) == [r["id"] for r in run_json(ledger_env, "show")["items"]]

@@ -100,3 +100,43 @@ def _equal(text: str, expected: dict[str, Any]) -> bool:
         return same(tomllib.loads(text), expected)
     except tomllib.TOMLDecodeError:
         return False
+
+
+def ensure_trust(text: str, label: str, project: str) -> tuple[str, str]:
+    """Return (new text, summary line) with `projects."<project>".trust_level = "trusted"`,
+    which makes Codex read the project's own `.codex/` config. A trust level the
+    user set (say, "untrusted") is kept."""
+    if text.startswith("\ufeff"):
+        new, summary = ensure_trust(text[1:], label, project)
+        return "\ufeff" + new, summary
+    doc, expected = _parse(text, label)
+    where = f"projects.{tomlkit.item(project).as_string()}"
+    projects = doc.get("projects")
+    if projects is not None and not isinstance(projects, dict):
+        raise LedgerError(f"{label}: `projects` is not a table; fix it by hand (nothing was changed)")
+    current = projects.get(project) if projects is not None else None
+    if isinstance(current, dict) and "trust_level" in current:
+        level = _plain(current["trust_level"])
+        state = "already trusted" if level == "trusted" else f"kept as {level!r}"
+        return text, f"= {where}.trust_level: {state}"
+    if current is not None and not isinstance(current, dict):
+        raise LedgerError(f"{label}: `{where}` is not a table; fix it by hand (nothing was changed)")
+    expected.setdefault("projects", {}).setdefault(project, {})["trust_level"] = "trusted"
+    nl = "\r\n" if "\r\n" in text else "\n"
+    if current is None:
+        block = f"[{where}]{nl}trust_level = \"trusted\"{nl}"
+        new = text
+        if new.strip():
+            if not new.endswith(("\n", "\r")):
+                new += nl
+            if not new.endswith(nl + nl) and not new.endswith("\n\n"):
+                new += nl
+            new += block
+        else:
+            new = block
+    else:
+        current["trust_level"] = "trusted"
+        new = doc.as_string()
+    if not _equal(new, expected):
+        raise LedgerError(f"{label}: could not add `{where}` safely; add it by hand (nothing was changed)")
+    return new, f"+ {where}.trust_level: trusted"

@@ -21,6 +21,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 LAZY_COMMANDS: dict[str, str] = {
     "install": "todoledger.cli.cmd_install:install",
+    "uninstall": "todoledger.cli.cmd_install:uninstall",
+    "doctor": "todoledger.cli.cmd_doctor:doctor",
     "mcp": "todoledger.cli.cmd_mcp:mcp",
     "serve": "todoledger.cli.cmd_mcp:serve",
     "ingest": "todoledger.cli.cmd_ingest:ingest",

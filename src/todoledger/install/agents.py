@@ -178,7 +178,9 @@ def gemini(project: Path, home: Path, exe: str, route: str = "mcp", approve: boo
             "the folder when Gemini asks)."
         )
     if settings.changed:
-        notes.append("Gemini CLI: changed project hooks are flagged untrusted until you accept them in Gemini.")
+        notes.append(
+            "Gemini CLI: changed project hooks are flagged untrusted until you accept them in Gemini."
+        )
     changes.append(instructions("gemini", project, route))
     return changes, notes
 
@@ -264,9 +266,7 @@ def _trust_gemini(project: str) -> Edit:
     return edit
 
 
-def _claude_approval(
-    project: Path, home: Path, project_settings: str, local: str | None = None
-) -> list[str]:
+def _claude_approval(project: Path, home: Path, project_settings: str, local: str | None = None) -> list[str]:
     """Claude Code asks before starting a `.mcp.json` server unless settings pre-approve it."""
     texts = [
         project_settings,

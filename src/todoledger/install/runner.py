@@ -97,7 +97,9 @@ def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -
     record = _load(home, project)
     mine = record["agents"].get(agent)
     if mine is None:
-        return InstallResult(agent, [], [f"todoledger install {agent} left no record for {project}: nothing to undo"])
+        return InstallResult(
+            agent, [], [f"todoledger install {agent} left no record for {project}: nothing to undo"]
+        )
     changes: list[FileChange] = []
     notes: list[str] = []
     kept: dict[str, Any] = {}
@@ -225,5 +227,12 @@ def _save(home: Path, project: Path, record: dict[str, Any]) -> None:
     if not record["agents"]:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+        folder = path.parent
+        while folder != home and folder.parent != folder:  # the record's folders, if now empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent
         return
     write_atomic(path, json.dumps(record, ensure_ascii=False, indent=1) + "\n")

@@ -20,7 +20,9 @@ _TOOLS = ("todowrite", "todoread", "plan_next", "plan_update")
 def begin(agent: Agent) -> str:
     # One block per agent: opencode and Codex both read AGENTS.md, and each
     # uninstall must take away its own block only.
-    return f"<!-- todoledger:begin {agent.name} (written by `todoledger install`; a re-install replaces it) -->"
+    return (
+        f"<!-- todoledger:begin {agent.name} (written by `todoledger install`; a re-install replaces it) -->"
+    )
 
 
 def end(agent: Agent) -> str:

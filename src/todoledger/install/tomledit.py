@@ -124,7 +124,7 @@ def ensure_trust(text: str, label: str, project: str) -> tuple[str, str]:
     expected.setdefault("projects", {}).setdefault(project, {})["trust_level"] = "trusted"
     nl = "\r\n" if "\r\n" in text else "\n"
     if current is None:
-        block = f"[{where}]{nl}trust_level = \"trusted\"{nl}"
+        block = f'[{where}]{nl}trust_level = "trusted"{nl}'
         new = text
         if new.strip():
             if not new.endswith(("\n", "\r")):

@@ -317,27 +317,55 @@ def undo(plan: str | None, writer: str | None, as_json: bool, any_writer: bool) 
         )
 
 
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "markdown"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON Lines (every field), or a Markdown task list (- [ ] / - [x], nesting as parents).",
+)
+
+
 @cli.command()
 @options(plan=True)
+@FORMAT
 @click.argument("dest", type=click.File("w", encoding="utf-8"), default="-")
-def export(dest: Any, plan: str | None) -> None:
-    """Write the plan as JSON Lines (one item a line, stable order)."""
+def export(dest: Any, plan: str | None, fmt: str) -> None:
+    """Write the plan as JSON Lines (one item a line, stable order) or a Markdown task list."""
     with reader() as lg:
+        if fmt == "markdown":
+            from todoledger.core.mdtasks import render
+
+            dest.write(render(lg.items(plan)))
+            return
         for line in lg.export(plan):
             dest.write(line + "\n")
 
 
 @cli.command("import")
 @writes
+@FORMAT
 @click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
-def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool) -> None:
-    """Make the plan match a JSON Lines export."""
+def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool, fmt: str) -> None:
+    """Make the plan match a JSON Lines export, or hold a Markdown task list's items."""
     try:
         lines = source.readlines()
     except UnicodeDecodeError:
         raise LedgerError("input is not UTF-8 text") from None
     with ledger() as lg:
-        row = lg.import_jsonl(lines, plan=plan, writer=writer)
+        if fmt == "markdown":
+            from todoledger.core.mdtasks import has_checklist, parse
+            from todoledger.ingest.markdown import apply
+            from todoledger.service import default_plan
+
+            text = "".join(lines)
+            items = parse(text)
+            if not has_checklist(text):
+                raise LedgerError("no task list found: expected lines like `- [ ] text` or `- [x] text`")
+            row = apply(lg, items, plan=plan or default_plan(), writer=writer)
+        else:
+            row = lg.import_jsonl(lines, plan=plan, writer=writer)
     emit(row) if as_json else say(
         f"imported {row['records']} items into {row['plan']!r}: {row['added']} added, {row['changed']} changed"
     )

@@ -26,7 +26,7 @@ KIRO = """# Implementation Plan
 - [ ] 1. Set up project structure
   - [x] 1.1 Create folders
     - a detail line, not a task
-  - [-] 1.2 Write config
+  - [~] 1.2 Write config
 - [ ] 2. Build the parser
   _Requirements: 1.1_
 
@@ -35,7 +35,7 @@ KIRO = """# Implementation Plan
 ```
 
 ## Later
-* [~] 3. Old idea
+* [-] 3. Old idea
 """
 
 

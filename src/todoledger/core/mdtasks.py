@@ -1,9 +1,8 @@
 """Markdown task lists, both ways: `- [ ]` / `- [x]` lines, nesting as
 parents (Kiro's tasks.md, Cursor's plan files, Claude Code's plan-mode plans).
 
-Boxes: `[ ]` pending, `[x]` completed, `[-]` in progress, `[~]` cancelled
-(the last two as Kiro and others write them; plain GitHub knows only the
-first two). `render` writes each item's ledger id as a trailing
+Boxes: `[ ]` pending, `[x]` completed, `[~]` in progress, `[-]` cancelled,
+as the MCP plan resource writes them (plain GitHub knows only the first two). `render` writes each item's ledger id as a trailing
 `<!-- id:... -->` comment, so that reading the file back matches items by
 id and a round trip changes nothing. A newline inside an item is written as
 `<br>`. Pure: no I/O.
@@ -14,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-BOXES = {" ": "pending", "x": "completed", "X": "completed", "-": "in_progress", "~": "cancelled"}
-BOX_OF = {"pending": " ", "completed": "x", "in_progress": "-", "cancelled": "~"}
+BOXES = {" ": "pending", "x": "completed", "X": "completed", "~": "in_progress", "-": "cancelled"}
+BOX_OF = {"pending": " ", "completed": "x", "in_progress": "~", "cancelled": "-"}
 
 _CHECK = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(?P<box>[ xX~-])\][ \t]+(?P<text>.*)$")
 _LIST = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+(?P<text>.*)$")

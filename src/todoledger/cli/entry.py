@@ -1,13 +1,18 @@
 """Console entry point.
 
 Two paths skip click and rich entirely, because agents call them often and
-their start-up is the cost: `todoledger hook ...` and `todoledger show --json`
-(with at most --plan/--writer). Everything else goes through click.
+their start-up is the cost: `todoledger hook ...`, and the verbs an agent
+calls through its shell (`show`, `next`, `add`, `start`, `done`, `write`,
+`prime`) when their output is JSON or a pipe (`todoledger.cli.lean`).
+Everything else goes through click.
 """
 
 from __future__ import annotations
 
 import sys
+
+# As in todoledger.cli.lean, without importing it for the other commands.
+LEAN_VERBS = frozenset({"show", "next", "add", "start", "done", "write", "prime"})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -16,48 +21,15 @@ def main(argv: list[str] | None = None) -> None:
         from todoledger.hooks import run_hook
 
         sys.exit(run_hook(args[1:]))
-    if args and args[0] == "show" and "--json" in args:
-        options = _lean_options(args[1:])
-        if options is not None:
-            sys.exit(_show_json(**options))
+    if args and args[0] in LEAN_VERBS:
+        from todoledger.cli.lean import run
+
+        code = run(args)
+        if code is not None:
+            sys.exit(code)
     from todoledger.cli.main import cli
 
     cli.main(args, prog_name="todoledger")
-
-
-def _lean_options(args: list[str]) -> dict[str, str | None] | None:
-    """--json plus optional --plan/--writer; anything else takes the full CLI."""
-    options: dict[str, str | None] = {"plan": None, "writer": None}
-    rest = list(args)
-    while rest:
-        arg = rest.pop(0)
-        if arg == "--json":
-            continue
-        name, eq, value = arg.partition("=")
-        if name in ("--plan", "--writer"):
-            if not eq:
-                if not rest:
-                    return None
-                value = rest.pop(0)
-            options[name[2:]] = value
-        else:
-            return None
-    return options
-
-
-def _show_json(plan: str | None, writer: str | None) -> int:
-    from todoledger.cli.jsonout import dumps
-    from todoledger.core.model import LedgerError
-    from todoledger.service import Ledger, default_plan
-
-    try:
-        with Ledger(create=writer is not None) as ledger:
-            view = ledger.show(plan or default_plan(), writer=writer)
-    except LedgerError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
-        return 1
-    sys.stdout.write(dumps(view) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -383,19 +383,9 @@ def prime(plan: str | None, as_json: bool) -> None:
 
 
 def _read_payload(source: str) -> bytes:
-    from todoledger.core.model import MAX_PAYLOAD_BYTES, LimitError
+    from todoledger.cli.payload import read_payload
 
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
-        else:
-            with open(source, "rb") as fh:
-                data = fh.read(MAX_PAYLOAD_BYTES + 1)
-    except OSError as exc:
-        raise LedgerError(f"{source}: {exc.strerror}") from None
-    if len(data) > MAX_PAYLOAD_BYTES:
-        raise LimitError(f"payload is over {MAX_PAYLOAD_BYTES // (1024 * 1024)} MB; the limit is 2 MB")
-    return data
+    return read_payload(source)
 
 
 DIALECT_CHOICE = click.Choice(["auto", *DIALECTS])

@@ -150,10 +150,11 @@ def test_approved_installs_leave_only_what_files_cannot_show(machine: dict[str, 
     code, report = doctor(machine)
     assert code == 0 and report["ok"]
     assert {a["name"]: a["approved"] for a in report["agents"]} == dict.fromkeys(AGENTS, "yes")
-    assert sorted(problems(report, "warning")) == [
+    assert problems(report, "warning") == [
+        # The fake codex cannot list its hooks: only the real one says whether it trusts them.
         "Codex runs new or changed hooks only after they are approved; that cannot be read from files",
-        "Gemini CLI flags new or changed project hooks as untrusted until accepted; that cannot be read from files",
     ]
+    assert agent(report, "gemini")["hooks_approved"] == "yes (warns once)"
 
 
 def test_a_server_that_does_not_start_is_broken(machine: dict[str, Path]) -> None:
@@ -214,3 +215,54 @@ def test_human_output(machine: dict[str, Path]) -> None:
         in done.stdout
     )
     assert lines[-1] == "broken: see the errors above"
+
+
+CACHE = Path(os.environ.get("TODOLEDGER_E2E_CACHE") or Path.home() / ".cache" / "todoledger-e2e")
+REAL = {
+    name: CACHE / folder / "node_modules" / ".bin" / name
+    for name, folder in (
+        ("claude", "claude"),
+        ("opencode", "opencode"),
+        ("codex", "codex"),
+        ("gemini", "gemini"),
+    )
+}
+
+
+@pytest.mark.skipif(
+    not all(p.exists() for p in REAL.values()),
+    reason=f"the real agent CLIs are not installed in {CACHE} (tests/e2e/install_agents.sh)",
+)
+def test_real_agents(machine: dict[str, Path]) -> None:
+    """The four real CLIs (npm builds the e2e suite installs): their versions, and
+    Codex's own word on whether it trusts todoledger's hooks."""
+    for name, path in REAL.items():
+        (machine["bin"] / name).symlink_to(path)
+    project, home = machine["project"], machine["home"]
+    for name in AGENTS:
+        run(name, project=project, home=home)
+    code, report = doctor(machine)
+    assert code == 1
+    versions = {a["name"]: a["version"] for a in report["agents"]}
+    assert all(versions.values()), versions
+    assert "Codex ignores this project's .codex/ (server and hooks) until the project is trusted" in problems(
+        report, "error"
+    )
+    env = {**os.environ, "PATH": os.pathsep.join([str(machine["bin"]), os.environ["PATH"]])}
+    saved = os.environ.copy()
+    os.environ.update(env)
+    try:
+        run("codex", project=project, home=home, approve=True)  # asks the real codex for its hashes
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    _, report = doctor(machine)
+    assert agent(report, "codex")["hooks_approved"] == "yes"
+    assert agent(report, "codex")["approved"] == "yes"
+    # Changed hooks are untrusted again until approved: Codex says so, and doctor with it.
+    run("codex", project=project, home=home, command=str(Path(todoledger_bin())))
+    code, report = doctor(machine)
+    assert agent(report, "codex")["hooks_approved"] == "no"
+    assert any(
+        w.startswith("Codex will not run 2 of todoledger's 2 hooks") for w in problems(report, "error")
+    )

@@ -28,7 +28,7 @@ from todoledger.install import jsonc, teach
 from todoledger.install.entries import HookSpec, ensure_entry, ensure_hook
 from todoledger.install.files import FileChange, read_text
 from todoledger.install.jsonedit import JsonDoc
-from todoledger.install.tomledit import ensure_server, ensure_trust
+from todoledger.install.tomledit import ensure_hook_trust, ensure_server, ensure_trust
 
 SERVER = "todoledger"
 Edit = Callable[[JsonDoc], tuple[list[str], list[str]]]
@@ -133,12 +133,43 @@ def codex(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool
             f'[projects."{project}"] trust_level = "trusted"  (or run install with --approve; '
             "`codex exec --trust` trusts it for one run)."
         )
-    notes.append(
-        "Codex: hooks run only after you approve them in Codex's interactive `/hooks` screen "
-        "(new or changed hooks are held back until then; `codex exec` alone never asks)."
-    )
+    if not approve:
+        notes.append(
+            "Codex: hooks run only after you approve them in Codex's interactive `/hooks` screen "
+            "(new or changed hooks are held back until then; `codex exec` alone never asks); "
+            "or run install with --approve while `codex` is on PATH."
+        )
     changes.append(instructions("codex", project, route))
     return changes, notes
+
+
+def codex_hooks_trust(project: Path, home: Path) -> tuple[FileChange | None, str | None]:
+    """Approve todoledger's project hooks the way `/hooks` does: the hash Codex
+    computes for each (asked of `codex app-server`) under `[hooks.state]`."""
+    import os
+    import shutil
+
+    from todoledger.install.entries import is_our_command
+    from todoledger.install.probe import codex_hooks
+
+    codex = shutil.which("codex")
+    manual = "approve the todoledger hooks in Codex's `/hooks` screen"
+    if codex is None:
+        return None, f"Codex: `codex` is not on PATH, so its hooks could not be approved here: {manual}."
+    # Codex must read the config that is written here: the home's, not $CODEX_HOME's.
+    env = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"} | {"HOME": str(home)}
+    hooks = codex_hooks(codex, project, env)
+    ours = {
+        str(h["key"]): str(h["currentHash"])
+        for h in hooks or []
+        if is_our_command(h.get("command"), "todoledger") and h.get("key") and h.get("currentHash")
+    }
+    if not ours:
+        return None, f"Codex did not list todoledger's hooks for this project: {manual}."
+    path = home / ".codex" / "config.toml"
+    before = read_text(path)
+    after, line = ensure_hook_trust(before or "", str(path), ours)
+    return FileChange(path, before, after, [line], approval=True), None
 
 
 def gemini(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
@@ -178,9 +209,9 @@ def gemini(project: Path, home: Path, exe: str, route: str = "mcp", approve: boo
             "the folder when Gemini asks)."
         )
     if settings.changed:
-        notes.append(
-            "Gemini CLI: changed project hooks are flagged untrusted until you accept them in Gemini."
-        )
+        # gemini-cli 0.61 (hooks/trustedHooks.ts): new project hooks run; the first session warns
+        # once and records them in ~/.gemini/trusted_hooks.json. Nothing to approve.
+        notes.append("Gemini CLI: the first session warns once about the new project hooks, then runs them.")
     changes.append(instructions("gemini", project, route))
     return changes, notes
 

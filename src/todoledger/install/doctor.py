@@ -90,6 +90,8 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
             if found.error:
                 report.problems.append(Problem("warning", found.error, f"check that `{report.path}` runs"))
         _native(report, project, env, found)
+        if report.name == "codex" and report.path and report.hooks:
+            _codex_hook_trust(report, project, home, env)
     servers: list[dict[str, Any]] = []
     server_seconds = 0.0
     if check_server:
@@ -284,6 +286,27 @@ def _codex(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> No
         )
 
 
+def _codex_hook_trust(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
+    """Ask Codex itself (`codex app-server`, `hooks/list`) whether it trusts our hooks."""
+    listed = probe.codex_hooks(str(r.path), project, {**env, "HOME": str(home)})
+    ours = [h for h in listed or [] if is_our_command(h.get("command"), "todoledger")]
+    if not ours:
+        return  # Codex does not list them (an untrusted project, an older build): the warning stays
+    r.problems = [p for p in r.problems if not p.what.startswith("Codex runs new or changed hooks")]
+    untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
+    r.hooks_approved = "no" if untrusted else "yes"
+    if untrusted:
+        r.problems.append(
+            Problem(
+                "error",
+                f"Codex will not run {len(untrusted)} of todoledger's {len(ours)} hooks: not approved "
+                f"({', '.join(str(h.get('eventName')) for h in untrusted)})",
+                "approve them in Codex's `/hooks` screen, or: todoledger install codex --approve "
+                "(writes the hashes Codex computes under [hooks.state])",
+            )
+        )
+
+
 def _gemini(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
     settings = _json(r, project / ".gemini" / "settings.json")
     user = _json(r, home / ".gemini" / "settings.json")
@@ -302,14 +325,11 @@ def _gemini(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
             )
         )
     if r.hooks:
-        r.hooks_approved = "unknown"
-        r.problems.append(
-            Problem(
-                "warning",
-                "Gemini CLI flags new or changed project hooks as untrusted until accepted; that cannot be read "
-                "from files",
-                "start gemini in this project and accept the todoledger hooks when it asks",
-            )
+        # gemini-cli 0.61 (hooks/trustedHooks.ts) runs new project hooks, warns once, and then
+        # lists them in ~/.gemini/trusted_hooks.json as "<name>:<command>" under the project root.
+        seen = _strings(_json(r, home / ".gemini" / "trusted_hooks.json").get(str(project)))
+        r.hooks_approved = (
+            "yes" if any(k.endswith(":todoledger hook gemini") for k in seen) else "yes (warns once)"
         )
     if r.server is None and not r.hooks:
         return

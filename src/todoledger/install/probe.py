@@ -37,7 +37,7 @@ class Version:
         return have >= tuple(wanted) + (0,) * (3 - len(wanted))
 
 
-def version(binary: str, timeout: float = 10.0) -> Version:
+def version(binary: str, timeout: float = 30.0) -> Version:
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -83,48 +83,15 @@ def mcp_server(command: list[str], cwd: Path, timeout: float = 15.0) -> ServerCh
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    try:
-        proc = subprocess.Popen(
-            command,
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            env=dict(os.environ),
-        )
-    except OSError as exc:
-        check.error = f"cannot start `{' '.join(command)}`: {exc.strerror or exc}"
-        return check
-    lines: queue.Queue[str | None] = queue.Queue()
-    errors: queue.Queue[str | None] = queue.Queue()  # drained too: a chatty server must not block on it
-    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
-    threading.Thread(target=_pump, args=(proc.stderr, errors), daemon=True).start()
-    deadline = start + timeout
-    out: list[str] = []
-    assert proc.stdin is not None
-    try:
-        for message in messages:
-            proc.stdin.write(json.dumps(message) + "\n")
-            proc.stdin.flush()
-            if "id" in message and not _wait_for(message["id"], lines, out, deadline):
-                break
-        proc.stdin.close()  # the stdio transport ends the server at end of input
-        proc.wait(timeout=max(0.1, deadline - time.perf_counter()))
-    except (OSError, subprocess.TimeoutExpired):
-        proc.kill()
-        proc.wait()
-    err = _drain(errors)
+    answers, err, code = exchange(command, cwd, messages, timeout)
     check.seconds = time.perf_counter() - start
-    if time.perf_counter() > deadline and len(_answers("\n".join(out))) < 2:
-        check.error = f"`{' '.join(command)}` did not answer within {timeout:g} s"
-    out_text = "\n".join(out)
-    answers = _answers(out_text)
+    if code is None:
+        check.error = err
+        return check
     init, listed = answers.get(1), answers.get(2)
     if init is None or listed is None:
-        tail = (err or "").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        check.error = check.error or f"`{' '.join(command)}` gave no MCP answer: {tail[0][:300]}"
+        tail = (err or "").strip().splitlines()[-1:] or [f"exit status {code}"]
+        check.error = f"`{' '.join(command)}` gave no MCP answer: {tail[0][:300]}"
         return check
     if "error" in init or "error" in listed:
         check.error = f"the server refused: {(init.get('error') or listed.get('error'))}"
@@ -136,6 +103,77 @@ def mcp_server(command: list[str], cwd: Path, timeout: float = 15.0) -> ServerCh
     if not check.ok:
         check.error = "the server lists no tools"
     return check
+
+
+def exchange(
+    command: list[str],
+    cwd: Path,
+    messages: list[dict[str, Any]],
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> tuple[dict[int, dict[str, Any]], str, int | None]:
+    """Send JSON-RPC `messages` one a line, each request after the answer to
+    the one before; close stdin at the end. (answers by id, stderr, exit
+    status); the status is None and stderr says why if it did not start."""
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env=dict(os.environ) if env is None else env,
+        )
+    except OSError as exc:
+        return {}, f"cannot start `{' '.join(command)}`: {exc.strerror or exc}", None
+    lines: queue.Queue[str | None] = queue.Queue()
+    errors: queue.Queue[str | None] = queue.Queue()  # drained too: a chatty process must not block on it
+    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    threading.Thread(target=_pump, args=(proc.stderr, errors), daemon=True).start()
+    deadline = time.perf_counter() + timeout
+    out: list[str] = []
+    assert proc.stdin is not None
+    try:
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message and not _wait_for(message["id"], lines, out, deadline):
+                break
+        proc.stdin.close()  # a stdio server ends at the end of its input
+        proc.wait(timeout=max(0.1, deadline - time.perf_counter()))
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
+    err = _drain(errors)
+    answers = _answers("\n".join(out))
+    if time.perf_counter() > deadline and len(answers) < sum("id" in m for m in messages):
+        err = f"`{' '.join(command)}` did not answer within {timeout:g} s. {err}"
+    return answers, err, proc.returncode
+
+
+def codex_hooks(
+    binary: str, project: Path, env: dict[str, str], timeout: float = 30.0
+) -> list[dict[str, Any]] | None:
+    """The project's hooks as Codex sees them, with each one's trust status
+    (`codex app-server`, `hooks/list`); None if Codex did not say."""
+    messages: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"clientInfo": {"name": "todoledger", "version": "1"}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(project)]}},
+    ]
+    answers, _, _ = exchange([binary, "app-server"], project, messages, timeout, env)
+    try:
+        hooks = answers[2]["result"]["data"][0]["hooks"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return [h for h in hooks if isinstance(h, dict)] if isinstance(hooks, list) else None
 
 
 def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:

@@ -83,6 +83,20 @@ def run(
     if not dry_run:
         for change in changes:
             _apply(change, files.get(str(change.path)) or mine["files"].get(str(change.path)))
+        if agent == "codex" and approve:
+            # Codex hashes the hooks as written: approve them once they are on disk.
+            trust, note = agents.codex_hooks_trust(project, home)
+            if note:
+                notes.append(note)
+            if trust is not None and trust.changed:
+                key = str(trust.path)
+                files[key] = {
+                    **_remember(trust, files.get(key), home, project),
+                    "agent": agent,
+                    "approval": True,
+                }
+                _apply(trust, files[key])
+                changes.append(trust)
         record["agents"][agent] = {"route": route, "files": files}
         if not files:
             del record["agents"][agent]

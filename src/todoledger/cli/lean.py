@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
 
-Options = dict[str, Any]
+TYPE_CHECKING = False  # `typing` itself costs a few ms of start-up: only for the checker
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Options = dict[str, Any]
 
 # verb -> (flags, options taking a value, repeatable options, positional arguments: (min, max))
 SPECS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], tuple[int, int]]] = {

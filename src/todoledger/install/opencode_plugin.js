@@ -5,14 +5,15 @@
 // - `todo.updated` (builds that still have `todowrite`) carries the session's
 //   whole list; it goes to `todoledger hook opencode` as JSON on stdin.
 // - `experimental.chat.system.transform` adds the recovery text
-//   (`todoledger prime`) to the first request of each session and to the
-//   first one after a compaction (`session.compacted`).
+//   (`todoledger prime`) to the system prompt of the session's requests: read
+//   once per session and again after a compaction (`session.compacted`), so
+//   the prompt stays the same (and cached) in between.
 // - `experimental.session.compacting` puts it into the compaction summary.
 // Nothing here may disturb the session: every failure is swallowed.
 const COMMAND = __COMMAND__
 
 export const TodoLedger = async ({ $, directory }) => {
-  const primed = new Set()
+  const primed = new Map() // sessionID -> recovery text
   const prime = async () => {
     // Bun Shell quotes interpolations, so a COMMAND path with spaces is safe.
     const out = await $`${COMMAND} prime`.cwd(directory).quiet().nothrow()
@@ -22,7 +23,7 @@ export const TodoLedger = async ({ $, directory }) => {
     event: async ({ event }) => {
       try {
         if (!event) return
-        if (event.type === "session.compacted") primed.delete(event.properties?.sessionID)
+        if (event.type === "session.compacted") primed.delete(event.properties?.sessionID ?? "session")
         if (event.type !== "todo.updated") return
         const body = JSON.stringify({ cwd: directory, ...event.properties })
         await $`${COMMAND} hook opencode < ${new Response(body)}`.quiet().nothrow()
@@ -33,9 +34,8 @@ export const TodoLedger = async ({ $, directory }) => {
     "experimental.chat.system.transform": async (input, output) => {
       try {
         const session = input?.sessionID ?? "session"
-        if (primed.has(session)) return
-        primed.add(session)
-        const text = await prime()
+        if (!primed.has(session)) primed.set(session, await prime())
+        const text = primed.get(session)
         if (text) output.system.push(text)
       } catch {
         // ignored on purpose, see above

@@ -32,7 +32,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mcp import MINIMAL_SERVER, startups  # noqa: E402
+from bench_mcp import MINIMAL_SERVER, startups
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -42,7 +42,7 @@ CACHE = Path(os.environ.get("TODOLEDGER_E2E_CACHE") or Path.home() / ".cache" / 
 
 def timed(cmd: list[str], env: dict[str, str], stdin: bytes | None = None) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, input=stdin, env=env, capture_output=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[:300]}")
@@ -66,7 +66,11 @@ def verbs(runs: int, work: Path) -> dict[str, float]:
     env["TODOLEDGER_DB"] = str(db)
     ids = iter(plan_of(db, 1000))
     payload = json.dumps(
-        {"todos": [{"content": f"step {k}", "status": "pending", "activeForm": f"step {k}"} for k in range(20)]}
+        {
+            "todos": [
+                {"content": f"step {k}", "status": "pending", "activeForm": f"step {k}"} for k in range(20)
+            ]
+        }
     ).encode()
     samples: dict[str, list[float]] = {}
     for _ in range(runs):
@@ -158,7 +162,9 @@ def doctor(runs: int, work: Path) -> dict[str, float] | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
@@ -177,7 +183,9 @@ def main() -> None:
 
         times = verbs(runs, work)
         base = times.pop("python -c pass")
-        print(f"\n2. agent verbs on a 1,000-item plan, piped (median of {runs}); python -c pass {base:.0f} ms:")
+        print(
+            f"\n2. agent verbs on a 1,000-item plan, piped (median of {runs}); python -c pass {base:.0f} ms:"
+        )
         for name, ms in times.items():
             print(f"   todoledger {name:<20} {ms:6.0f} ms  {ms / base:4.2f}x (target <= 3x)")
 
@@ -188,7 +196,9 @@ def main() -> None:
         else:
             for ours, theirs in (("show", "list"), ("next", "next"), ("add", "add"), ("done", "done")):
                 a, b = tw[f"todoledger {ours}"], tw[f"task {theirs}"]
-                print(f"   todoledger {ours:<5} {a:5.0f} ms, task {theirs:<5} {b:5.0f} ms: ratio {a / b:.2f}x")
+                print(
+                    f"   todoledger {ours:<5} {a:5.0f} ms, task {theirs:<5} {b:5.0f} ms: ratio {a / b:.2f}x"
+                )
 
         found = doctor(max(3, runs // 3), work)
         print("\n4. todoledger doctor with the real agents on PATH (median):")

@@ -117,6 +117,9 @@ def test_installed_but_not_approved_is_broken_with_the_exact_fix(machine: dict[s
     assert errors == [
         "Claude Code: the project server `todoledger` is not approved (it stays 'pending approval')",
         "Codex ignores this project's .codex/ (server and hooks) until the project is trusted",
+        # gemini-cli 0.61 has folder trust on unless settings turn it off
+        "Gemini CLI: this folder is not trusted: .gemini/settings.json (server and hooks) is ignored, "
+        "and `gemini -p` exits 55",
     ]
     claude = agent(report, "claude-code")
     assert claude["problems"][0]["fix"].startswith('add "enabledMcpjsonServers": ["todoledger"]')
@@ -137,6 +140,7 @@ def test_installed_but_not_approved_is_broken_with_the_exact_fix(machine: dict[s
 
 def test_approved_installs_leave_only_what_files_cannot_show(machine: dict[str, Path]) -> None:
     fake_agents(machine["bin"])
+    project, home = machine["project"], machine["home"]
     settings = machine["home"] / ".gemini" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"security": {"folderTrust": {"enabled": true}}}')
@@ -144,16 +148,26 @@ def test_approved_installs_leave_only_what_files_cannot_show(machine: dict[str, 
         run(name, project=machine["project"], home=machine["home"], approve=name != "gemini")
     code, report = doctor(machine)
     assert problems(report, "error") == [
-        "Gemini CLI: folder trust is on and this folder is not trusted: .gemini/settings.json is ignored"
+        "Gemini CLI: this folder is not trusted: .gemini/settings.json (server and hooks) is ignored, "
+        "and `gemini -p` exits 55"
     ]
     run("gemini", project=machine["project"], home=machine["home"], approve=True)
     code, report = doctor(machine)
     assert code == 0 and report["ok"]
     assert {a["name"]: a["approved"] for a in report["agents"]} == dict.fromkeys(AGENTS, "yes")
     assert problems(report, "warning") == [
+        "Claude Code: this folder is not trusted yet, so interactive sessions ask first "
+        "(the server approval counts only once it is; `claude -p` skips both)",
         # The fake codex cannot list its hooks: only the real one says whether it trusts them.
         "Codex runs new or changed hooks only after they are approved; that cannot be read from files",
     ]
+    (home / ".claude.json").write_text(
+        json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}})
+    )
+    settings.write_text('{"security": {"folderTrust": {"enabled": false}}}')
+    (home / ".gemini" / "trustedFolders.json").unlink()
+    _, report = doctor(machine)
+    assert len(problems(report, "warning")) == 1 and agent(report, "gemini")["approved"] == "yes"
     assert agent(report, "gemini")["hooks_approved"] == "yes (warns once)"
 
 

@@ -133,6 +133,12 @@ def codex(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool
             f'[projects."{project}"] trust_level = "trusted"  (or run install with --approve; '
             "`codex exec --trust` trusts it for one run)."
         )
+    if route != "cli":
+        notes.append(
+            "Codex: `codex exec` never asks, so an MCP call that needs approval fails: add "
+            'default_tools_approval_mode = "approve" to [mcp_servers.todoledger] in .codex/config.toml '
+            "(or pass -c 'mcp_servers.todoledger.default_tools_approval_mode=\"approve\"')."
+        )
     if not approve:
         notes.append(
             "Codex: hooks run only after you approve them in Codex's interactive `/hooks` screen "
@@ -204,9 +210,14 @@ def gemini(project: Path, home: Path, exe: str, route: str = "mcp", approve: boo
         changes.append(trust)
     elif trust.changed:
         notes.append(
-            f"Gemini CLI: with folder trust on, an untrusted folder ignores .gemini/settings.json: add "
+            f"Gemini CLI ignores .gemini/settings.json in an untrusted folder (folder trust is on by default): add "
             f'"{project}": "TRUST_FOLDER" to {trusted_path} (or run install with --approve, or trust '
             "the folder when Gemini asks)."
+        )
+    if route != "cli":
+        notes.append(
+            "Gemini CLI: `gemini -p` drops tools that would ask for confirmation: pass "
+            "--allowed-tools 'mcp_todoledger_*'."
         )
     if settings.changed:
         # gemini-cli 0.61 (hooks/trustedHooks.ts): new project hooks run; the first session warns

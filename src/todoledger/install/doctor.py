@@ -195,6 +195,18 @@ def _claude(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
         )
     elif enabled:
         r.approved = "yes"
+        # The approval counts only in a folder the user trusted (the first-run dialog, kept in
+        # ~/.claude.json); `claude -p` skips both.
+        state = _json(r, home / ".claude.json")
+        if _dig(state, "projects", str(project), "hasTrustDialogAccepted") is not True:
+            r.problems.append(
+                Problem(
+                    "warning",
+                    "Claude Code: this folder is not trusted yet, so interactive sessions ask first "
+                    "(the server approval counts only once it is; `claude -p` skips both)",
+                    "start `claude` in this project once and accept the trust dialog",
+                )
+            )
     else:
         r.approved = "no"
         r.problems.append(
@@ -333,9 +345,12 @@ def _gemini(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
         )
     if r.server is None and not r.hooks:
         return
-    folder_trust = _dig(user, "security", "folderTrust", "enabled") is True
-    if not folder_trust:
+    # gemini-cli 0.61: folder trust is on unless settings turn it off (isFolderTrustEnabled).
+    if _dig(user, "security", "folderTrust", "enabled") is False:
         r.approved = "yes"  # folder trust is off: every folder's settings are read
+        return
+    if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
+        r.approved = "yes"
         return
     trusted = _json(r, home / ".gemini" / "trustedFolders.json")
     if _gemini_trusted(trusted, project):
@@ -345,7 +360,8 @@ def _gemini(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
     r.problems.append(
         Problem(
             "error",
-            "Gemini CLI: folder trust is on and this folder is not trusted: .gemini/settings.json is ignored",
+            "Gemini CLI: this folder is not trusted: .gemini/settings.json (server and hooks) is ignored, "
+            "and `gemini -p` exits 55",
             f'add "{project}": "TRUST_FOLDER" to {home / ".gemini" / "trustedFolders.json"} '
             "(todoledger install gemini --approve), or trust the folder when Gemini asks",
         )

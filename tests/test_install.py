@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -83,7 +82,7 @@ def test_claude_code_keeps_foreign_settings(dirs: tuple[Path, Path]) -> None:
     only_insertions(CLAUDE_SETTINGS, after)
     expected = json.loads(CLAUDE_SETTINGS)
     expected["hooks"]["PostToolUse"].append(
-        {"matcher": "TodoWrite|TaskCreate|TaskUpdate", "hooks": [OUR_CLAUDE]}
+        {"matcher": "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode", "hooks": [OUR_CLAUDE]}
     )
     expected["hooks"]["SessionStart"] = [
         {"matcher": "startup|resume|clear|compact|fork", "hooks": [OUR_CLAUDE]}
@@ -96,7 +95,10 @@ def test_claude_code_keeps_foreign_settings(dirs: tuple[Path, Path]) -> None:
         "mcpServers": {"todoledger": {"type": "stdio", "command": "todoledger", "args": ["mcp"], "env": {}}}
     }
     summary = [line for c in result.changes for line in c.summary]
-    assert "+ hooks.PostToolUse[TodoWrite|TaskCreate|TaskUpdate]: todoledger hook claude-code" in summary
+    assert (
+        "+ hooks.PostToolUse[TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode]: todoledger hook claude-code"
+        in summary
+    )
     assert "+ mcpServers.todoledger: todoledger mcp" in summary
     assert any("enabledMcpjsonServers" in n for n in result.notes)
     install_twice("claude-code", project, home)
@@ -128,7 +130,7 @@ def test_claude_code_updates_an_older_hook_in_place(dirs: tuple[Path, Path]) -> 
     groups = json.loads(settings.read_text("utf-8"))["hooks"]["PostToolUse"]
     assert groups == [
         {
-            "matcher": "TodoWrite|TaskCreate|TaskUpdate",
+            "matcher": "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode",
             # The user's timeout wins; the command is brought up to date.
             "hooks": [{"type": "command", "command": "todoledger hook claude-code", "timeout": 60}],
         }
@@ -141,7 +143,7 @@ def test_claude_code_updates_an_older_hook_in_place(dirs: tuple[Path, Path]) -> 
     ]
     lines = result.changes[0].summary
     assert lines[0].startswith(
-        "~ hooks.PostToolUse[TodoWrite|TaskCreate|TaskUpdate]: updated matcher, command"
+        "~ hooks.PostToolUse[TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode]: updated matcher, command"
     )
     assert not any("enabledMcpjsonServers" in n for n in result.notes)  # already pre-approved
     install_twice("claude-code", project, home)
@@ -233,7 +235,7 @@ model = "gpt-5-mini"
 
 def test_codex_keeps_toml_and_adds_hooks(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
-    config = home / ".codex" / "config.toml"
+    config = project / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text(CODEX_TOML, "utf-8")
     result = run("codex", project=project, home=home)
@@ -248,18 +250,19 @@ def test_codex_keeps_toml_and_adds_hooks(dirs: tuple[Path, Path]) -> None:
     handler = {"type": "command", "command": "todoledger hook codex", "timeout": 30}
     assert json.loads((project / ".codex" / "hooks.json").read_text()) == {
         "hooks": {
-            "SessionStart": [{"matcher": "startup|resume|clear", "hooks": [handler]}],
+            "SessionStart": [{"matcher": "startup|resume|clear|compact", "hooks": [handler]}],
             "Stop": [{"hooks": [handler]}],
         }
     }
     assert any("/hooks" in n for n in result.notes)
+    assert any('trust_level = "trusted"' in n for n in result.notes)
+    assert not (home / ".codex").exists()  # the user-wide config is left alone without --approve
     install_twice("codex", project, home)
-    assert not any("/hooks" in n for n in run("codex", project=project, home=home).notes)
 
 
 def test_codex_keeps_the_users_own_server_entry(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
-    config = home / ".codex" / "config.toml"
+    config = project / ".codex" / "config.toml"
     config.parent.mkdir()
     before = (
         '[mcp_servers.todoledger]  # ours\ncommand = "/old/todoledger"  # path\n'
@@ -275,13 +278,13 @@ def test_codex_keeps_the_users_own_server_entry(dirs: tuple[Path, Path]) -> None
 
 def test_codex_invalid_toml_is_refused(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
-    config = home / ".codex" / "config.toml"
+    config = project / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text('model = "o3"\n[mcp_servers\ncommand = 1\n')
     with pytest.raises(LedgerError, match=r"config\.toml: cannot parse line 2"):
         run("codex", project=project, home=home)
     assert config.read_text() == 'model = "o3"\n[mcp_servers\ncommand = 1\n'
-    assert not (project / ".codex").exists()  # nothing half-done
+    assert sorted(p.name for p in (project / ".codex").iterdir()) == ["config.toml"]  # nothing half-done
 
 
 @pytest.mark.parametrize(
@@ -296,7 +299,7 @@ def test_codex_invalid_toml_is_refused(dirs: tuple[Path, Path]) -> None:
 )
 def test_codex_toml_shapes(before: str, dirs: tuple[Path, Path]) -> None:
     project, home = dirs
-    config = home / ".codex" / "config.toml"
+    config = project / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_bytes(before.encode())
     run("codex", project=project, home=home)
@@ -330,6 +333,7 @@ def test_gemini_single_line_file_stays_single_line(dirs: tuple[Path, Path]) -> N
         "hooks": {
             "AfterTool": [{"matcher": "write_todos", "hooks": [handler]}],
             "SessionStart": [{"matcher": "*", "hooks": [handler]}],
+            "PreCompress": [{"matcher": "*", "hooks": [handler]}],
         },
         "ui": {"title": "ünï"},
         "mcpServers": {"todoledger": {"command": "todoledger", "args": ["mcp"]}},
@@ -436,18 +440,19 @@ def test_cli_json(dirs: tuple[Path, Path]) -> None:
     data = json.loads(out.output)
     assert data["agent"] == "codex"
     assert [c["path"] for c in data["changes"]] == [
-        str(home.resolve() / ".codex" / "config.toml"),
+        str(project.resolve() / ".codex" / "config.toml"),
         str(project.resolve() / ".codex" / "hooks.json"),
+        str(project.resolve() / "AGENTS.md"),
     ]
     assert data["changes"][0] == {
-        "path": str(home.resolve() / ".codex" / "config.toml"),
+        "path": str(project.resolve() / ".codex" / "config.toml"),
         "summary": ["+ mcp_servers.todoledger: todoledger mcp"],
         "created": True,
         "changed": True,
     }
     assert any("/hooks" in n for n in data["notes"])
     again = json.loads(CliRunner().invoke(install, args).output)
-    assert [c["changed"] for c in again["changes"]] == [False, False]
+    assert [c["changed"] for c in again["changes"]] == [False, False, False]
 
 
 def test_cli_dry_run_shows_a_diff(dirs: tuple[Path, Path]) -> None:
@@ -457,7 +462,10 @@ def test_cli_dry_run_shows_a_diff(dirs: tuple[Path, Path]) -> None:
     )
     assert out.exit_code == 0, out.output
     assert ".claude/settings.json (would be created)" in out.output
-    assert "  + hooks.PostToolUse[TodoWrite|TaskCreate|TaskUpdate]: todoledger hook claude-code" in out.output
+    assert (
+        "  + hooks.PostToolUse[TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode]: todoledger hook claude-code"
+        in out.output
+    )
     assert '+      "command": "todoledger",' in out.output  # the .mcp.json diff
     assert "dry run: nothing was written" in out.output
     assert not any(project.iterdir())
@@ -489,7 +497,10 @@ def test_cli_defaults_to_git_root(dirs: tuple[Path, Path], monkeypatch: pytest.M
     assert out.exit_code == 0, out.output
     assert (project / ".gemini" / "settings.json").exists()
     assert not (sub / ".gemini").exists()
-    assert os.listdir(home) == []  # gemini is project-scoped
+    # gemini is project-scoped: home holds only the record of what install added
+    assert [str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()] == [
+        str(next((home / ".local/state/todoledger/installs").iterdir()).relative_to(home))
+    ]
 
 
 def test_jsonc_parser() -> None:
@@ -519,7 +530,7 @@ def test_a_remote_or_disabled_entry_of_the_user_is_never_rewritten(dirs: tuple[P
 
 def test_codex_config_with_a_byte_order_mark(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
-    config = home / ".codex" / "config.toml"
+    config = project / ".codex" / "config.toml"
     config.parent.mkdir()
     before = '\ufeffmodel = "o3"\n'
     config.write_text(before, encoding="utf-8")

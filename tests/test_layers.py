@@ -40,8 +40,9 @@ RANKS = {
 }
 INTERFACES = {name for name, rank in RANKS.items() if rank == 4}
 # Interfaces are siblings: only the command line (the shell over all of them) imports the
-# others, and hooks may call the one ingest entry point built for them (the Codex rollout).
-ALLOWED_ACROSS = {("hooks", "todoledger.ingest.rollout")}
+# others, and hooks may call the ingest entry points built for them: the Codex rollout, and
+# the bridges (a plan approved in plan mode: the hook sees the same call a transcript holds).
+ALLOWED_ACROSS = {("hooks", "todoledger.ingest.rollout"), ("hooks", "todoledger.ingest.bridges")}
 # A foreign database read as an input format: opencode's own SQLite file, not the ledger.
 FOREIGN_SQL = {"todoledger.ingest.opencode"}
 SQL = re.compile(

@@ -21,6 +21,10 @@ class Agent:
     transcripts: tuple[str, ...]  # transcript formats `todoledger ingest` reads for it
     reader: str  # module reading those transcripts
     docs: str  # where its integration is described
+    binary: str  # the command on PATH (`doctor` runs `<binary> --version`)
+    instructions: str  # the project file it reads for instructions (install adds a marked block)
+    native_todo: tuple[str, ...]  # its own todo tools, where a build still has them
+    tool_prefix: str  # how the model sees our MCP tools: prefix + tool name
     aliases: tuple[str, ...] = ()  # other names `todoledger hook` accepts
 
 
@@ -34,6 +38,10 @@ AGENTS: tuple[Agent, ...] = (
         transcripts=("claude",),
         reader="todoledger.ingest.claude",
         docs="README.md#claude-code-mirror-the-native-list",
+        binary="claude",
+        instructions="CLAUDE.md",
+        native_todo=("TodoWrite", "TaskCreate", "TaskUpdate"),
+        tool_prefix="mcp__todoledger__",
         aliases=("claude",),
     ),
     Agent(
@@ -45,6 +53,10 @@ AGENTS: tuple[Agent, ...] = (
         transcripts=("opencode-export", "opencode-storage", "opencode-sqlite"),
         reader="todoledger.ingest.opencode",
         docs="README.md#setting-up-each-agent-todoledger-install",
+        binary="opencode",
+        instructions="AGENTS.md",
+        native_todo=("todowrite",),
+        tool_prefix="todoledger_",
     ),
     Agent(
         name="codex",
@@ -55,6 +67,10 @@ AGENTS: tuple[Agent, ...] = (
         transcripts=("codex",),
         reader="todoledger.ingest.codex",
         docs="README.md#setting-up-each-agent-todoledger-install",
+        binary="codex",
+        instructions="AGENTS.md",
+        native_todo=("update_plan",),
+        tool_prefix="mcp__todoledger__",
     ),
     Agent(
         name="gemini",
@@ -65,6 +81,10 @@ AGENTS: tuple[Agent, ...] = (
         transcripts=("gemini", "gemini-json"),
         reader="todoledger.ingest.gemini",
         docs="README.md#setting-up-each-agent-todoledger-install",
+        binary="gemini",
+        instructions="GEMINI.md",
+        native_todo=("write_todos",),
+        tool_prefix="mcp_todoledger_",
     ),
 )
 

@@ -204,7 +204,8 @@ def _codex_approve(s: Scratch) -> None:
     the hash Codex computes; `codex app-server`'s `hooks/list` reports it, so it
     is taken from Codex rather than recomputed."""
     config_path = s.home / ".codex" / "config.toml"
-    config = tomlkit.parse(config_path.read_text(encoding="utf-8"))
+    config_path.parent.mkdir(parents=True, exist_ok=True)  # install writes the project's config only
+    config = tomlkit.parse(config_path.read_text(encoding="utf-8") if config_path.exists() else "")
     projects = config.setdefault("projects", tomlkit.table(is_super_table=True))
     projects[str(s.project)] = {"trust_level": "trusted"}
     config_path.write_text(tomlkit.dumps(config), encoding="utf-8")

@@ -173,13 +173,7 @@ PRIME_AT_START = {
     "name",
     [
         *sorted(PRIME_AT_START),
-        pytest.param(
-            "opencode",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="todoledger's opencode plugin mirrors todo.updated only; it primes nothing",
-            ),
-        ),
+        "opencode",
     ],
 )
 def test_recovery_text_reaches_the_first_request(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:

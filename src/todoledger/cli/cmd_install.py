@@ -12,20 +12,38 @@ import click
 
 from todoledger.core.model import LedgerError
 from todoledger.install import AGENTS, FileChange, InstallResult, run
+from todoledger.install.runner import ROUTES
+from todoledger.install.runner import uninstall as run_uninstall
+
+PROJECT = click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Project root for project-scoped config (default: git root of the cwd, else the cwd).",
+)
+HOME = click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Home directory for user-scoped config (default: ~).",
+)
 
 
 @click.command("install")
 @click.argument("agent", type=click.Choice(AGENTS))
 @click.option("--dry-run", is_flag=True, help="Show what would change (with a diff); write nothing.")
+@PROJECT
+@HOME
 @click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Project root for project-scoped config (default: git root of the cwd, else the cwd).",
+    "--route",
+    type=click.Choice(ROUTES),
+    default="mcp",
+    show_default=True,
+    help="How the agent reaches the ledger: its MCP tools, the todoledger CLI through its shell, or both.",
 )
 @click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Home directory for user-scoped config (default: ~).",
+    "--approve",
+    is_flag=True,
+    help="Also write the approvals the agent would ask for (Claude Code's enabledMcpjsonServers, "
+    "Codex's trusted project, Gemini's trusted folder).",
 )
 @click.option(
     "--command",
@@ -36,14 +54,23 @@ from todoledger.install import AGENTS, FileChange, InstallResult, run
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def install(
-    agent: str, dry_run: bool, project: Path | None, home: Path | None, exe: str, as_json: bool
+    agent: str,
+    dry_run: bool,
+    project: Path | None,
+    home: Path | None,
+    route: str,
+    approve: bool,
+    exe: str,
+    as_json: bool,
 ) -> None:
-    """Add todoledger's hooks and MCP server to AGENT's config (merged, idempotent)."""
+    """Add todoledger's hooks, MCP server and instructions to AGENT's config (merged, idempotent)."""
     home_given = home is not None
     project = (project or _git_root(Path.cwd())).resolve()
     home = (home or Path.home()).resolve()
     try:
-        result = run(agent, project=project, home=home, dry_run=dry_run, command=exe)
+        result = run(
+            agent, project=project, home=home, dry_run=dry_run, command=exe, route=route, approve=approve
+        )
     except LedgerError as e:
         raise click.ClickException(str(e)) from e
     if shutil.which(exe) is None:
@@ -52,11 +79,11 @@ def install(
         result.notes.append(
             f"{exe!r} is not on this PATH, so the agent may not find it: re-run with --command {here}"
         )
-    if agent == "codex" and not home_given and os.environ.get("CODEX_HOME"):
+    if agent == "codex" and approve and not home_given and os.environ.get("CODEX_HOME"):
         # Codex then reads $CODEX_HOME/config.toml, not the ~/.codex one we merged into.
         result.notes.append(
             f"CODEX_HOME is set: Codex reads {os.environ['CODEX_HOME']}/config.toml; "
-            "copy the [mcp_servers.todoledger] table there"
+            f'copy the [projects."{project}"] table there'
         )
     if as_json:
         from todoledger.cli.main import emit
@@ -64,6 +91,30 @@ def install(
         emit(_as_dict(result))
     else:
         _print_human(result, project)
+
+
+@click.command("uninstall")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.option("--dry-run", is_flag=True, help="Show what would change (with a diff); write nothing.")
+@PROJECT
+@HOME
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def uninstall(agent: str, dry_run: bool, project: Path | None, home: Path | None, as_json: bool) -> None:
+    """Take back exactly what `todoledger install AGENT` added; the rest of each file stays byte for byte."""
+    project = (project or _git_root(Path.cwd())).resolve()
+    home = (home or Path.home()).resolve()
+    try:
+        result = run_uninstall(agent, project=project, home=home, dry_run=dry_run)
+    except LedgerError as e:
+        raise click.ClickException(str(e)) from e
+    if as_json:
+        from todoledger.cli.main import emit
+
+        emit(_as_dict(result))
+    else:
+        _print_human(result, project, done=f"nothing of todoledger's is left to remove for {agent}")
+    if result.notes and any(n.endswith("by hand") for n in result.notes):
+        sys.exit(1)
 
 
 def _git_root(start: Path) -> Path:
@@ -85,7 +136,7 @@ def _as_dict(result: InstallResult) -> dict[str, object]:
     }
 
 
-def _print_human(result: InstallResult, project: Path) -> None:
+def _print_human(result: InstallResult, project: Path, done: str | None = None) -> None:
     from todoledger.core.sanitize import for_terminal
 
     def say(text: str) -> None:
@@ -94,6 +145,7 @@ def _print_human(result: InstallResult, project: Path) -> None:
 
     for change in result.changes:
         state = "created" if change.created else "updated" if change.changed else "unchanged"
+        state = "removed" if change.delete else state
         verb = f"would be {state}" if result.dry_run and change.changed else state
         say(f"{_shown(change.path, project)} ({verb})\n")
         for line in change.summary:
@@ -105,7 +157,7 @@ def _print_human(result: InstallResult, project: Path) -> None:
     if result.dry_run:
         click.echo("dry run: nothing was written")
     elif not result.changed:
-        click.echo(f"todoledger is already installed for {result.agent}")
+        click.echo(done or f"todoledger is already installed for {result.agent}")
 
 
 def _shown(path: Path, project: Path) -> str:

@@ -1,17 +1,18 @@
 """Console entry point.
 
 Two paths skip click and rich entirely, because agents call them often and
-their start-up is the cost: `todoledger hook ...` and `todoledger show --json`
-(with at most --plan/--writer). Everything else goes through click.
+their start-up is the cost: `todoledger hook ...`, and the verbs an agent
+calls through its shell (`show`, `next`, `add`, `start`, `done`, `write`,
+`prime`) when their output is JSON or a pipe (`todoledger.cli.lean`).
+Everything else goes through click.
 """
 
 from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+# As in todoledger.cli.lean, without importing it for the other commands.
+LEAN_VERBS = frozenset({"show", "next", "add", "start", "done", "write", "prime"})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,68 +25,15 @@ def main(argv: list[str] | None = None) -> None:
     if refused:
         sys.stderr.write(f"Error: {refused}\n")
         sys.exit(2)
-    if args and args[0] == "show" and "--json" in args:
-        options = _lean_options(args[1:])
-        if options is not None:
-            sys.exit(_show_json(**options))
-    if args and args[0] == "done" and not sys.stdout.isatty():
-        done = _lean_done(args[1:])
-        if done is not None:
-            sys.exit(_done(**done))
+    if args and args[0] in LEAN_VERBS:
+        from todoledger.cli.lean import run
+
+        code = run(args)
+        if code is not None:
+            sys.exit(code)
     from todoledger.cli.main import cli
 
     cli.main(args, prog_name="todoledger")
-
-
-_DONE_VALUES = ("--evidence", "--metric", "--reason", "--plan", "--writer")
-
-
-def _lean_done(args: list[str]) -> dict[str, Any] | None:
-    """`done ID` with its options, as agents call it in a pipe: its gate runs on
-    the start-up budget of a hook, so it skips click. Anything else: None."""
-    options: dict[str, Any] = {"ref": None, "metric": [], "force": False, "as_json": False}
-    rest = list(args)
-    while rest:
-        arg = rest.pop(0)
-        name, eq, value = arg.partition("=")
-        if arg == "--json" or arg == "--force":
-            options["as_json" if arg == "--json" else "force"] = True
-        elif name in _DONE_VALUES:
-            if not eq:
-                if not rest:
-                    return None
-                value = rest.pop(0)
-            if name == "--metric":
-                options["metric"].append(value)
-            else:
-                options[name[2:]] = value
-        elif arg.startswith("-") or options["ref"] is not None:
-            return None
-        else:
-            options["ref"] = arg
-    return options if options["ref"] is not None else None
-
-
-def _done(ref: str, as_json: bool, **kw: Any) -> int:
-    from todoledger.core.model import LedgerError
-    from todoledger.service import Ledger
-    from todoledger.verification import done_command
-
-    try:
-        with Ledger() as ledger:
-            row = done_command(ledger, ref, **kw)
-    except LedgerError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
-        return 1
-    if as_json:
-        from todoledger.cli.jsonout import dumps
-
-        sys.stdout.write(dumps(row) + "\n")
-    else:
-        from todoledger.cli import render
-
-        render.changed(row)
-    return 0
 
 
 def _bad_argument(args: list[str]) -> str | None:
@@ -101,41 +49,6 @@ def _bad_argument(args: list[str]) -> str | None:
             shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             return f"argument {n} ({shown[:60]}) {why}: nothing was done"
     return None
-
-
-def _lean_options(args: list[str]) -> dict[str, str | None] | None:
-    """--json plus optional --plan/--writer; anything else takes the full CLI."""
-    options: dict[str, str | None] = {"plan": None, "writer": None}
-    rest = list(args)
-    while rest:
-        arg = rest.pop(0)
-        if arg == "--json":
-            continue
-        name, eq, value = arg.partition("=")
-        if name in ("--plan", "--writer"):
-            if not eq:
-                if not rest:
-                    return None
-                value = rest.pop(0)
-            options[name[2:]] = value
-        else:
-            return None
-    return options
-
-
-def _show_json(plan: str | None, writer: str | None) -> int:
-    from todoledger.cli.jsonout import dumps
-    from todoledger.core.model import LedgerError
-    from todoledger.service import Ledger, default_plan
-
-    try:
-        with Ledger(create=writer is not None) as ledger:
-            view = ledger.show(plan or default_plan(), writer=writer)
-    except LedgerError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
-        return 1
-    sys.stdout.write(dumps(view) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 LAZY_COMMANDS: dict[str, str] = {
     "install": "todoledger.cli.cmd_install:install",
+    "uninstall": "todoledger.cli.cmd_install:uninstall",
+    "doctor": "todoledger.cli.cmd_doctor:doctor",
     "mcp": "todoledger.cli.cmd_mcp:mcp",
     "serve": "todoledger.cli.cmd_board:serve",
     "path": "todoledger.cli.cmd_board:path",
@@ -381,27 +383,55 @@ def undo(plan: str | None, writer: str | None, as_json: bool, any_writer: bool) 
         )
 
 
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "markdown"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON Lines (every field), or a Markdown task list (- [ ] / - [x], nesting as parents).",
+)
+
+
 @cli.command()
 @options(plan=True)
+@FORMAT
 @click.argument("dest", type=click.File("w", encoding="utf-8"), default="-")
-def export(dest: Any, plan: str | None) -> None:
-    """Write the plan as JSON Lines (one item a line, stable order)."""
+def export(dest: Any, plan: str | None, fmt: str) -> None:
+    """Write the plan as JSON Lines (one item a line, stable order) or a Markdown task list."""
     with reader() as lg:
+        if fmt == "markdown":
+            from todoledger.core.mdtasks import render
+
+            dest.write(render(lg.items(plan)))
+            return
         for line in lg.export(plan):
             dest.write(line + "\n")
 
 
 @cli.command("import")
 @writes
+@FORMAT
 @click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
-def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool) -> None:
-    """Make the plan match a JSON Lines export."""
+def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool, fmt: str) -> None:
+    """Make the plan match a JSON Lines export, or hold a Markdown task list's items."""
     try:
         lines = source.readlines()
     except UnicodeDecodeError:
         raise LedgerError("input is not UTF-8 text") from None
     with ledger() as lg:
-        row = lg.import_jsonl(lines, plan=plan, writer=writer)
+        if fmt == "markdown":
+            from todoledger.core.mdtasks import has_checklist, parse
+            from todoledger.ingest.markdown import apply
+            from todoledger.service import default_plan
+
+            text = "".join(lines)
+            items = parse(text)
+            if not has_checklist(text):
+                raise LedgerError("no task list found: expected lines like `- [ ] text` or `- [x] text`")
+            row = apply(lg, items, plan=plan or default_plan(), writer=writer)
+        else:
+            row = lg.import_jsonl(lines, plan=plan, writer=writer)
     emit(row) if as_json else say(
         f"imported {row['records']} items into {row['plan']!r}: {row['added']} added, {row['changed']} changed"
     )
@@ -419,19 +449,9 @@ def prime(plan: str | None, as_json: bool) -> None:
 
 
 def _read_payload(source: str) -> bytes:
-    from todoledger.core.model import MAX_PAYLOAD_BYTES, LimitError
+    from todoledger.cli.payload import read_payload
 
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
-        else:
-            with open(source, "rb") as fh:
-                data = fh.read(MAX_PAYLOAD_BYTES + 1)
-    except OSError as exc:
-        raise LedgerError(f"{source}: {exc.strerror}") from None
-    if len(data) > MAX_PAYLOAD_BYTES:
-        raise LimitError(f"payload is over {MAX_PAYLOAD_BYTES // (1024 * 1024)} MB; the limit is 2 MB")
-    return data
+    return read_payload(source)
 
 
 DIALECT_CHOICE = click.Choice(["auto", *DIALECTS])

@@ -8,11 +8,14 @@ link or reorder what it is shown next to.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from todoledger.core.describe import describe_event
 from todoledger.core.sanitize import for_terminal as clean
 from todoledger.core.view import PlanView
+
+TYPE_CHECKING = False  # `typing` costs start-up on the lean path: only for the checker
+if TYPE_CHECKING:
+    from typing import Any
 
 MARKS = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "✕"}
 

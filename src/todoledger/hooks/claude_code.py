@@ -1,4 +1,5 @@
-"""Claude Code: mirror TodoWrite / TaskCreate / TaskUpdate, prime on SessionStart."""
+"""Claude Code: mirror TodoWrite / TaskCreate / TaskUpdate, record a plan
+approved in plan mode (ExitPlanMode), prime on SessionStart."""
 
 from __future__ import annotations
 
@@ -28,6 +29,17 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     if name != "PostToolUse":
         return None
     tool = event.get("tool_name")
+    if tool == "ExitPlanMode":
+        # PostToolUse fires only when the call went through: the user approved this plan.
+        from todoledger.ingest.bridges import approved_plan, plan_text
+        from todoledger.service import default_plan
+
+        text = plan_text(event.get("tool_input")) or plan_text(event.get("tool_response"))
+        if text is None:
+            raise ValueError("ExitPlanMode: no plan text in tool_input or tool_response")
+        with hook_ledger(cwd) as ledger:
+            approved_plan(ledger, text, plan=default_plan(), writer=writer_of(event))
+        return None
     dialect = TOOL_DIALECTS.get(str(tool))
     if dialect is None:
         return None

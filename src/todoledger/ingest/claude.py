@@ -19,13 +19,18 @@ from todoledger.ingest.calls import Skipped, TodoCall, project_name
 from todoledger.ingest.lines import LineCursor, Scanner, load, text
 
 FORMAT = "claude"
-TOOLS = {"TodoWrite": "claude-code", "TaskCreate": "claude-tasks", "TaskUpdate": "claude-tasks"}
+TOOLS = {
+    "TodoWrite": "claude-code",
+    "TaskCreate": "claude-tasks",
+    "TaskUpdate": "claude-tasks",
+    "ExitPlanMode": "claude-plan",  # a plan approved in plan mode (todoledger.ingest.bridges)
+}
 RECORD_TYPES = frozenset(
     {"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation", "progress"}
 )
 # Every todo tool name and `newTodos` hold one of these; their shared first
 # byte lets one regex pass find them at memchr speed.
-MARKERS = (b"Todo", b"Task")
+MARKERS = (b"Todo", b"Task", b"ExitPlanMode")
 # A result comes within a few lines of its call; past this, stop waiting.
 RESULT_WINDOW = 500
 MAX_PENDING = 64

@@ -21,7 +21,9 @@ from todoledger.ingest.lines import LineCursor, candidate_lines, load, text
 FORMAT = "codex"
 # session_meta is the first line, read whatever it holds; a call's answer is a
 # function_call_output line, read only while an update_plan call waits for one.
-MARKERS = (b"update_plan", b"function_call_output")
+MARKERS = (b"update_plan", b"_goal", b"function_call_output")
+# Goals (create_goal/update_goal) are bridged into goal items (todoledger.ingest.bridges).
+CALLS = {"update_plan": "codex", "create_goal": "codex-goal", "update_goal": "codex-goal"}
 # What Codex answers a plan update it did not apply ("unsupported call: update_plan"
 # since update_plan became opt-in; "failed to parse function arguments" on bad JSON).
 _REFUSED = re.compile(r"^\s*(unsupported call|failed to parse|error\b)", re.IGNORECASE)
@@ -56,7 +58,12 @@ class CodexReader:
         answered: set[str] = set()
         # The first line names the session: session_meta, or {"id", "instructions"} in the oldest rollouts.
         for number, raw in candidate_lines(fh, MARKERS, self.skipped, cursor, first_line=True):
-            if number > 1 and b"update_plan" not in raw and not any(key.encode() in raw for key in waiting):
+            if (
+                number > 1
+                and b"update_plan" not in raw
+                and b"_goal" not in raw
+                and not any(key.encode() in raw for key in waiting)
+            ):
                 continue  # another tool's output
             d = load(raw, self.skipped)
             if d is None:
@@ -81,7 +88,7 @@ class CodexReader:
                     answered.add(call_id)
                     yield from _flush(waiting, answered)
                 continue
-            if item.get("type") != "function_call" or item.get("name") != "update_plan":
+            if item.get("type") != "function_call" or item.get("name") not in CALLS:
                 continue
             key = text(item.get("call_id")) or text(item.get("id")) or f"line{number}"
             waiting[key] = TodoCall(
@@ -91,7 +98,7 @@ class CodexReader:
                 key=key,
                 at=timestamp(d.get("timestamp")),
                 writer=f"codex:{self.session}",
-                dialect="codex",
+                dialect=CALLS[str(item["name"])],
                 payload=item,
                 line=number,
             )

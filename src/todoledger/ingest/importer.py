@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from todoledger.core.model import LedgerError
+from todoledger.ingest import bridges
 from todoledger.ingest.calls import Skipped, TodoCall
 from todoledger.ingest.plans import PlanNames
 from todoledger.ingest.sources import Source, discover, open_stdin, read_calls
@@ -77,6 +78,15 @@ class _Batch:
 
     def write(self, call: TodoCall, plan: str, at: str) -> bool | None:
         """True if written, False if imported before, None if refused."""
+        if call.dialect in bridges.DIALECTS:
+            # Several writes in one transaction of their own, so a refusal takes back all of them.
+            self.commit()
+            try:
+                return bridges.apply_call(self.ledger, call, plan, at)
+            except LedgerError as exc:
+                self.begin()
+                self.refuse(call, plan, at, f"refused: {exc}")
+                return None
         self.begin()
         try:
             result = self.ledger.write(

@@ -2,9 +2,15 @@
 
 Shapes and file locations follow each agent's own documentation of its
 settings, hooks and MCP servers.
-Project scope wherever the agent reads project files, so a checkout carries
-its own integration; Codex MCP servers are user scope because Codex reads a
-project `config.toml` only for explicitly trusted projects.
+Project scope everywhere, so a checkout carries its own integration. What an
+agent must approve before it uses a project file (Claude Code's project MCP
+servers, Gemini's trusted folder, Codex's trusted project and `/hooks`) is
+printed as the exact setting; with `--approve` install writes the settings
+that live in files (Codex's `/hooks` review stays interactive).
+
+Each builder takes the project, the home folder, the todoledger command, the
+route (`mcp`, `cli` or `both`: the MCP server, the CLI taught by the
+instructions block, or both) and whether to write the approvals.
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from todoledger import agents as registry
 from todoledger.core.model import LedgerError
-from todoledger.install import jsonc
+from todoledger.install import jsonc, teach
 from todoledger.install.entries import HookSpec, ensure_entry, ensure_hook
 from todoledger.install.files import FileChange, read_text
 from todoledger.install.jsonedit import JsonDoc
-from todoledger.install.tomledit import ensure_server
+from todoledger.install.tomledit import ensure_hook_trust, ensure_server, ensure_trust
 
 SERVER = "todoledger"
 Edit = Callable[[JsonDoc], tuple[list[str], list[str]]]
@@ -32,40 +39,60 @@ def hook_command(exe: str, agent: str) -> str:
     return f"{shlex.quote(exe)} hook {agent}"
 
 
-def claude_code(project: Path, home: Path, exe: str) -> Built:
+def claude_code(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
     handler = {"type": "command", "command": hook_command(exe, "claude-code"), "timeout": 10}
     hooks = [
-        HookSpec("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate", handler),
+        # ExitPlanMode: a plan approved in plan mode becomes a plan revision.
+        HookSpec("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode", handler),
+        # `compact` brings the plan back after every compaction.
         HookSpec("SessionStart", "startup|resume|clear|compact|fork", handler),
     ]
-    server = {"type": "stdio", "command": exe, "args": ["mcp"], "env": {}}
     settings, notes = json_change(project / ".claude" / "settings.json", _hooks_edit(hooks, exe))
-    # `env` is only a default: variables the user added to our server stay.
-    mcp, _ = json_change(
-        project / ".mcp.json",
-        _entry_edit(["mcpServers", SERVER], server, f"{exe} mcp", frozenset({"env"})),
-    )
-    notes += _claude_approval(project, home, settings.after)
+    changes = [settings]
+    if route != "cli":
+        server = {"type": "stdio", "command": exe, "args": ["mcp"], "env": {}}
+        # `env` is only a default: variables the user added to our server stay.
+        mcp, _ = json_change(
+            project / ".mcp.json",
+            _entry_edit(["mcpServers", SERVER], server, f"{exe} mcp", frozenset({"env"})),
+        )
+        changes.append(mcp)
+        if approve:
+            local, _ = json_change(project / ".claude" / "settings.local.json", _approve_claude)
+            local.approval = True
+            changes.append(local)
+            notes += _claude_approval(project, home, settings.after, local.after)
+        else:
+            notes += _claude_approval(project, home, settings.after)
+    changes.append(instructions("claude-code", project, route))
     notes.append(
         "Claude Code: newer models (Opus 4.8, Sonnet 5 and later) get no TodoWrite/Task tools unless "
         "CLAUDE_CODE_ENABLE_TODO_TOOLS=1 is exported; the todoledger MCP tools work either way."
     )
-    return [settings, mcp], notes
+    if route != "cli":
+        notes.append(
+            "Claude Code: in `claude -p` an MCP tool runs only if allowed: "
+            "--allowedTools 'mcp__todoledger__*' (or permissions.allow in .claude/settings.json)."
+        )
+    return changes, notes
 
 
-def opencode(project: Path, home: Path, exe: str) -> Built:
-    server = {"type": "local", "command": [exe, "mcp"], "enabled": True}
-    seed = '{\n  "$schema": "https://opencode.ai/config.json"\n}\n'
-    config, _ = json_change(
-        _opencode_config(project), _entry_edit(["mcp", SERVER], server, f"{exe} mcp"), seed=seed
-    )
+def opencode(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
+    changes: list[FileChange] = []
+    if route != "cli":
+        server = {"type": "local", "command": [exe, "mcp"], "enabled": True}
+        seed = '{\n  "$schema": "https://opencode.ai/config.json"\n}\n'
+        config, _ = json_change(
+            _opencode_config(project), _entry_edit(["mcp", SERVER], server, f"{exe} mcp"), seed=seed
+        )
+        changes.append(config)
     plugin = project / ".opencode" / "plugins" / "todoledger.js"
     template = resources.files("todoledger.install").joinpath("opencode_plugin.js").read_text("utf-8")
     after = template.replace("__COMMAND__", json.dumps(exe))
     before = read_text(plugin)
     label = ".opencode/plugins/todoledger.js"
     if before is None:
-        line = f"+ {label}: todo.updated -> {hook_command(exe, 'opencode')}"
+        line = f"+ {label}: todo.updated, session start, compaction -> {hook_command(exe, 'opencode')}"
     elif before != after:
         line = f"~ {label}: rewritten (it is generated; local edits are replaced)"
     else:
@@ -74,24 +101,84 @@ def opencode(project: Path, home: Path, exe: str) -> Built:
         "opencode: the todo.updated event exists only in 1.x builds from before the todo tool was "
         "removed (PR #35989); later builds reach the ledger through the todoledger MCP tools only."
     ]
-    return [config, FileChange(plugin, before, after, [line])], notes
+    changes += [FileChange(plugin, before, after, [line]), instructions("opencode", project, route)]
+    return changes, notes
 
 
-def codex(project: Path, home: Path, exe: str) -> Built:
-    config_path = home / ".codex" / "config.toml"
-    before = read_text(config_path)
-    server = {"command": exe, "args": ["mcp"]}
-    after, line = ensure_server(before or "", str(config_path), SERVER, server, f"{exe} mcp")
-    config = FileChange(config_path, before, after, [line])
+def codex(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
+    changes: list[FileChange] = []
+    if route != "cli":
+        # The project's own config.toml: Codex reads it once the project is trusted.
+        config_path = project / ".codex" / "config.toml"
+        before = read_text(config_path)
+        server = {"command": exe, "args": ["mcp"]}
+        after, line = ensure_server(before or "", str(config_path), SERVER, server, f"{exe} mcp")
+        changes.append(FileChange(config_path, before, after, [line]))
     handler = {"type": "command", "command": hook_command(exe, "codex"), "timeout": 30}
-    hooks = [HookSpec("SessionStart", "startup|resume|clear", handler), HookSpec("Stop", None, handler)]
+    hooks = [
+        # Codex matches `source` as a regex: `compact` is harmless where a build lacks it.
+        HookSpec("SessionStart", "startup|resume|clear|compact", handler),
+        HookSpec("Stop", None, handler),
+    ]
     hooks_file, notes = json_change(project / ".codex" / "hooks.json", _hooks_edit(hooks, exe))
-    if hooks_file.changed:
-        notes.append("Codex: new or changed hooks run only after you approve them: open `/hooks` in Codex.")
-    return [config, hooks_file], notes
+    changes.append(hooks_file)
+    user_config = home / ".codex" / "config.toml"
+    current = read_text(user_config)
+    trusted, trust_line = ensure_trust(current or "", str(user_config), str(project))
+    if approve:
+        changes.append(FileChange(user_config, current, trusted, [trust_line], approval=True))
+    elif trusted != (current or ""):
+        notes.append(
+            f"Codex reads .codex/ only in a trusted project: add to {user_config}:  "
+            f'[projects."{project}"] trust_level = "trusted"  (or run install with --approve; '
+            "`codex exec --trust` trusts it for one run)."
+        )
+    if route != "cli":
+        notes.append(
+            "Codex: `codex exec` never asks, so an MCP call that needs approval fails: add "
+            'default_tools_approval_mode = "approve" to [mcp_servers.todoledger] in .codex/config.toml '
+            "(or pass -c 'mcp_servers.todoledger.default_tools_approval_mode=\"approve\"')."
+        )
+    if not approve:
+        notes.append(
+            "Codex: hooks run only after you approve them in Codex's interactive `/hooks` screen "
+            "(new or changed hooks are held back until then; `codex exec` alone never asks); "
+            "or run install with --approve while `codex` is on PATH."
+        )
+    changes.append(instructions("codex", project, route))
+    return changes, notes
 
 
-def gemini(project: Path, home: Path, exe: str) -> Built:
+def codex_hooks_trust(project: Path, home: Path) -> tuple[FileChange | None, str | None]:
+    """Approve todoledger's project hooks the way `/hooks` does: the hash Codex
+    computes for each (asked of `codex app-server`) under `[hooks.state]`."""
+    import os
+    import shutil
+
+    from todoledger.install.entries import is_our_command
+    from todoledger.install.probe import codex_hooks
+
+    codex = shutil.which("codex")
+    manual = "approve the todoledger hooks in Codex's `/hooks` screen"
+    if codex is None:
+        return None, f"Codex: `codex` is not on PATH, so its hooks could not be approved here: {manual}."
+    # Codex must read the config that is written here: the home's, not $CODEX_HOME's.
+    env = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"} | {"HOME": str(home)}
+    hooks = codex_hooks(codex, project, env)
+    ours = {
+        str(h["key"]): str(h["currentHash"])
+        for h in hooks or []
+        if is_our_command(h.get("command"), "todoledger") and h.get("key") and h.get("currentHash")
+    }
+    if not ours:
+        return None, f"Codex did not list todoledger's hooks for this project: {manual}."
+    path = home / ".codex" / "config.toml"
+    before = read_text(path)
+    after, line = ensure_hook_trust(before or "", str(path), ours)
+    return FileChange(path, before, after, [line], approval=True), None
+
+
+def gemini(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
     handler = {
         "name": "todoledger",
         "type": "command",
@@ -103,22 +190,55 @@ def gemini(project: Path, home: Path, exe: str) -> Built:
         # Gemini compares lifecycle matchers as exact strings (hookPlanner.matchesTrigger), so
         # "startup|resume|clear" would never fire; "*" covers exactly those three sources.
         HookSpec("SessionStart", "*", handler),
+        # Gemini has no SessionStart after compressing: PreCompress resets the base.
+        HookSpec("PreCompress", "*", handler),
     ]
     server = {"command": exe, "args": ["mcp"]}
     hooks_edit = _hooks_edit(hooks, exe)
 
     def edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
-        summary = [ensure_entry(doc, ["mcpServers", SERVER], server, f"{exe} mcp")]
+        summary = [ensure_entry(doc, ["mcpServers", SERVER], server, f"{exe} mcp")] if route != "cli" else []
         lines, notes = hooks_edit(doc)
         return summary + lines, notes
 
     settings, notes = json_change(project / ".gemini" / "settings.json", edit)
-    if settings.changed:
+    changes = [settings]
+    trusted_path = home / ".gemini" / "trustedFolders.json"
+    trust, _ = json_change(trusted_path, _trust_gemini(str(project)))
+    if approve:
+        trust.approval = True
+        changes.append(trust)
+    elif trust.changed:
         notes.append(
-            "Gemini CLI: changed project hooks are flagged untrusted until you accept them; with "
-            "folder trust on, an untrusted folder ignores .gemini/settings.json."
+            f"Gemini CLI ignores .gemini/settings.json in an untrusted folder (folder trust is on by default): add "
+            f'"{project}": "TRUST_FOLDER" to {trusted_path} (or run install with --approve, or trust '
+            "the folder when Gemini asks)."
         )
-    return [settings], notes
+    if route != "cli":
+        notes.append(
+            "Gemini CLI: `gemini -p` drops tools that would ask for confirmation: pass "
+            "--allowed-tools 'mcp_todoledger_*'."
+        )
+    if settings.changed:
+        # gemini-cli 0.61 (hooks/trustedHooks.ts): new project hooks run; the first session warns
+        # once and records them in ~/.gemini/trusted_hooks.json. Nothing to approve.
+        notes.append("Gemini CLI: the first session warns once about the new project hooks, then runs them.")
+    changes.append(instructions("gemini", project, route))
+    return changes, notes
+
+
+def instructions(agent: str, project: Path, route: str) -> FileChange:
+    """The marked block in the file the agent reads for project instructions."""
+    spec = registry.find(agent)
+    assert spec is not None
+    path = project / spec.instructions
+    before = read_text(path)
+    wanted = teach.block(spec, route)
+    after, lead = teach.ensure(before, spec, wanted)
+    state = "+" if teach.find(before or "", spec) is None else ("~" if after != before else "=")
+    verb = {"+": "added", "~": "updated", "=": "already installed"}[state]
+    line = f"{state} {spec.instructions}: todoledger block ({route} route) {verb}"
+    return FileChange(path, before, after, [line], kind="block", lead=lead)
 
 
 def json_change(path: Path, edit: Edit, seed: str = "{}\n") -> tuple[FileChange, list[str]]:
@@ -164,11 +284,35 @@ def _opencode_config(project: Path) -> Path:
     return plain
 
 
-def _claude_approval(project: Path, home: Path, project_settings: str) -> list[str]:
+def _approve_claude(doc: JsonDoc) -> tuple[list[str], list[str]]:
+    """`enabledMcpjsonServers` gains `todoledger` (what Claude Code's own approval writes)."""
+    label = "enabledMcpjsonServers"
+    found = doc.require([label], "array")
+    if found is None:
+        doc.set_path([label], [SERVER])
+        return [f"+ {label}: {SERVER}"], []
+    if SERVER in _str_list(found.value):
+        return [f"= {label}: already lists {SERVER}"], []
+    doc.append([label], SERVER)
+    return [f"+ {label}: {SERVER}"], []
+
+
+def _trust_gemini(project: str) -> Edit:
+    def edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
+        found = doc.find([project])
+        if found is None:
+            doc.set_path([project], "TRUST_FOLDER")
+            return [f"+ {project}: TRUST_FOLDER"], []
+        return [f"= {project}: kept as {json.dumps(found.value)}"], []
+
+    return edit
+
+
+def _claude_approval(project: Path, home: Path, project_settings: str, local: str | None = None) -> list[str]:
     """Claude Code asks before starting a `.mcp.json` server unless settings pre-approve it."""
     texts = [
         project_settings,
-        read_text(project / ".claude" / "settings.local.json"),
+        local if local is not None else read_text(project / ".claude" / "settings.local.json"),
         read_text(home / ".claude" / "settings.json"),
     ]
     enabled = disabled = False
@@ -186,7 +330,7 @@ def _claude_approval(project: Path, home: Path, project_settings: str) -> list[s
         return []
     return [
         "Claude Code asks once to approve the project MCP server `todoledger`; to pre-approve, add "
-        '"enabledMcpjsonServers": ["todoledger"] to .claude/settings.local.json.'
+        '"enabledMcpjsonServers": ["todoledger"] to .claude/settings.local.json (or run install with --approve).'
     ]
 
 

@@ -22,6 +22,12 @@ class FileChange:
     before: str | None
     after: str
     summary: list[str]
+    # "block": our marked block in an instructions file (removed by its
+    # markers); "edit": anything else (removed by its recorded hunks).
+    kind: str = "edit"
+    lead: str = ""  # for a block: the newlines added before it
+    approval: bool = False  # an approval the user asked for (--approve)
+    delete: bool = False  # uninstall: the file goes (install created it)
 
     @property
     def created(self) -> bool:
@@ -29,7 +35,7 @@ class FileChange:
 
     @property
     def changed(self) -> bool:
-        return self.before != self.after
+        return self.delete or self.before != self.after
 
 
 @dataclass

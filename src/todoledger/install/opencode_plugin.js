@@ -1,21 +1,53 @@
-// todoledger: mirror opencode's todo list into the ledger.
+// todoledger: the plan at session start and after compaction, and opencode's
+// own todo list mirrored into the ledger.
 // Written by `todoledger install opencode`; a reinstall rewrites this file.
 //
-// Each `todo.updated` event carries the session's whole list; it goes to
-// `todoledger hook opencode` as JSON on stdin. A mirror must never disturb
-// the session, so every failure is swallowed: the next update resends the
-// whole list anyway.
+// - `todo.updated` (builds that still have `todowrite`) carries the session's
+//   whole list; it goes to `todoledger hook opencode` as JSON on stdin.
+// - `experimental.chat.system.transform` adds the recovery text
+//   (`todoledger prime`) to the system prompt of the session's requests: read
+//   once per session and again after a compaction (`session.compacted`), so
+//   the prompt stays the same (and cached) in between.
+// - `experimental.session.compacting` puts it into the compaction summary.
+// Nothing here may disturb the session: every failure is swallowed.
 const COMMAND = __COMMAND__
 
-export const TodoLedger = async ({ $, directory }) => ({
-  event: async ({ event }) => {
-    try {
-      if (!event || event.type !== "todo.updated") return
-      const body = JSON.stringify({ cwd: directory, ...event.properties })
-      // Bun Shell quotes interpolations, so a COMMAND path with spaces is safe.
-      await $`${COMMAND} hook opencode < ${new Response(body)}`.quiet().nothrow()
-    } catch {
-      // ignored on purpose, see above
-    }
-  },
-})
+export const TodoLedger = async ({ $, directory }) => {
+  const primed = new Map() // sessionID -> recovery text
+  const prime = async () => {
+    // Bun Shell quotes interpolations, so a COMMAND path with spaces is safe.
+    const out = await $`${COMMAND} prime`.cwd(directory).quiet().nothrow()
+    return out.exitCode === 0 ? out.stdout.toString().trim() : ""
+  }
+  return {
+    event: async ({ event }) => {
+      try {
+        if (!event) return
+        if (event.type === "session.compacted") primed.delete(event.properties?.sessionID ?? "session")
+        if (event.type !== "todo.updated") return
+        const body = JSON.stringify({ cwd: directory, ...event.properties })
+        await $`${COMMAND} hook opencode < ${new Response(body)}`.quiet().nothrow()
+      } catch {
+        // ignored on purpose, see above
+      }
+    },
+    "experimental.chat.system.transform": async (input, output) => {
+      try {
+        const session = input?.sessionID ?? "session"
+        if (!primed.has(session)) primed.set(session, await prime())
+        const text = primed.get(session)
+        if (text) output.system.push(text)
+      } catch {
+        // ignored on purpose, see above
+      }
+    },
+    "experimental.session.compacting": async (input, output) => {
+      try {
+        const text = await prime()
+        if (text) output.context.push(text)
+      } catch {
+        // ignored on purpose, see above
+      }
+    },
+  }
+}

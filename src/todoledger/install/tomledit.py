@@ -100,3 +100,82 @@ def _equal(text: str, expected: dict[str, Any]) -> bool:
         return same(tomllib.loads(text), expected)
     except tomllib.TOMLDecodeError:
         return False
+
+
+def ensure_trust(text: str, label: str, project: str) -> tuple[str, str]:
+    """Return (new text, summary line) with `projects."<project>".trust_level = "trusted"`,
+    which makes Codex read the project's own `.codex/` config. A trust level the
+    user set (say, "untrusted") is kept."""
+    if text.startswith("\ufeff"):
+        new, summary = ensure_trust(text[1:], label, project)
+        return "\ufeff" + new, summary
+    doc, expected = _parse(text, label)
+    where = f"projects.{tomlkit.item(project).as_string()}"
+    projects = doc.get("projects")
+    if projects is not None and not isinstance(projects, dict):
+        raise LedgerError(f"{label}: `projects` is not a table; fix it by hand (nothing was changed)")
+    current = projects.get(project) if projects is not None else None
+    if isinstance(current, dict) and "trust_level" in current:
+        level = _plain(current["trust_level"])
+        state = "already trusted" if level == "trusted" else f"kept as {level!r}"
+        return text, f"= {where}.trust_level: {state}"
+    if current is not None and not isinstance(current, dict):
+        raise LedgerError(f"{label}: `{where}` is not a table; fix it by hand (nothing was changed)")
+    expected.setdefault("projects", {}).setdefault(project, {})["trust_level"] = "trusted"
+    nl = "\r\n" if "\r\n" in text else "\n"
+    if current is None:
+        block = f'[{where}]{nl}trust_level = "trusted"{nl}'
+        new = text
+        if new.strip():
+            if not new.endswith(("\n", "\r")):
+                new += nl
+            if not new.endswith(nl + nl) and not new.endswith("\n\n"):
+                new += nl
+            new += block
+        else:
+            new = block
+    else:
+        current["trust_level"] = "trusted"
+        new = doc.as_string()
+    if not _equal(new, expected):
+        raise LedgerError(f"{label}: could not add `{where}` safely; add it by hand (nothing was changed)")
+    return new, f"+ {where}.trust_level: trusted"
+
+
+def ensure_hook_trust(text: str, label: str, hashes: dict[str, str]) -> tuple[str, str]:
+    """Return (new text, summary line) with `hooks.state."<key>".trusted_hash` set for
+    each hook: what Codex's `/hooks` review stores when the user approves a hook."""
+    if text.startswith("\ufeff"):
+        new, summary = ensure_hook_trust(text[1:], label, hashes)
+        return "\ufeff" + new, summary
+    doc, expected = _parse(text, label)
+    hooks = doc.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    if (hooks is not None and not isinstance(hooks, dict)) or (
+        state is not None and not isinstance(state, dict)
+    ):
+        raise LedgerError(
+            f"{label}: `hooks.state` is not a table; approve the hooks in Codex's /hooks instead"
+        )
+    wanted = {k: h for k, h in hashes.items() if _plain((state or {}).get(k, {})).get("trusted_hash") != h}
+    if not wanted:
+        return text, "= hooks.state: todoledger's hooks already approved"
+    for key, digest in wanted.items():
+        expected.setdefault("hooks", {}).setdefault("state", {}).setdefault(key, {})["trusted_hash"] = digest
+    nl = "\r\n" if "\r\n" in text else "\n"
+    new = text
+    if new.strip() and not new.endswith(("\n", "\r")):
+        new += nl
+    for key, digest in wanted.items():
+        new += f"{nl if new.strip() else ''}[hooks.state.{tomlkit.item(key).as_string()}]{nl}"
+        new += f"trusted_hash = {tomlkit.item(digest).as_string()}{nl}"
+    if not _equal(new, expected):
+        state_table = doc.setdefault("hooks", tomlkit.table()).setdefault(
+            "state", tomlkit.table(is_super_table=True)
+        )
+        for key, digest in wanted.items():
+            state_table[key] = {"trusted_hash": digest}
+        new = doc.as_string()
+    if not _equal(new, expected):
+        raise LedgerError(f"{label}: could not add `hooks.state` safely; approve the hooks in Codex's /hooks")
+    return new, f"+ hooks.state: {len(wanted)} todoledger hook(s) approved (the hashes Codex computes)"

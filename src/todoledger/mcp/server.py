@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from todoledger import __version__
 from todoledger.core.model import LedgerError
+from todoledger.mcp.output import OUTPUT_SCHEMAS
 from todoledger.mcp.tools import INSTRUCTIONS, TOOL_ANNOTATIONS, TOOLS, PlanTools
 
 logger = logging.getLogger("todoledger.mcp")
@@ -60,7 +61,7 @@ def _raw_arguments(ctx: Context[Any, Any]) -> Any:
 
 def _result(data: dict[str, Any]) -> CallToolResult:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)])
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def _error(message: str) -> CallToolResult:
@@ -93,6 +94,7 @@ def _tool(name: str, method: ToolMethod) -> Tool:
     # The published schema is hand-written (compact, exact); the arguments
     # are checked by PlanTools with one-sentence errors.
     tool.parameters = spec["inputSchema"]
+    tool.fn_metadata.output_schema = OUTPUT_SCHEMAS[name]
     return tool
 
 

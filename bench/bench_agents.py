@@ -1,0 +1,217 @@
+"""Benchmarks for issue 9 (agents without todo tools). Every figure is a ratio
+measured side by side in one run: absolute times on a shared machine are noise.
+
+    .venv/bin/python bench/bench_agents.py            # everything
+    .venv/bin/python bench/bench_agents.py --quick    # fewer samples
+
+1. MCP cold start until `tools/list` answers, next to a one-tool server on the
+   same SDK (target <= 1.1x);
+2. each agent-facing CLI verb on a 1,000-item plan (piped output: the lean
+   path), next to `python -c pass` with bytecode compiled (target <= 3x);
+3. the same verbs next to Taskwarrior 2.6.2 on 1,000 tasks: show/list,
+   next/next, add/add, done/done;
+4. `todoledger doctor` with the agents found on PATH: its total, the agents'
+   own `--version` calls and the server start measured apart (the issue's
+   target: <= 3 s in all, todoledger's own share <= 1/3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_mcp import MINIMAL_SERVER, startups
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+TODOLEDGER = str(BIN / "todoledger")
+CACHE = Path(os.environ.get("TODOLEDGER_E2E_CACHE") or Path.home() / ".cache" / "todoledger-e2e")
+
+
+def timed(cmd: list[str], env: dict[str, str], stdin: bytes | None = None) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, input=stdin, env=env, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[:300]}")
+    return elapsed
+
+
+def plan_of(db: Path, n: int) -> list[str]:
+    from todoledger import Ledger
+
+    with Ledger(db) as lg:
+        lg.import_jsonl(
+            [json.dumps({"id": f"t{k:05d}", "content": f"item {k}", "position": float(k)}) for k in range(n)]
+        )
+        return [it["id"] for it in lg.items()]
+
+
+def verbs(runs: int, work: Path) -> dict[str, float]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    db = work / "verbs.db"
+    env["TODOLEDGER_DB"] = str(db)
+    ids = iter(plan_of(db, 1000))
+    payload = json.dumps(
+        {
+            "todos": [
+                {"content": f"step {k}", "status": "pending", "activeForm": f"step {k}"} for k in range(20)
+            ]
+        }
+    ).encode()
+    samples: dict[str, list[float]] = {}
+    for _ in range(runs):
+        start, done = next(ids), next(ids)
+        cases: dict[str, tuple[list[str], bytes | None]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], None),
+            "show --json": ([TODOLEDGER, "show", "--json"], None),
+            "next --json": ([TODOLEDGER, "next", "--json"], None),
+            "next --claim --json": ([TODOLEDGER, "next", "--claim", "--json"], None),
+            "add --json": ([TODOLEDGER, "add", "benchmark item", "--json"], None),
+            "start --json": ([TODOLEDGER, "start", start, "--json"], None),
+            "done --json": ([TODOLEDGER, "done", done, "--evidence", "bench", "--json"], None),
+            "write --json": ([TODOLEDGER, "write", "--json", "--writer", "bench"], payload),
+            "prime": ([TODOLEDGER, "prime"], None),
+        }
+        for name, (cmd, stdin) in cases.items():
+            samples.setdefault(name, []).append(timed(cmd, env, stdin))
+    return {name: statistics.median(v) * 1000 for name, v in samples.items()}
+
+
+def taskwarrior(runs: int, work: Path) -> dict[str, float] | None:
+    task = shutil.which("task")
+    if task is None:
+        return None
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    twdir = work / "tw"
+    twdir.mkdir()
+    rc = work / "taskrc"
+    # gc off: ids stay put, so `task N done` names one task per run
+    rc.write_text(f"data.location={twdir}\nconfirmation=off\nverbose=nothing\nhooks=off\ngc=off\n")
+    env.update(TASKRC=str(rc), TASKDATA=str(twdir))
+    tasks = work / "tasks.json"
+    tasks.write_text(json.dumps([{"description": f"item {k}", "status": "pending"} for k in range(1000)]))
+    subprocess.run([task, "import", str(tasks)], env=env, capture_output=True, check=True)
+    db = work / "tw-compare.db"
+    env["TODOLEDGER_DB"] = str(db)
+    ids = plan_of(db, 1000)
+    samples: dict[str, list[float]] = {}
+    for k in range(runs):
+        cases = {
+            "task list": [task, "list"],
+            "todoledger show": [TODOLEDGER, "show"],
+            "task next": [task, "next"],
+            "todoledger next": [TODOLEDGER, "next"],
+            "task add": [task, "add", "benchmark item"],
+            "todoledger add": [TODOLEDGER, "add", "benchmark item"],
+            "task done": [task, str(k + 1), "done"],
+            "todoledger done": [TODOLEDGER, "done", ids[k], "--evidence", "bench"],
+        }
+        for name, cmd in cases.items():
+            samples.setdefault(name, []).append(timed(cmd, env))
+    return {name: statistics.median(v) * 1000 for name, v in samples.items()}
+
+
+def doctor(runs: int, work: Path) -> dict[str, float] | None:
+    bins = [CACHE / a / "node_modules" / ".bin" / a for a in ("claude", "opencode", "codex", "gemini")]
+    found = [b for b in bins if b.exists()]
+    if not found:
+        return None
+    project, home = work / "doctor-project", work / "doctor-home"
+    project.mkdir()
+    home.mkdir()
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([*(str(b.parent) for b in found), str(BIN), env.get("PATH", "")])
+    env.pop("TODOLEDGER_DB", None)
+    for agent in ("claude-code", "opencode", "codex", "gemini"):
+        subprocess.run(
+            [TODOLEDGER, "install", agent, "--approve", "--project", str(project), "--home", str(home)],
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+    keys = ("total_s", "agents_version_s", "server_s", "own_s")
+    samples: dict[str, list[float]] = {k: [] for k in keys}
+    for _ in range(runs):
+        out = subprocess.run(
+            [TODOLEDGER, "doctor", "--json", "--project", str(project), "--home", str(home)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        timings = json.loads(out.stdout)["timings"]
+        for k in keys:
+            samples[k].append(timings[k])
+    result = {k: statistics.median(v) for k, v in samples.items()}
+    result["agents"] = float(len(found))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    runs = 5 if args.quick else args.runs
+    compileall.compile_dir(str(ROOT / "src"), quiet=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        minimal = work / "minimal_server.py"
+        minimal.write_text(MINIMAL_SERVER)
+        start, _ = anyio.run(startups, work / "start.db", minimal, runs)
+        print(f"1. MCP cold start until tools/list answers (median of {runs}, alternated):")
+        print(
+            f"   todoledger mcp {start['todoledger']:.0f} ms, one-tool server {start['minimal']:.0f} ms: "
+            f"ratio {start['todoledger'] / start['minimal']:.2f}x (target <= 1.1x)"
+        )
+
+        times = verbs(runs, work)
+        base = times.pop("python -c pass")
+        print(
+            f"\n2. agent verbs on a 1,000-item plan, piped (median of {runs}); python -c pass {base:.0f} ms:"
+        )
+        for name, ms in times.items():
+            print(f"   todoledger {name:<20} {ms:6.0f} ms  {ms / base:4.2f}x (target <= 3x)")
+
+        tw = taskwarrior(runs, work)
+        print("\n3. next to Taskwarrior 2.6.2, 1,000 tasks (median of", runs, "alternated):")
+        if tw is None:
+            print("   `task` not found (apt-get install taskwarrior): skipped")
+        else:
+            for ours, theirs in (("show", "list"), ("next", "next"), ("add", "add"), ("done", "done")):
+                a, b = tw[f"todoledger {ours}"], tw[f"task {theirs}"]
+                print(
+                    f"   todoledger {ours:<5} {a:5.0f} ms, task {theirs:<5} {b:5.0f} ms: ratio {a / b:.2f}x"
+                )
+
+        found = doctor(max(3, runs // 3), work)
+        print("\n4. todoledger doctor with the real agents on PATH (median):")
+        if found is None:
+            print(f"   no real agents in {CACHE} (tests/e2e/install_agents.sh): skipped")
+        else:
+            total = found["total_s"]
+            print(
+                f"   {int(found['agents'])} agents: total {total:.2f} s; their --version calls {found['agents_version_s']:.2f} s "
+                f"(in parallel); server start {found['server_s']:.2f} s; doctor itself {found['own_s']:.2f} s "
+                f"= {found['own_s'] / total:.0%} of the total"
+            )
+
+
+if __name__ == "__main__":
+    main()

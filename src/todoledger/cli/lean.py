@@ -1,0 +1,264 @@
+"""The verbs an agent calls through its shell, without click or rich.
+
+`show`, `next`, `add`, `start`, `done`, `write` and `prime` run here when
+their output is JSON (`--json`) or goes to a pipe, which is how an agent
+calls them: the start-up of click and rich would cost more than the work.
+Each does exactly what its click command in `cli/main.py` does, with the
+same output and the same one-line errors (tests/test_lean.py runs both).
+Anything this parser does not take as certain (an unknown or malformed
+option, `--help`, a value click would refuse) returns None, and the click
+command runs instead and says what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # `typing` itself costs a few ms of start-up: only for the checker
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Options = dict[str, Any]
+
+# verb -> (flags, options taking a value, repeatable options, positional arguments: (min, max))
+SPECS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], tuple[int, int]]] = {
+    "show": (frozenset({"json", "all"}), frozenset({"plan", "writer"}), frozenset(), (0, 0)),
+    "next": (frozenset({"json", "claim"}), frozenset({"plan", "writer", "limit"}), frozenset(), (0, 0)),
+    "start": (frozenset({"json", "force"}), frozenset({"plan", "writer"}), frozenset(), (1, 1)),
+    "done": (
+        frozenset({"json", "force"}),
+        frozenset({"plan", "writer", "evidence", "reason"}),
+        frozenset({"metric"}),
+        (1, 1),
+    ),
+    "add": (
+        frozenset({"json"}),
+        frozenset({"plan", "writer", "parent", "after", "priority"}),
+        frozenset({"depends-on"}),
+        (1, 1),
+    ),
+    "write": (frozenset({"json"}), frozenset({"plan", "writer", "dialect"}), frozenset(), (0, 1)),
+    "prime": (frozenset({"json"}), frozenset({"plan"}), frozenset(), (0, 0)),
+}
+VERBS = frozenset(SPECS)
+PRIORITIES = ("high", "medium", "low")
+
+
+def run(args: list[str]) -> int | None:
+    """Run the verb in `args`; None when the click command must take it."""
+    parsed = parse(args)
+    if parsed is None:
+        return None
+    verb, opts, positional = parsed
+    if not opts.get("json") and sys.stdout.isatty():
+        return None  # a person at a terminal: rich output, through click
+    if not _valid(verb, opts):
+        return None
+    if "plan" not in opts and os.environ.get("TODOLEDGER_PLAN"):
+        opts["plan"] = os.environ["TODOLEDGER_PLAN"]  # click's envvar for --plan
+    from todoledger.core.model import LedgerError
+
+    try:
+        VERB_RUNNERS[verb](opts, positional)
+    except LedgerError as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        return 1
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # as the click group says it: one line, never a traceback
+        if os.environ.get("TODOLEDGER_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"Error: internal error: {type(exc).__name__}: {exc} (set TODOLEDGER_DEBUG=1 for details)\n"
+        )
+        return 1
+    return 0
+
+
+def parse(args: list[str]) -> tuple[str, Options, list[str]] | None:
+    if not args or args[0] not in SPECS:
+        return None
+    verb, rest = args[0], list(args[1:])
+    flags, valued, repeated, (low, high) = SPECS[verb]
+    opts: Options = {}
+    positional: list[str] = []
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            positional += rest
+            break
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            if name in flags and not eq:
+                opts[name] = True
+            elif name in valued or name in repeated:
+                if not eq:
+                    if not rest:
+                        return None
+                    value = rest.pop(0)
+                if name in repeated:
+                    opts.setdefault(name, []).append(value)
+                else:
+                    opts[name] = value
+            else:
+                return None  # --help, a typo, an option of another verb: click says it
+        elif arg.startswith("-") and arg != "-":
+            return None
+        else:
+            positional.append(arg)
+    if not low <= len(positional) <= high:
+        return None
+    return verb, opts, positional
+
+
+def _valid(verb: str, opts: Options) -> bool:
+    """Values click would refuse are left to click, for its message."""
+    if "limit" in opts:
+        try:
+            limit = int(opts["limit"])
+        except ValueError:
+            return False
+        if not 1 <= limit <= 1000:
+            return False
+        opts["limit"] = limit
+    if opts.get("priority") is not None and opts["priority"] not in PRIORITIES:
+        return False
+    if "dialect" in opts:
+        from todoledger.agents import DIALECTS
+
+        if opts["dialect"] not in ("auto", *DIALECTS):
+            return False
+    return True
+
+
+# -- the verbs: each as its click command in cli/main.py -------------------------------
+
+
+def _emit(data: Any) -> None:
+    from todoledger.cli.jsonout import dumps
+
+    sys.stdout.write(dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def _ledger(create: bool = True) -> Any:
+    from todoledger.service import Ledger
+
+    return Ledger(create=create)
+
+
+def _show(opts: Options, _: list[str]) -> None:
+    plan, writer = opts.get("plan"), opts.get("writer")
+    with _ledger(create=False) as lg:
+        if opts.get("json"):
+            _emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
+            return
+        from todoledger.cli import render_plain
+
+        where = lg.location if lg.exists else f"{lg.location} (not created yet: the first write creates it)"
+        render_plain.plan(lg.view(plan, writer=writer), where)
+        if opts.get("all"):
+            render_plain.plans(lg.plans())
+
+
+def _next(opts: Options, _: list[str]) -> None:
+    plan, writer, claim = opts.get("plan"), opts.get("writer"), bool(opts.get("claim"))
+    with _ledger(create=claim) as lg:
+        rows = lg.next(plan, limit=opts.get("limit", 5), claim=claim, writer=writer)
+        stranded = [] if opts.get("json") else lg.stranded(plan)
+    if opts.get("json"):
+        _emit(rows)
+        return
+    from todoledger.cli import render_plain
+
+    render_plain.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
+    if stranded:
+        render_plain.stranded(stranded)
+
+
+def _change(opts: Options, positional: list[str], verb: str) -> None:
+    """`start` / `done`: one item's status, as `_item_command` in cli/main.py."""
+    kw: dict[str, Any] = {
+        "plan": opts.get("plan"),
+        "writer": opts.get("writer"),
+        "force": bool(opts.get("force")),
+    }
+    with _ledger() as lg:
+        if verb == "done":
+            from todoledger.verification import done_command
+
+            row = done_command(
+                lg,
+                positional[0],
+                evidence=opts.get("evidence"),
+                metric=tuple(opts.get("metric", ())),
+                reason=opts.get("reason"),
+                **kw,
+            )
+        else:
+            row = lg.start(positional[0], **kw)
+    if opts.get("json"):
+        _emit(row)
+        return
+    from todoledger.cli import render_plain
+
+    render_plain.changed(row, None)
+
+
+def _add(opts: Options, positional: list[str]) -> None:
+    with _ledger() as lg:
+        row = lg.add(
+            positional[0],
+            plan=opts.get("plan"),
+            writer=opts.get("writer"),
+            parent=opts.get("parent"),
+            after=opts.get("after"),
+            priority=opts.get("priority"),
+            depends_on=tuple(opts.get("depends-on", ())),
+        )
+    if opts.get("json"):
+        _emit(row)
+        return
+    from todoledger.cli import render_plain
+
+    render_plain.changed(row, "added")
+
+
+def _write(opts: Options, positional: list[str]) -> None:
+    from todoledger.cli.payload import read_payload
+
+    data = read_payload(positional[0] if positional else "-")
+    with _ledger() as lg:
+        result = lg.write(
+            data, plan=opts.get("plan"), writer=opts.get("writer"), dialect=opts.get("dialect", "auto")
+        )
+    if opts.get("json"):
+        _emit(result.as_dict())
+        return
+    from todoledger.cli import render_plain
+
+    render_plain.write_result(result.as_dict())
+
+
+def _prime(opts: Options, _: list[str]) -> None:
+    plan = opts.get("plan")
+    with _ledger(create=False) as lg:
+        text = lg.prime(plan)
+    if opts.get("json"):
+        _emit({"plan": plan or os.environ.get("TODOLEDGER_PLAN") or "main", "text": text})
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+VERB_RUNNERS: dict[str, Callable[[Options, list[str]], None]] = {
+    "show": _show,
+    "next": _next,
+    "start": lambda opts, positional: _change(opts, positional, "start"),
+    "done": lambda opts, positional: _change(opts, positional, "done"),
+    "add": _add,
+    "write": _write,
+    "prime": _prime,
+}

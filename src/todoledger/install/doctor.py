@@ -1,0 +1,573 @@
+"""`todoledger doctor`: for each agent on PATH or configured in the project,
+what works and what does not, each problem with the exact fix.
+
+Read from the agents' own files (the same ones `install` writes) and from
+running things: each agent's `--version`, and our MCP server started with
+the command the agent would use. Levels: "error" means something is broken
+(the exit status is then 1); "warning" means it may not work, or cannot be
+checked from files (the fix says how to make sure).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from todoledger import agents as registry
+from todoledger.install import jsonc, probe
+from todoledger.install.agents import SERVER
+from todoledger.install.entries import is_our_command
+from todoledger.install.files import read_text
+
+
+@dataclass
+class Problem:
+    level: str  # "error" | "warning"
+    what: str
+    fix: str
+
+
+@dataclass
+class AgentReport:
+    name: str
+    label: str
+    path: str | None  # where its binary is on PATH
+    version: str | None = None
+    native_todo: str = "unknown"  # "on" | "off" | "unknown"
+    native_why: str = ""
+    server: str | None = None  # the config file holding our server, if any
+    server_command: list[str] | None = None
+    approved: str = "n/a"  # "yes" | "no" | "unknown" | "n/a"
+    hooks: list[str] = field(default_factory=list)  # events our hook is installed for
+    hooks_approved: str = "n/a"
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def configured(self) -> bool:
+        return self.server is not None or bool(self.hooks)
+
+
+@dataclass
+class Report:
+    project: str
+    agents: list[AgentReport]
+    servers: list[dict[str, Any]]
+    ledger: dict[str, Any]
+    problems: list[Problem]
+    timings: dict[str, float]
+
+    @property
+    def broken(self) -> bool:
+        every = [*self.problems, *(p for a in self.agents for p in a.problems)]
+        return any(p.level == "error" for p in every)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = not self.broken
+        return data
+
+
+def run(project: Path, home: Path, env: dict[str, str] | None = None, check_server: bool = True) -> Report:
+    env = dict(os.environ) if env is None else env
+    started = time.perf_counter()
+    reports = [_inspect(spec, project, home, env) for spec in registry.AGENTS]
+    shown = [r for r in reports if r.path is not None or r.configured]
+    with ThreadPoolExecutor(max_workers=max(1, len(shown))) as pool:
+        versions = list(pool.map(lambda r: probe.version(str(r.path)) if r.path else None, shown))
+    version_seconds = max((v.seconds for v in versions if v is not None), default=0.0)
+    for report, found in zip(shown, versions, strict=True):
+        if found is not None:
+            report.version = found.text
+            if found.error:
+                report.problems.append(Problem("warning", found.error, f"check that `{report.path}` runs"))
+        _native(report, project, env, found)
+        if report.name == "codex" and report.path and report.hooks:
+            _codex_hook_trust(report, project, home, env)
+    servers: list[dict[str, Any]] = []
+    server_seconds = 0.0
+    if check_server:
+        commands = {tuple(r.server_command) for r in shown if r.server_command}
+        for command in sorted(commands):
+            check = probe.mcp_server(list(command), project)
+            server_seconds += check.seconds
+            servers.append(asdict(check))
+            if not check.ok:
+                for r in shown:
+                    if r.server_command and tuple(r.server_command) == command:
+                        r.problems.append(
+                            Problem(
+                                "error",
+                                f"the todoledger MCP server does not start for {r.label}: {check.error}",
+                                f"todoledger install {r.name} --command {_here()}",
+                            )
+                        )
+    ledger, problems = _ledger(project)
+    total = time.perf_counter() - started
+    timings = {
+        "total_s": round(total, 3),
+        "agents_version_s": round(version_seconds, 3),
+        "server_s": round(server_seconds, 3),
+        "own_s": round(max(0.0, total - version_seconds - server_seconds), 3),
+    }
+    return Report(str(project), shown, servers, ledger, problems, timings)
+
+
+# -- per agent -------------------------------------------------------------------
+
+
+def _inspect(spec: registry.Agent, project: Path, home: Path, env: dict[str, str]) -> AgentReport:
+    path = shutil.which(spec.binary, path=env.get("PATH"))
+    report = AgentReport(spec.name, spec.label, path)
+    inspect = {
+        "claude-code": _claude,
+        "opencode": _opencode,
+        "codex": _codex,
+        "gemini": _gemini,
+    }[spec.name]
+    inspect(report, project, home, env)
+    if report.configured and report.server_command:
+        exe = report.server_command[0]
+        if shutil.which(exe, path=env.get("PATH")) is None and not Path(exe).is_file():
+            report.problems.append(
+                Problem(
+                    "error",
+                    f"{spec.label} starts the server with {exe!r}, which is not on PATH",
+                    f"todoledger install {spec.name} --command {_here()}",
+                )
+            )
+    if path is not None and not report.configured:
+        report.problems.append(
+            Problem(
+                "warning",
+                f"{spec.label} is on PATH but todoledger is not installed for it in this project",
+                f"todoledger install {spec.name}",
+            )
+        )
+    if path is None and report.configured:
+        report.problems.append(
+            Problem("warning", f"{spec.label} is configured here but `{spec.binary}` is not on PATH", "")
+        )
+    return report
+
+
+def _claude(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
+    mcp = _json(r, project / ".mcp.json")
+    server = _dig(mcp, "mcpServers", SERVER)
+    if isinstance(server, dict):
+        r.server, r.server_command = ".mcp.json", _command(server.get("command"), server.get("args"))
+    settings = [_json(r, p) for p in _claude_settings(project, home)]
+    r.hooks = _hook_events(settings[0], "claude-code") + _hook_events(settings[1], "claude-code")
+    if r.hooks:
+        r.hooks_approved = "yes"  # Claude Code runs project hooks once the workspace is trusted
+        if "SessionStart" in r.hooks and not _matcher_has(settings[:2], "SessionStart", "compact"):
+            r.problems.append(
+                Problem(
+                    "warning",
+                    "the SessionStart hook does not fire after compaction",
+                    "todoledger install claude-code",
+                )
+            )
+    if r.server is None:
+        return
+    enabled = disabled = False
+    for data in settings:
+        enabled |= data.get("enableAllProjectMcpServers") is True
+        enabled |= SERVER in _strings(data.get("enabledMcpjsonServers"))
+        disabled |= SERVER in _strings(data.get("disabledMcpjsonServers"))
+    if disabled:
+        r.approved = "no"
+        r.problems.append(
+            Problem(
+                "error",
+                "Claude Code: the project server `todoledger` was rejected (disabledMcpjsonServers)",
+                'remove "todoledger" from disabledMcpjsonServers in .claude/settings.local.json, '
+                'then add it to "enabledMcpjsonServers"',
+            )
+        )
+    elif enabled:
+        r.approved = "yes"
+        # The approval counts only in a folder the user trusted (the first-run dialog, kept in
+        # ~/.claude.json); `claude -p` skips both.
+        state = _json(r, home / ".claude.json")
+        if _dig(state, "projects", str(project), "hasTrustDialogAccepted") is not True:
+            r.problems.append(
+                Problem(
+                    "warning",
+                    "Claude Code: this folder is not trusted yet, so interactive sessions ask first "
+                    "(the server approval counts only once it is; `claude -p` skips both)",
+                    "start `claude` in this project once and accept the trust dialog",
+                )
+            )
+    else:
+        r.approved = "no"
+        r.problems.append(
+            Problem(
+                "error",
+                "Claude Code: the project server `todoledger` is not approved (it stays 'pending approval')",
+                'add "enabledMcpjsonServers": ["todoledger"] to .claude/settings.local.json '
+                "(todoledger install claude-code --approve), or approve it under /mcp",
+            )
+        )
+
+
+def _claude_settings(project: Path, home: Path) -> list[Path]:
+    return [
+        project / ".claude" / "settings.json",
+        project / ".claude" / "settings.local.json",
+        home / ".claude" / "settings.json",
+    ]
+
+
+def _opencode(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
+    for name in ("opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc"):
+        data = _json(r, project / name)
+        server = _dig(data, "mcp", SERVER)
+        if isinstance(server, dict):
+            r.server = name
+            r.server_command = _command(server.get("command"), None)
+            if server.get("enabled") is False:
+                r.problems.append(
+                    Problem(
+                        "error",
+                        f"opencode: the todoledger server is disabled in {name}",
+                        f'set "enabled": true in {name}',
+                    )
+                )
+    plugin = read_text(project / ".opencode" / "plugins" / "todoledger.js")
+    if plugin is not None:
+        r.hooks = ["todo.updated"]
+        if "experimental.session.compacting" in plugin:
+            r.hooks += ["session start", "compaction"]
+        else:
+            r.problems.append(
+                Problem(
+                    "warning",
+                    "opencode: the plugin is from an older install (no plan at session start or after compaction)",
+                    "todoledger install opencode",
+                )
+            )
+        r.hooks_approved = "yes"  # plugins in .opencode/plugins load without approval
+    r.approved = "yes" if r.server else "n/a"  # opencode starts configured servers without asking
+
+
+def _codex(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
+    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+    user = _toml(r, codex_home / "config.toml")
+    local = _toml(r, project / ".codex" / "config.toml")
+    trusted = _dig(user, "projects", str(project), "trust_level") == "trusted"
+    for where, data in (((project / ".codex" / "config.toml"), local), (codex_home / "config.toml", user)):
+        server = _dig(data, "mcp_servers", SERVER)
+        if isinstance(server, dict):
+            r.server = str(where)
+            r.server_command = _command(server.get("command"), server.get("args"))
+            break
+    hooks = _json(r, project / ".codex" / "hooks.json")
+    r.hooks = _hook_events(hooks, "codex")
+    needs_trust = r.hooks or (r.server is not None and r.server.startswith(str(project)))
+    if needs_trust:
+        r.approved = "yes" if trusted else "no"
+        if not trusted:
+            r.problems.append(
+                Problem(
+                    "error",
+                    "Codex ignores this project's .codex/ (server and hooks) until the project is trusted",
+                    f'add to {codex_home / "config.toml"}: [projects."{project}"] trust_level = "trusted" '
+                    "(todoledger install codex --approve; `codex exec --trust` for one run)",
+                )
+            )
+    elif r.server is not None:
+        r.approved = "yes"
+    if r.hooks:
+        # Codex keeps its hook approvals to itself: a file cannot show them.
+        r.hooks_approved = "unknown"
+        r.problems.append(
+            Problem(
+                "warning",
+                "Codex runs new or changed hooks only after they are approved; that cannot be read from files",
+                "open Codex in this project and approve the todoledger hooks in `/hooks`",
+            )
+        )
+
+
+def _codex_hook_trust(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
+    """Ask Codex itself (`codex app-server`, `hooks/list`) whether it trusts our hooks."""
+    listed = probe.codex_hooks(str(r.path), project, {**env, "HOME": str(home)})
+    ours = [h for h in listed or [] if is_our_command(h.get("command"), "todoledger")]
+    if not ours:
+        return  # Codex does not list them (an untrusted project, an older build): the warning stays
+    r.problems = [p for p in r.problems if not p.what.startswith("Codex runs new or changed hooks")]
+    untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
+    r.hooks_approved = "no" if untrusted else "yes"
+    if untrusted:
+        r.problems.append(
+            Problem(
+                "error",
+                f"Codex will not run {len(untrusted)} of todoledger's {len(ours)} hooks: not approved "
+                f"({', '.join(str(h.get('eventName')) for h in untrusted)})",
+                "approve them in Codex's `/hooks` screen, or: todoledger install codex --approve "
+                "(writes the hashes Codex computes under [hooks.state])",
+            )
+        )
+
+
+def _gemini(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
+    settings = _json(r, project / ".gemini" / "settings.json")
+    user = _json(r, home / ".gemini" / "settings.json")
+    for where, data in ((".gemini/settings.json", settings), (str(home / ".gemini" / "settings.json"), user)):
+        server = _dig(data, "mcpServers", SERVER)
+        if isinstance(server, dict):
+            r.server, r.server_command = where, _command(server.get("command"), server.get("args"))
+            break
+    r.hooks = _hook_events(settings, "gemini")
+    if r.hooks and "PreCompress" not in r.hooks:
+        r.problems.append(
+            Problem(
+                "warning",
+                "Gemini CLI: no PreCompress hook (the plan is not re-based after compression)",
+                "todoledger install gemini",
+            )
+        )
+    if r.hooks:
+        # gemini-cli 0.61 (hooks/trustedHooks.ts) runs new project hooks, warns once, and then
+        # lists them in ~/.gemini/trusted_hooks.json as "<name>:<command>" under the project root.
+        seen = _strings(_json(r, home / ".gemini" / "trusted_hooks.json").get(str(project)))
+        r.hooks_approved = (
+            "yes" if any(k.endswith(":todoledger hook gemini") for k in seen) else "yes (warns once)"
+        )
+    if r.server is None and not r.hooks:
+        return
+    # gemini-cli 0.61: folder trust is on unless settings turn it off (isFolderTrustEnabled).
+    if _dig(user, "security", "folderTrust", "enabled") is False:
+        r.approved = "yes"  # folder trust is off: every folder's settings are read
+        return
+    if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
+        r.approved = "yes"
+        return
+    trusted = _json(r, home / ".gemini" / "trustedFolders.json")
+    if _gemini_trusted(trusted, project):
+        r.approved = "yes"
+        return
+    r.approved = "no"
+    r.problems.append(
+        Problem(
+            "error",
+            "Gemini CLI: this folder is not trusted: .gemini/settings.json (server and hooks) is ignored, "
+            "and `gemini -p` exits 55",
+            f'add "{project}": "TRUST_FOLDER" to {home / ".gemini" / "trustedFolders.json"} '
+            "(todoledger install gemini --approve), or trust the folder when Gemini asks",
+        )
+    )
+
+
+def _gemini_trusted(trusted: dict[str, Any], project: Path) -> bool:
+    for folder, level in trusted.items():
+        if level == "TRUST_FOLDER" and Path(folder) == project:
+            return True
+        if level == "TRUST_PARENT" and (Path(folder) == project.parent or Path(folder) in project.parents):
+            return True
+    return False
+
+
+# -- native todo tools -------------------------------------------------------------
+
+
+def _native(r: AgentReport, project: Path, env: dict[str, str], found: probe.Version | None) -> None:
+    """Whether the agent still offers the model its own todo tool (issue 9's survey)."""
+    version = found if found is not None and found.text else None
+    if r.name == "claude-code":
+        settings_env = _dig(_loose(read_text(project / ".claude" / "settings.json")), "env")
+        merged = {**(settings_env if isinstance(settings_env, dict) else {}), **env}
+        todo_tools = str(merged.get("CLAUDE_CODE_ENABLE_TODO_TOOLS", "")).lower() in ("1", "true")
+        tasks_off = str(merged.get("CLAUDE_CODE_ENABLE_TASKS", "")).lower() in ("0", "false")
+        tool = "TodoWrite" if tasks_off else "TaskCreate/TaskUpdate"
+        newer = version.at_least(2, 1, 233) if version else None
+        if newer and not todo_tools:
+            r.native_todo = "off"
+            r.native_why = (
+                f"{version.text if version else ''}: the newest models get no todo tools unless "
+                "CLAUDE_CODE_ENABLE_TODO_TOOLS=1"
+            )
+        elif newer is None:
+            r.native_todo, r.native_why = "unknown", "version unknown"
+        else:
+            r.native_todo, r.native_why = (
+                "on",
+                f"{tool} ({'CLAUDE_CODE_ENABLE_TODO_TOOLS=1' if todo_tools else 'by version'})",
+            )
+    elif r.name == "opencode":
+        config = _loose(read_text(project / "opencode.json") or read_text(project / "opencode.jsonc"))
+        if _dig(config, "tools", "todowrite") is False:
+            r.native_todo, r.native_why = "off", "tools.todowrite is false in the project config"
+        elif version is not None and version.at_least(2) is True:
+            r.native_todo, r.native_why = "off", "opencode 2.x has no todowrite (PR #35989)"
+        elif version is not None:
+            r.native_todo = "on"
+            r.native_why = (
+                "1.x builds from before PR #35989 have todowrite (seen in 1.18.33); later ones do not"
+            )
+        else:
+            r.native_todo, r.native_why = "unknown", "version unknown"
+    elif r.name == "codex":
+        if version is not None and version.at_least(0, 171) is True:
+            r.native_todo, r.native_why = "off", "update_plan is opt-in (0.171 answers 'unsupported call')"
+        else:
+            r.native_todo, r.native_why = (
+                "unknown",
+                "update_plan became opt-in by 0.171; older builds are not known",
+            )
+    elif r.name == "gemini":
+        excluded = _strings(
+            _dig(_loose(read_text(project / ".gemini" / "settings.json")), "tools", "exclude")
+        )
+        if "write_todos" in excluded:
+            r.native_todo, r.native_why = "off", "write_todos is in tools.exclude"
+        else:
+            r.native_todo, r.native_why = "on", "write_todos (unless excluded in settings)"
+
+
+# -- the ledger ---------------------------------------------------------------------
+
+
+def _ledger(project: Path) -> tuple[dict[str, Any], list[Problem]]:
+    from todoledger.core.model import LedgerError
+    from todoledger.service import Ledger, locate
+
+    try:
+        with Ledger(cwd=project, create=False) as lg:
+            info: dict[str, Any] = {"location": lg.location, "exists": lg.exists}
+            if not lg.exists:
+                info["health"] = "not created yet (the first write creates it)"
+                return info, []
+            integrity = lg.integrity()
+            differences = lg.check()
+    except LedgerError as exc:
+        where = locate(str(project))
+        return {"location": where, "exists": os.path.exists(where), "health": str(exc)}, [
+            Problem(
+                "error",
+                f"the ledger cannot be opened: {exc}",
+                f"move {where} aside and restore it from a backup (or `todoledger import` an export)",
+            )
+        ]
+    info["integrity"] = "ok" if not integrity else f"damaged ({len(integrity)} findings)"
+    info["replay_differences"] = len(differences)
+    problems = []
+    if integrity:
+        problems.append(
+            Problem(
+                "error",
+                f"the ledger file is damaged: {'; '.join(integrity[:3])}",
+                f"move {lg.location} aside and restore it from a backup",
+            )
+        )
+    if differences:
+        problems.append(
+            Problem(
+                "error",
+                f"the ledger's state differs from its events in {len(differences)} places",
+                "todoledger check",
+            )
+        )
+    info["health"] = "ok" if not problems else "damaged"
+    return info, problems
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _json(r: AgentReport, path: Path) -> dict[str, Any]:
+    text = read_text(path)
+    if not text or not text.strip():
+        return {}
+    try:
+        value = jsonc.parse(text).value
+    except jsonc.JsoncError as e:
+        r.problems.append(
+            Problem(
+                "error", f"{path}: cannot parse line {e.line}, column {e.column}: {e.message}", f"fix {path}"
+            )
+        )
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _toml(r: AgentReport, path: Path) -> dict[str, Any]:
+    text = read_text(path)
+    if not text:
+        return {}
+    try:
+        return tomllib.loads(text.lstrip("\ufeff"))
+    except tomllib.TOMLDecodeError as e:
+        r.problems.append(Problem("error", f"{path}: cannot parse: {e}", f"fix {path}"))
+        return {}
+
+
+def _loose(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = jsonc.parse(text).value
+    except jsonc.JsoncError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _dig(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _command(command: Any, args: Any) -> list[str] | None:
+    if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+        return list(command)
+    if isinstance(command, str) and command:
+        return [command, *_strings(args)]
+    return None
+
+
+def _hook_events(settings: dict[str, Any], agent: str) -> list[str]:
+    hooks = settings.get("hooks")
+    found: list[str] = []
+    if not isinstance(hooks, dict):
+        return found
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                command = handler.get("command") if isinstance(handler, dict) else None
+                if is_our_command(command, "todoledger") and event not in found:
+                    found.append(event)
+    return found
+
+
+def _matcher_has(files: list[dict[str, Any]], event: str, value: str) -> bool:
+    for settings in files:
+        for group in _dig(settings, "hooks", event) or []:
+            matcher = group.get("matcher") if isinstance(group, dict) else None
+            if isinstance(matcher, str) and value in matcher.split("|"):
+                return True
+    return False
+
+
+def _here() -> str:
+    return shlex.quote(str(Path(sys.executable).parent / "todoledger"))
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(report.as_dict(), ensure_ascii=False, indent=2)

@@ -1,0 +1,56 @@
+"""What each tool's result holds, as the `outputSchema` it is listed with.
+
+Every result carries its data twice, as the protocol asks of a tool with an
+output schema: `structuredContent` (for clients that read data) and the same
+JSON as one text block (for clients that show the model text). The schemas
+name the top-level fields only, compactly: they cost tokens in every
+`tools/list`, and the results' inner shapes follow the agent's own dialect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_S: dict[str, Any] = {"type": "string"}
+_I: dict[str, Any] = {"type": "integer"}
+_A: dict[str, Any] = {"type": "array"}
+_O: dict[str, Any] = {"type": "object"}
+
+
+def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "todowrite": _schema(
+        ["plan", "revision", "ids"],
+        plan=_S,
+        revision=_I,
+        todos=_A,
+        ids={"type": "array", "items": _S},
+        writer=_S,
+        changes=_O,
+        dropped=_A,
+        conflicts=_A,
+        notices=_A,
+        warnings=_A,
+        hint=_S,
+    ),
+    "todoread": _schema(
+        ["plan", "revision", "counts"],
+        plan=_S,
+        revision=_I,
+        counts=_O,
+        in_progress=_A,
+        ready=_A,
+        blocked=_I,
+        waits_for_cancelled=_A,
+        recent=_A,
+        items=_A,
+        hint=_S,
+    ),
+    "plan_next": _schema(
+        ["plan"], plan=_S, ready=_A, waits_on_cancelled=_A, claimed={"type": ["object", "null"]}, hint=_S
+    ),
+    "plan_update": _schema(["plan", "item"], plan=_S, item=_O, hint=_S),
+}

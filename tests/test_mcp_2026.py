@@ -1,0 +1,122 @@
+"""The server under the 2026-07-28 revision as the installed SDK serves it:
+`server/discover`, stateless requests (raw HTTP, no session), results with
+`structuredContent` matching each tool's `outputSchema`, tools in a fixed
+order, and the writer that todowrite returns accepted back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import jsonschema
+import pytest
+
+from tests.test_mcp import CLAUDE, TOKEN, http, server, stdio  # noqa: F401  (server: a fixture)
+from todoledger import Ledger
+from todoledger.mcp.output import OUTPUT_SCHEMAS
+from todoledger.mcp.tools import TOOLS
+
+VERSION = "2026-07-28"
+ORDER = ["todowrite", "todoread", "plan_next", "plan_update"]
+
+
+def rpc(url: str, method: str, params: dict[str, Any] | None = None, name: str | None = None) -> Any:
+    """One stateless request: the protocol envelope in `_meta`, no session id anywhere."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
+    }
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": VERSION,
+        "Mcp-Method": method,
+    }
+    if name is not None:
+        headers["Mcp-Name"] = name
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {}), "_meta": meta}}
+    reply = httpx2.post(url, json=body, headers=headers, timeout=30)
+    assert reply.status_code == 200, reply.text
+    assert "mcp-session-id" not in reply.headers
+    text = reply.text
+    if text.startswith(("event:", "data:")):  # an SSE answer: one message
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    message = json.loads(text)
+    assert "error" not in message, message
+    return message["result"]
+
+
+def test_discover_and_stateless_requests_over_raw_http(server: str, ledger_env: Path) -> None:  # noqa: F811
+    found = rpc(server, "server/discover")
+    assert VERSION in found["supportedVersions"]
+    assert "tools" in found["capabilities"] and "todowrite" in found["instructions"]
+    for _ in range(3):  # a fixed order, every time
+        listed = rpc(server, "tools/list")
+        assert [t["name"] for t in listed["tools"]] == ORDER
+    for tool in listed["tools"]:
+        assert tool["outputSchema"] == OUTPUT_SCHEMAS[tool["name"]]
+        assert tool["inputSchema"] == TOOLS[tool["name"]]["inputSchema"]
+
+    wrote = rpc(server, "tools/call", {"name": "todowrite", "arguments": {"todos": CLAUDE}}, name="todowrite")
+    data = wrote["structuredContent"]
+    assert json.loads(wrote["content"][0]["text"]) == data  # the same data as text, for text-only clients
+    jsonschema.validate(data, OUTPUT_SCHEMAS["todowrite"])
+    me = data["writer"]
+    assert me.startswith("mcp:raw-http:req-")  # no session: this request's own writer, said back
+
+    # The next request passes the writer back: the same view, so leaving an item out drops it.
+    shorter = {"todos": CLAUDE[:2], "writer": me}
+    again = rpc(server, "tools/call", {"name": "todowrite", "arguments": shorter}, name="todowrite")
+    assert [d["content"] for d in again["structuredContent"]["dropped"]] == [CLAUDE[2]["content"]]
+    # Without it, a new request is another writer: nothing of ours is dropped.
+    other = {"todos": [{"content": "Another agent's task", "status": "pending"}]}
+    third = rpc(server, "tools/call", {"name": "todowrite", "arguments": other}, name="todowrite")
+    assert third["structuredContent"]["writer"] != me and "dropped" not in third["structuredContent"]
+    with Ledger(ledger_env) as lg:
+        assert {o["writer"] for o in lg.ops("main")} == {me, third["structuredContent"]["writer"]}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_every_result_matches_its_output_schema(transport: str, request: pytest.FixtureRequest) -> None:
+    ledger_env = request.getfixturevalue("ledger_env")
+
+    async def main() -> None:
+        connect = (
+            stdio(ledger_env)
+            if transport == "stdio"
+            else http(request.getfixturevalue("server"), name="schema")
+        )
+        async with connect as client:
+            assert client.protocol_version == VERSION
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == ORDER
+            schemas = {t.name: t.output_schema for t in tools}
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("todoread", {}),
+                ("todowrite", {"todos": CLAUDE}),
+                ("todoread", {"all": True}),
+                ("plan_next", {}),
+                ("plan_next", {"claim": True}),
+                ("plan_update", {"id": "<last>", "status": "completed", "evidence": "ok"}),
+                ("plan_next", {"claim": True}),
+            ]
+            ids: list[str] = []
+            for tool, args in calls:
+                if args.get("id") == "<last>":
+                    args = {**args, "id": ids[-1]}
+                result = await client.call_tool(tool, args)
+                assert not result.is_error, result.content
+                data = result.structured_content
+                assert data == json.loads(result.content[0].text)  # type: ignore[union-attr]
+                schema = schemas[tool]
+                assert schema is not None
+                jsonschema.validate(data, schema)
+                ids += data.get("ids", [])
+            failed = await client.call_tool("plan_update", {"id": "nope", "status": "completed"})
+            assert failed.is_error and failed.structured_content is None  # an error is one sentence only
+
+    anyio.run(main)

@@ -134,6 +134,7 @@ class Ledger:
         # then no check runs, neither by `verify` nor as the gate of `done`.
         self.run_checks = True
         self._writes: list[Writes] | None = None
+        self._batching = False  # inside `batch()`: one transaction holds many writes
 
     @property
     def location(self) -> str:
@@ -150,7 +151,11 @@ class Ledger:
         """Many writes in one transaction (an import): each write still
         refuses alone and leaves nothing; the batch commits at the end."""
         with self.store.write():
-            yield
+            self._batching = True
+            try:
+                yield
+            finally:
+                self._batching = False
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -387,7 +392,17 @@ class Ledger:
                         skipped=True,
                     )
         parsed = parse(payload, dialect, response=response)
-        return self.apply(parsed, plan=plan, writer=writer, at=at, source_key=source_key, source_at=source_at)
+        # Inside a longer transaction (an import's batch) the check above still holds.
+        checked = source_key is not None and self._batching
+        return self.apply(
+            parsed,
+            plan=plan,
+            writer=writer,
+            at=at,
+            source_key=source_key,
+            source_at=source_at,
+            _source_checked=checked,
+        )
 
     def apply(
         self,
@@ -398,13 +413,14 @@ class Ledger:
         at: str | None = None,
         source_key: str | None = None,
         source_at: str | None = None,
+        _source_checked: bool = False,
     ) -> WriteResult:
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = at or now()
         warnings = [f for f in parsed.findings if f.level == "warning"]
         with self._transaction():
-            if source_key and self.repo.has_source(source_key):
+            if source_key and not _source_checked and self.repo.has_source(source_key):
                 return WriteResult(plan, parsed.dialect, self.repo.revision(plan), [], skipped=True)
             base = self.repo.base(plan, writer)
             linked = any(e.ext_id or e.blocked_by or e.blocks for e in parsed.items)
@@ -635,7 +651,7 @@ class Ledger:
     def _fresh_id(self, taken: dict[str, Item]) -> str:
         while True:
             candidate = new_id()
-            if candidate not in taken and self.repo.item(candidate) is None:
+            if candidate not in taken and not self.repo.exists(candidate):
                 return candidate
 
     @contextmanager

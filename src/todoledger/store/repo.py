@@ -141,6 +141,9 @@ class Repo:
                     found[item].depends_on.append(blocker)
         return found
 
+    def exists(self, item_id: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM items WHERE id = ?", (item_id,)))
+
     def item(self, item_id: str) -> Item | None:
         return self.items_by_id([item_id]).get(item_id)
 

@@ -91,8 +91,17 @@ def is_backwards(current: str, new: str) -> bool:
     )
 
 
+_NORMALISED: dict[str, str] = {}  # an import meets the same texts in call after call
+
+
 def normalise(text: str) -> str:
-    return " ".join(text.split()).casefold()
+    found = _NORMALISED.get(text)
+    if found is None:
+        found = " ".join(text.split()).casefold()
+        if len(_NORMALISED) >= 8192:
+            _NORMALISED.clear()
+        _NORMALISED[text] = found
+    return found
 
 
 def rewording_score(a: str, b: str, floor: float = REWORD_THRESHOLD) -> float:

@@ -45,9 +45,16 @@ class Scanner:
         *,
         first_line: bool = False,
     ) -> None:
-        # One regex over the block finds every marker in a single pass; with a
-        # shared first byte (Todo|Task) it runs at memchr speed.
-        self.pattern = re.compile(b"|".join(re.escape(m) for m in markers)) if markers else None
+        # Markers that share their first byte go in one regex, which then runs at
+        # memchr speed (Todo|Task); a regex over markers that do not (Todo|Task|
+        # ExitPlanMode) would try every position, ten times slower than this.
+        groups: dict[int, list[bytes]] = {}
+        for m in markers:
+            groups.setdefault(m[0], []).append(m)
+        self.patterns = [
+            re.compile(b"|".join(re.escape(m) for m in group)) for group in groups.values() if len(group) > 1
+        ]
+        self.literals = [group[0] for group in groups.values() if len(group) == 1]
         self.skipped = skipped
         self.cursor = cursor or LineCursor()
         # Formats whose first line names the session (Codex, Gemini) want it whatever it holds.
@@ -137,14 +144,18 @@ class Scanner:
         if self._first:
             self._first = False
             hits.add(lo)
-        if self.pattern is None:
-            return hits
-        search = self.pattern.search
-        found = search(block, lo, hi)
-        while found is not None:
-            at = found.start()
-            hits.add(max(block.rfind(b"\n", lo, at) + 1, lo))
-            found = search(block, block.find(b"\n", at, hi) + 1, hi)
+        for pattern in self.patterns:
+            search = pattern.search
+            found = search(block, lo, hi)
+            while found is not None:
+                at = found.start()
+                hits.add(max(block.rfind(b"\n", lo, at) + 1, lo))
+                found = search(block, block.find(b"\n", at, hi) + 1, hi)
+        for literal in self.literals:  # bytes.find beats a regex on one literal
+            at = block.find(literal, lo, hi)
+            while at >= 0:
+                hits.add(max(block.rfind(b"\n", lo, at) + 1, lo))
+                at = block.find(literal, block.find(b"\n", at, hi) + 1, hi)
         return hits
 
 

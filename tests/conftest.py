@@ -33,3 +33,9 @@ def subprocess_env(db: Path, **extra: str) -> dict[str, str]:
     env["TODOLEDGER_DB"] = str(db)
     env.update(extra)
     return env
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from .pgserver import drop_database
+
+    drop_database()

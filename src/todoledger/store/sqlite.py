@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from todoledger.store.base import Row
 
 BUSY_TIMEOUT_MS = 30_000
+POLL_SECONDS = 0.2
 
 
 class SQLiteStore:
@@ -148,6 +150,29 @@ class SQLiteStore:
     def integrity(self) -> str:
         rows = self.conn.execute("PRAGMA integrity_check").fetchall()
         return "; ".join(str(r[0]) for r in rows)
+
+    def stamp_version(self, version: int) -> None:
+        """For tests: mark the ledger as migrated by a todoledger of another version."""
+        self.conn.execute(f"PRAGMA user_version={int(version)}")
+
+    def tables(self) -> list[str]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")]
+
+    def after_copy(self) -> None:
+        """Nothing to do: an INTEGER PRIMARY KEY goes on after the highest row."""
+
+    def wait_for_change(self, timeout: float) -> None:
+        """SQLite tells no other process of a commit: `watch` polls the event
+        sequence, and this is the pause between two looks."""
+        time.sleep(min(timeout, POLL_SECONDS))
 
     def close(self) -> None:
         self.conn.close()

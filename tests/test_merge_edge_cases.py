@@ -136,6 +136,7 @@ def test_clear_then_undo_leaves_the_session_working(lg: Ledger) -> None:
     assert contents(lg) == [("Port the parser", "completed")]
 
 
+@pytest.mark.sqlite_only  # its time limit is SQLite's; bench/bench_team.py compares the backends
 def test_a_rewritten_long_list_is_fast_and_blocks_nobody(lg: Ledger) -> None:
     lg.write(
         {"todos": [{"content": f"old step {k} alpha", "status": "pending"} for k in range(2000)]}, writer="w"

@@ -346,6 +346,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         Ledger(path)
 
 
+@pytest.mark.sqlite_only
 def test_ledger_uses_wal_and_named_migrations(ledger_env: Path) -> None:
     import sqlite3
 

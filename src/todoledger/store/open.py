@@ -39,8 +39,13 @@ def open_store(target: str, *, create: bool = True, busy_ms: int | None = None) 
     writes the folder's .gitignore."""
     scheme = url_scheme(target)
     if scheme in POSTGRES_SCHEMES:
-        from todoledger.store.postgres import BUSY_TIMEOUT_MS as PG_BUSY_MS
-        from todoledger.store.postgres import PostgresStore
+        try:
+            from todoledger.store.postgres import BUSY_TIMEOUT_MS as PG_BUSY_MS
+            from todoledger.store.postgres import PostgresStore
+        except ImportError:
+            raise LedgerError(
+                "a postgresql:// ledger needs psycopg: pip install 'todoledger[postgres]'"
+            ) from None
 
         return PostgresStore(target, create=create, busy_ms=PG_BUSY_MS if busy_ms is None else busy_ms)
     if scheme:

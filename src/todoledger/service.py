@@ -24,9 +24,11 @@ from todoledger.core.merge import Conflict, Merge, MergeInput, Seen, merge
 from todoledger.core.model import (
     ANNOTATIONS,
     CREATED,
+    DEFAULT_LEASE_SECONDS,
     DEFAULT_PLAN,
     DEFAULT_PRIORITY,
     MAX_CONTENT_CHARS,
+    MAX_LEASE_SECONDS,
     MAX_NOTES_CHARS,
     OPEN_STATUSES,
     PRIORITIES,
@@ -39,8 +41,8 @@ from todoledger.core.model import (
     ParsedWrite,
 )
 from todoledger.core.record import dataclass, field
-from todoledger.core.timefmt import now
-from todoledger.store.repo import Repo, Writes
+from todoledger.core.timefmt import now, shift
+from todoledger.store.repo import Lease, Repo, Writes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -247,22 +249,38 @@ class Ledger:
         return item.as_dict()
 
     def next(
-        self, plan: str | None = None, *, limit: int = 5, claim: bool = False, writer: str | None = None
+        self,
+        plan: str | None = None,
+        *,
+        limit: int = 5,
+        claim: bool = False,
+        writer: str | None = None,
+        lease: int | None = None,
+        at: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Ready items by priority then order; `claim` atomically starts the first."""
+        """Ready items by priority then order. `claim` gives the first to the
+        writer for a lease (`lease` seconds, else the plan's length, else 30
+        minutes): it is started, and the reply carries the lease's fencing
+        token. Expired leases of the plan are released first."""
         plan = plan or default_plan()
         writer = writer or default_writer()
         if not claim:
             with self.store.read():
                 return [i.as_dict() | {"ready": True} for i in self._ready(plan, limit)]
         with self._transaction():
+            at = at or now()
+            seconds = self._lease_seconds(plan, lease)
+            self._release_expired(plan, writer, at)
             ready = self._ready(plan, 1)
             if not ready:
                 return []
             item = ready[0]
-            at = now()
+            token = self.repo.next_token()
+            expires = shift(at, seconds)
             w = self._op(plan, writer, at, "claim", summary=f"claimed {item.id}")
             w.set(item.id, "status", item.status, "in_progress")
+            w.annotate(item.id, "claimed", None, {"holder": writer, "token": token, "expires_at": expires})
+            self.repo.save_lease(Lease(item.id, plan, writer, token, seconds, at, expires))
             self.repo.save_base(
                 plan,
                 writer,
@@ -270,7 +288,124 @@ class Ledger:
             )
             item.status, item.updated_by, item.updated_at = "in_progress", writer, at
             self.repo.touch_plan(plan, at)
-            return [item.as_dict() | {"ready": False, "claimed": True}]
+            claimed = {"claimed": True, "token": token, "lease_expires": expires, "lease_seconds": seconds}
+            return [item.as_dict() | {"ready": False} | claimed]
+
+    # leases --------------------------------------------------------------------
+    def renew(
+        self,
+        ref: str,
+        *,
+        token: int,
+        plan: str | None = None,
+        writer: str | None = None,
+        lease: int | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """Extend the writer's lease on an item (by `lease` seconds, else its own length)."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        with self._transaction():
+            at = at or now()
+            held = self._fence(self._require(plan, ref).id, writer, token, at)
+            seconds = self._lease_seconds(plan, lease) if lease is not None else held.seconds
+            held.seconds, held.expires_at = seconds, shift(at, seconds)
+            self.repo.save_lease(held)
+        return held.as_dict()
+
+    def release(
+        self, ref: str, *, token: int, plan: str | None = None, writer: str | None = None, at: str | None = None
+    ) -> dict[str, Any]:
+        """The holder gives its claim back: the item is pending again (if still in progress)."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        with self._transaction():
+            at = at or now()
+            held = self._fence(self._require(plan, ref).id, writer, token, at)
+            w = self._op(plan, writer, at, "release", summary=f"released {held.item}")
+            self._end_lease(w, held, "released")
+            self.repo.touch_plan(plan, at)
+        return held.as_dict() | {"holder": None, "released_by": writer}
+
+    def reclaim(
+        self, plan: str | None = None, *, writer: str | None = None, at: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Release every expired lease (of the plan, or of every plan given None)."""
+        writer = writer or default_writer()
+        with self._transaction():
+            return [lease.as_dict() for lease in self._release_expired(plan, writer, at or now())]
+
+    def leases(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """The plan's held leases, oldest claim first."""
+        with self.store.read():
+            return [lease.as_dict() for lease in self.repo.leases(plan or default_plan())]
+
+    def set_lease_length(self, seconds: int | None, *, plan: str | None = None) -> None:
+        """The plan's default lease length (None: back to 30 minutes)."""
+        plan = plan or default_plan()
+        if seconds is not None:
+            seconds = _lease_length(seconds)
+        with self._transaction():
+            self.repo.set_plan_lease_seconds(plan, seconds, now())
+
+    def _lease_seconds(self, plan: str, lease: int | None) -> int:
+        if lease is not None:
+            return _lease_length(lease)
+        return self.repo.plan_lease_seconds(plan) or DEFAULT_LEASE_SECONDS
+
+    def _fence(self, item_id: str, writer: str, token: int, at: str) -> Lease:
+        """The lease this token names, if it is still the item's latest: an
+        older token (the item was claimed again since) is refused. A lease
+        that expired and was released, but not claimed again, is taken back."""
+        if isinstance(token, bool) or not isinstance(token, int) or token < 1:
+            raise LedgerError(f"a fencing token is a positive whole number, not {token!r}")
+        lease = self.repo.lease(item_id)
+        if lease is None or token > lease.token:
+            raise LedgerError(f"token {token} was never given for {item_id}: claim it with next --claim")
+        if token < lease.token:
+            by = f" by {lease.holder}" if lease.holder else ""
+            raise LedgerError(
+                f"fenced: {item_id} was claimed again{by} (token {lease.token}) after your token {token};"
+                " your change is refused: claim another item"
+            )
+        if lease.holder is not None and lease.holder != writer:
+            raise LedgerError(f"token {token} on {item_id} is {lease.holder}'s, not {writer}'s")
+        if lease.holder is None:
+            lease.holder, lease.expires_at = writer, shift(at, lease.seconds)
+            self.repo.save_lease(lease)
+        return lease
+
+    def _release_expired(self, plan: str | None, writer: str, at: str) -> list[Lease]:
+        expired = self.repo.expired_leases(plan, at)
+        for name in dict.fromkeys(lease.plan for lease in expired):
+            mine = [lease for lease in expired if lease.plan == name]
+            w = self._op(name, writer, at, "reclaim", summary=f"released {len(mine)} expired lease(s)")
+            for lease in mine:
+                self._end_lease(w, lease, "expired")
+            self.repo.touch_plan(name, at)
+        return expired
+
+    def _end_lease(self, w: Writes, lease: Lease, why: str) -> None:
+        """Each release is an event; work given back or abandoned is pending again."""
+        w.annotate(lease.item, "released", None, {"holder": lease.holder, "token": lease.token, "why": why})
+        item = self.repo.item(lease.item)
+        if item is not None and item.status == "in_progress" and why in ("expired", "released"):
+            w.set(item.id, "status", "in_progress", "pending")
+        self.repo.end_lease(lease.item)
+
+    def _renew_held(self, w: Writes) -> None:
+        """Any write by a holder to its item renews the lease; finishing,
+        cancelling or removing the item ends it."""
+        touched = sorted({row[2] for row in w.pending if row[2] is not None})
+        if not touched:
+            return
+        for lease in self.repo.held_leases(w.writer, touched):
+            item = self.repo.item(lease.item)
+            if item is None or item.status in ("completed", "cancelled"):
+                self._end_lease(w, lease, item.status if item is not None else "removed")
+            else:
+                lease.expires_at = shift(w.at, lease.seconds)
+                self.repo.save_lease(lease)
 
     def stranded(self, plan: str | None = None) -> list[dict[str, Any]]:
         """Open items that wait for a cancelled item: never ready until someone
@@ -606,6 +741,7 @@ class Ledger:
             try:
                 yield
                 for w in self._writes:
+                    self._renew_held(w)
                     w.flush()
             finally:
                 self._writes = None
@@ -640,17 +776,21 @@ class Ledger:
         kind: str = "update",
         at: str | None = None,
         force: bool = False,
+        token: int | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
         """Change one item's fields (content, status, priority, active_form,
         parent, evidence, reason, notes) and dependencies (`add_blocker`,
         `remove_blocker`). Starting or completing an item whose prerequisites
-        are unmet is refused unless `force`, which is recorded."""
+        are unmet is refused unless `force`, which is recorded. `token`, a
+        claim's fencing token, refuses the change once the item was claimed again."""
         plan = plan or default_plan()
         writer = writer or default_writer()
         at = at or now()
         with self._transaction():
             item = self._require(plan, ref)
+            if token is not None:
+                self._fence(item.id, writer, token, at)
             status = fields.get("status")
             waiting: list[Item] = []
             if status in PROGRESS and status != item.status:
@@ -1051,6 +1191,12 @@ def _validate(name: str, value: Any) -> Any:
     ):
         raise LedgerError(f"depends_on must be a list of distinct item ids, not {value!r}")
     return value
+
+
+def _lease_length(seconds: Any) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_LEASE_SECONDS:
+        raise LedgerError(f"a lease lasts 1 to {MAX_LEASE_SECONDS} seconds, not {seconds!r}")
+    return seconds
 
 
 def _default(name: str) -> Any:

@@ -160,16 +160,27 @@ def plans(as_json: bool) -> None:
         render.plans(rows)
 
 
+LEASE = click.option(
+    "--lease", "lease", type=int, default=None, help="Lease length in seconds (default: the plan's, else 1800)."
+)
+TOKEN = click.option(
+    "--token", type=int, default=None, help="The claim's fencing token: refused if the item was claimed again."
+)
+
+
 @cli.command("next")
 @writes
 @click.option(
-    "--claim", is_flag=True, help="Atomically mark the first ready item in_progress for the writer."
+    "--claim", is_flag=True, help="Give the first ready item to the writer for a lease (prints its token)."
 )
+@LEASE
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
-def next_cmd(plan: str | None, writer: str | None, as_json: bool, claim: bool, limit: int) -> None:
+def next_cmd(
+    plan: str | None, writer: str | None, as_json: bool, claim: bool, lease: int | None, limit: int
+) -> None:
     """Ready items: dependencies met, by priority then order."""
     with ledger() if claim else reader() as lg:
-        rows = lg.next(plan, limit=limit, claim=claim, writer=writer)
+        rows = lg.next(plan, limit=limit, claim=claim, writer=writer, lease=lease)
         stranded = [] if as_json else lg.stranded(plan)
     if as_json:
         emit(rows)
@@ -177,8 +188,59 @@ def next_cmd(plan: str | None, writer: str | None, as_json: bool, claim: bool, l
     from todoledger.cli import render
 
     render.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
+    for row in rows if claim else []:
+        say(f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates")
     if stranded:
         render.stranded(stranded)
+
+
+@cli.command()
+@writes
+@click.argument("ref", metavar="ID")
+@click.option("--token", type=int, required=True, help="The claim's fencing token.")
+@LEASE
+def renew(ref: str, plan: str | None, writer: str | None, as_json: bool, token: int, lease: int | None) -> None:
+    """Extend your lease on a claimed item."""
+    with ledger() as lg:
+        row = lg.renew(ref, plan=plan, writer=writer, token=token, lease=lease)
+    emit(row) if as_json else say(f"{row['item']}: leased to {row['holder']} until {row['expires_at']}")
+
+
+@cli.command()
+@writes
+@click.argument("ref", metavar="ID")
+@click.option("--token", type=int, required=True, help="The claim's fencing token.")
+def release(ref: str, plan: str | None, writer: str | None, as_json: bool, token: int) -> None:
+    """Give your claim on an item back: it is pending again."""
+    with ledger() as lg:
+        row = lg.release(ref, plan=plan, writer=writer, token=token)
+    emit(row) if as_json else say(f"{row['item']}: released")
+
+
+@cli.command()
+@options(writer=True, as_json=True)
+@click.option("--plan", "plan", envvar="TODOLEDGER_PLAN", default=None, help="Only this plan (default: all).")
+def reclaim(plan: str | None, writer: str | None, as_json: bool) -> None:
+    """Release every expired lease (each release is recorded)."""
+    with ledger() as lg:
+        rows = lg.reclaim(plan, writer=writer)
+    if as_json:
+        emit(rows)
+        return
+    for row in rows:
+        say(f"{row['item']}: {row['holder']}'s lease expired at {row['expires_at']}: released")
+    if not rows:
+        say("no lease has expired")
+
+
+@cli.command("lease")
+@options(plan=True)
+@click.argument("seconds", type=int, required=False)
+def lease_cmd(plan: str | None, seconds: int | None) -> None:
+    """Set the plan's lease length in seconds (none: back to 1800)."""
+    with ledger() as lg:
+        lg.set_lease_length(seconds, plan=plan)
+    say(f"leases in this plan last {seconds or 1800} s")
 
 
 def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *extra: Callable[[F], F]) -> None:
@@ -202,7 +264,7 @@ def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *ext
 FORCE = click.option(
     "--force", is_flag=True, help="Go ahead although prerequisites are unmet (recorded in the history)."
 )
-_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE)
+_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE, TOKEN)
 _item_command(
     "done",
     "Mark an item completed, with evidence.",
@@ -211,12 +273,14 @@ _item_command(
         "--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."
     ),
     FORCE,
+    TOKEN,
 )
 _item_command(
     "cancel",
     "Cancel an item.",
     lambda lg, ref, **kw: lg.cancel(ref, **kw),
     click.option("--reason", default=None, help="Why it is cancelled."),
+    TOKEN,
 )
 _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref, **kw: lg.restore(ref, **kw))
 

@@ -37,7 +37,12 @@ STATE_FIELDS: tuple[str, ...] = (
 # existence; the rest annotate the story without changing state.
 CREATED = "created"
 REMOVED = "removed"
-ANNOTATIONS: frozenset[str] = frozenset({"conflict", "lint", "dropped", "reordered", "forced"})
+ANNOTATIONS: frozenset[str] = frozenset(
+    {"conflict", "lint", "dropped", "reordered", "forced", "claimed", "released"}
+)
+# Leases: how long a claim holds an item unless the plan or the claim says otherwise.
+DEFAULT_LEASE_SECONDS = 30 * 60
+MAX_LEASE_SECONDS = 7 * 24 * 3600
 
 # Input limits: a clear refusal beats a hang or a bloated ledger.
 MAX_PAYLOAD_BYTES = 2 * 1024 * 1024

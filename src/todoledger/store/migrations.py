@@ -84,8 +84,23 @@ def m002_op_source_location(db: Executor) -> None:
     db.executemany("UPDATE ops SET source_key = ?, source_at = ? WHERE op = ?", rows)
 
 
+def m003_leases(db: Executor) -> None:
+    """Claims hold an item for a lease. A lease row outlives its release, so
+    that the fencing token, the highest of the ledger's, only grows."""
+    db.execute_script(
+        [
+            "CREATE TABLE leases (item TEXT PRIMARY KEY, plan TEXT NOT NULL, holder TEXT,"
+            " token BIGINT NOT NULL, seconds INTEGER NOT NULL, claimed_at TEXT NOT NULL, expires_at TEXT)",
+            "CREATE INDEX leases_plan_expiry ON leases (plan, expires_at)",
+            "CREATE INDEX leases_holder ON leases (holder)",
+            "ALTER TABLE plans ADD COLUMN lease_seconds INTEGER",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
+    ("leases", m003_leases),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

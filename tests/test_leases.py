@@ -151,3 +151,30 @@ def test_claim_renew_release_on_the_command_line(ledger_env: Path | str, lg: Led
     assert run("release", got[0]["id"], "--token", str(token)).returncode == 0
     assert run("reclaim", "--json").stdout.strip() == "[]"
     assert statuses(lg)["Task 1"] == "pending"
+
+
+def test_mcp_plan_next_claims_renews_releases_and_fences_the_session(lg: Ledger) -> None:
+    from todoledger.mcp.tools import PlanTools
+
+    tools, rival = PlanTools(), PlanTools()
+    try:
+        got = tools.plan_next({"claim": True, "lease_seconds": 1}, "mcp:a:s1")["claimed"]
+        assert got["token"] >= 1 and got["lease_expires"]
+        renewed = tools.plan_next({"renew": got["id"], "lease_seconds": 600}, "mcp:a:s1")
+        assert renewed["renewed"] == got["id"]
+        assert tools.plan_next({"release": got["id"]}, "mcp:a:s1") == {"plan": "main", "released": got["id"]}
+        again = tools.plan_next({"claim": True, "lease_seconds": 60}, "mcp:a:s1")["claimed"]
+        assert again["id"] == got["id"] and again["token"] > got["token"]
+        # Its lease lapses and another session claims the item: this session's next update is refused.
+        lg.reclaim(at=t(10**8))
+        theirs = rival.plan_next({"claim": True}, "mcp:b:s2")["claimed"]
+        assert theirs["id"] == got["id"]
+        with pytest.raises(LedgerError, match="fenced"):
+            tools.plan_update({"id": got["id"], "status": "completed", "evidence": "x"}, "mcp:a:s1")
+        rival.plan_update({"id": got["id"], "status": "completed", "evidence": "ok"}, "mcp:b:s2")
+        with pytest.raises(LedgerError, match="no longer claimed"):
+            rival.plan_next({"renew": got["id"]}, "mcp:b:s2")
+    finally:
+        tools.close()
+        rival.close()
+    assert statuses(lg)["Task 1"] == "completed"

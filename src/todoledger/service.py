@@ -307,7 +307,7 @@ class Ledger:
         writer = writer or default_writer()
         with self._transaction():
             at = at or now()
-            held = self._fence(self._require(plan, ref).id, writer, token, at)
+            held = self._held(self._require(plan, ref), writer, token, at)
             seconds = self._lease_seconds(plan, lease) if lease is not None else held.seconds
             held.seconds, held.expires_at = seconds, shift(at, seconds)
             self.repo.save_lease(held)
@@ -321,7 +321,7 @@ class Ledger:
         writer = writer or default_writer()
         with self._transaction():
             at = at or now()
-            held = self._fence(self._require(plan, ref).id, writer, token, at)
+            held = self._held(self._require(plan, ref), writer, token, at)
             w = self._op(plan, writer, at, "release", summary=f"released {held.item}")
             self._end_lease(w, held, "released")
             self.repo.touch_plan(plan, at)
@@ -353,10 +353,12 @@ class Ledger:
             return _lease_length(lease)
         return self.repo.plan_lease_seconds(plan) or DEFAULT_LEASE_SECONDS
 
-    def _fence(self, item_id: str, writer: str, token: int, at: str) -> Lease:
+    def _fence(self, item: Item, writer: str, token: int, at: str) -> Lease:
         """The lease this token names, if it is still the item's latest: an
         older token (the item was claimed again since) is refused. A lease
-        that expired and was released, but not claimed again, is taken back."""
+        that expired and was released, but not claimed again, is taken back
+        while the item is open."""
+        item_id = item.id
         if isinstance(token, bool) or not isinstance(token, int) or token < 1:
             raise LedgerError(f"a fencing token is a positive whole number, not {token!r}")
         lease = self.repo.lease(item_id)
@@ -370,9 +372,15 @@ class Ledger:
             )
         if lease.holder is not None and lease.holder != writer:
             raise LedgerError(f"token {token} on {item_id} is {lease.holder}'s, not {writer}'s")
-        if lease.holder is None:
+        if lease.holder is None and item.status in OPEN_STATUSES:
             lease.holder, lease.expires_at = writer, shift(at, lease.seconds)
             self.repo.save_lease(lease)
+        return lease
+
+    def _held(self, item: Item, writer: str, token: int, at: str) -> Lease:
+        lease = self._fence(item, writer, token, at)
+        if lease.holder is None:
+            raise LedgerError(f"{item.id} is {item.status} and no longer claimed: its lease ended")
         return lease
 
     def _release_expired(self, plan: str | None, writer: str, at: str) -> list[Lease]:
@@ -790,7 +798,7 @@ class Ledger:
         with self._transaction():
             item = self._require(plan, ref)
             if token is not None:
-                self._fence(item.id, writer, token, at)
+                self._fence(item, writer, token, at)
             status = fields.get("status")
             waiting: list[Item] = []
             if status in PROGRESS and status != item.status:

@@ -20,6 +20,7 @@ from todoledger.core.markdown import md_code, md_text
 from todoledger.core.model import (
     DEFAULT_PLAN,
     MAX_CONTENT_CHARS,
+    MAX_LEASE_SECONDS,
     MAX_NOTES_CHARS,
     MAX_PAYLOAD_BYTES,
     PRIORITIES,
@@ -97,12 +98,18 @@ TOOLS: dict[str, dict[str, Any]] = {
     "plan_next": {
         "description": (
             "Ready items (dependencies done) by priority. claim=true atomically marks one "
-            "in_progress for you; each item goes to exactly one caller. Finish it before claiming more."
+            "in_progress for you for a lease (default 30 min); each item goes to exactly one caller. "
+            "Any update you make to it renews the lease; renew=<id> extends it, release=<id> gives it "
+            "back. Finish it before claiming more."
         ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "claim": {"type": "boolean"},
+                "lease_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_LEASE_SECONDS},
+                "renew": {"type": "string", "description": "id of an item you claimed: extend its lease"},
+                "release": {"type": "string", "description": "id of an item you claimed: give it back"},
+                "token": {"type": "integer", "description": "the claim's token (default: this session's)"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                 "plan": _PLAN,
                 "writer": _WRITER,
@@ -127,6 +134,10 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "undepend": {"type": "string"},
                 "parent": {"type": "string"},
                 "force": {"type": "boolean", "description": "start/complete despite unmet prerequisites"},
+                "token": {
+                    "type": "integer",
+                    "description": "your claim's token (default: this session's): refused once reclaimed",
+                },
                 "plan": _PLAN,
                 "writer": _WRITER,
             },
@@ -275,6 +286,7 @@ class PlanTools:
         self.lock = threading.Lock()
         self._ledger: Any = None
         self._writable = False
+        self._tokens: dict[tuple[str, str], int] = {}  # (writer, item): the token of its claim
 
     def plan_or_default(self, plan: str | None) -> str:
         if plan:
@@ -417,11 +429,36 @@ class PlanTools:
         explicit = plan_name(args.get("plan"))
         claim = bool_arg(args, "claim")
         limit = int_arg(args, "limit", SHOWN, 1, MAX_LIMIT)
+        lease = int_arg(args, "lease_seconds", 0, 1, MAX_LEASE_SECONDS) or None
+        renew, release = text_arg(args, "renew", 64), text_arg(args, "release", 64)
+        token = int_arg(args, "token", 0, 1, 2**62) or None
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer))
+        if renew or release:
+            if claim or (renew and release):
+                raise ToolInputError("give one of claim, renew or release")
+            ref = str(renew or release)
+            return self.locked(lambda: self._lease_call(plan, ref, bool(renew), token, lease, writer))
+        return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer, lease))
 
-    def _plan_next(self, plan: str, explicit: bool, claim: bool, limit: int, writer: str) -> dict[str, Any]:
+    def _lease_call(
+        self, plan: str, ref: str, renew: bool, token: int | None, lease: int | None, writer: str
+    ) -> dict[str, Any]:
+        lg = self.ledger(write=True)
+        item = lg.get(ref, plan)["id"]
+        token = token or self._tokens.get((writer, item))
+        if token is None:
+            raise ToolInputError(f"no claim of yours on {item} in this session: give its token")
+        if renew:
+            held = lg.renew(item, plan=plan, writer=writer, token=token, lease=lease)
+            return {"plan": plan, "renewed": item, "token": token, "lease_expires": held["expires_at"]}
+        lg.release(item, plan=plan, writer=writer, token=token)
+        self._tokens.pop((writer, item), None)
+        return {"plan": plan, "released": item}
+
+    def _plan_next(
+        self, plan: str, explicit: bool, claim: bool, limit: int, writer: str, lease: int | None = None
+    ) -> dict[str, Any]:
         known = self._known(self.ledger(write=False), plan, explicit)
         lg = self.ledger(write=claim and known)
         if not claim:
@@ -433,11 +470,15 @@ class PlanTools:
                     _compact(it, "waits_on_cancelled") for it in stranded[:SHOWN]
                 ]
             return listing
-        got = lg.next(plan, claim=True, writer=writer) if known else []
+        got = lg.next(plan, claim=True, writer=writer, lease=lease) if known else []
         if not got:
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
         item = got[0]
-        out: dict[str, Any] = {"plan": plan, "claimed": _compact(item, "priority", "notes")}
+        self._tokens[(writer, item["id"])] = item["token"]
+        out: dict[str, Any] = {
+            "plan": plan,
+            "claimed": _compact(item, "priority", "notes", "token", "lease_expires"),
+        }
         others = _also_in_progress(lg, plan, writer, item["id"])
         if others:
             out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
@@ -459,6 +500,7 @@ class PlanTools:
             "remove_blocker": text_arg(args, "undepend", 64),
         }
         force = bool_arg(args, "force")
+        token = int_arg(args, "token", 0, 1, 2**62) or None
         if fields["content"] is not None and not fields["content"].strip():
             raise ToolInputError('"content" must not be empty')
         if all(v is None for v in fields.values()):
@@ -468,10 +510,19 @@ class PlanTools:
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
         assert ref is not None
-        return self.locked(lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force))
+        return self.locked(
+            lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force, token)
+        )
 
     def _plan_update(
-        self, plan: str, explicit: bool, ref: str, fields: dict[str, Any], writer: str, force: bool
+        self,
+        plan: str,
+        explicit: bool,
+        ref: str,
+        fields: dict[str, Any],
+        writer: str,
+        force: bool,
+        token: int | None = None,
     ) -> dict[str, Any]:
         if not self._known(self.ledger(write=False), plan, explicit):
             raise LedgerError(f"no item {ref!r}: plan {plan!r} is empty (write it with todowrite)")
@@ -482,12 +533,16 @@ class PlanTools:
         )
         if status == "cancelled":
             fields["reason"] = fields.pop("notes", None) or "cancelled"  # the why, once
+        if token is None and self._tokens:
+            # A claim made in this session fences this session's updates of its item.
+            token = self._tokens.get((writer, lg.get(ref, plan)["id"]))
         item = lg.update(
             ref,
             plan=plan,
             writer=writer,
             kind=kind,
             force=force,
+            token=token,
             **{k: v for k, v in fields.items() if v is not None},
         )
         out: dict[str, Any] = {

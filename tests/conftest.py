@@ -21,7 +21,7 @@ BIN = Path(sys.executable).parent
 # its commands are the same code over the same Ledger, and each test's
 # subprocesses would open PostgreSQL connections for little more coverage.
 PG_MODULES = frozenset(
-    {"test_service", "test_truth", "test_merge_properties", "test_merge_edge_cases", "test_leases"}
+    {"test_service", "test_truth", "test_merge_properties", "test_merge_edge_cases", "test_leases", "test_watch"}
 )
 
 
@@ -42,9 +42,7 @@ def ledger_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(autouse=True)
-def ledger_env(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: str
-) -> Iterator[Path | str]:
+def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: str) -> Iterator[Path | str]:
     db: Path | str = tmp_path / "ledger.db"
     if ledger_backend == "postgres":
         from .pgserver import ledger_url

@@ -57,7 +57,10 @@ def worker(args: tuple[str, int, int, float, int]) -> dict[str, Any]:
             try:
                 if roll < 0.3:
                     todos = [
-                        {"content": f"{me} step {k}", "status": rng.choice(["pending", "in_progress", "completed"])}
+                        {
+                            "content": f"{me} step {k}",
+                            "status": rng.choice(["pending", "in_progress", "completed"]),
+                        }
                         for k in range(5)
                     ]
                     lg.write({"todos": todos}, plan="lists", writer=me)
@@ -105,7 +108,9 @@ def _claim_round(lg: Ledger, me: str, rng: random.Random, steps: int, acks: dict
         acks["refused"] += 1
 
 
-def run(targets: tuple[str, str], seconds: float, processes: int = 16, seed: int = 11) -> list[dict[str, Any]]:
+def run(
+    targets: tuple[str, str], seconds: float, processes: int = 16, seed: int = 11
+) -> list[dict[str, Any]]:
     """`targets`: how host A and host B spell the same ledger."""
     prepare(targets[0], processes)
     jobs = [
@@ -142,12 +147,16 @@ def verify(target: str, results: list[dict[str, Any]]) -> dict[str, int]:
         for e in history:
             item = e["item"]
             if e["field"] == "claimed":
-                assert holder.get(item) is None, f"{item} claimed by {e['new']['holder']} while {holder[item]} held it"
+                assert holder.get(item) is None, (
+                    f"{item} claimed by {e['new']['holder']} while {holder[item]} held it"
+                )
                 holder[item] = latest[item] = (e["new"]["holder"], e["new"]["token"])
             elif e["field"] == "released":
                 holder[item] = None
             elif item in latest and ops[e["op"]] not in ("claim", "reclaim", "release"):
-                assert e["writer"] == latest[item][0], f"{e['writer']} wrote {item} after {latest[item]} claimed it"
+                assert e["writer"] == latest[item][0], (
+                    f"{e['writer']} wrote {item} after {latest[item]} claimed it"
+                )
         list_writes, note_writes = len(lg.ops("lists")), len(lg.ops("notes"))
     return {
         "claims": sum(r["claims"] for r in results),
@@ -155,7 +164,9 @@ def verify(target: str, results: list[dict[str, Any]]) -> dict[str, int]:
         "fenced_writes": sum(len(r["fenced_writes"]) for r in results),
         "list_writes": list_writes,
         "single_updates": note_writes + sum(len(r["fenced_writes"]) for r in results),
-        "releases_on_expiry": sum(1 for e in history if e["field"] == "released" and e["new"]["why"] == "expired"),
+        "releases_on_expiry": sum(
+            1 for e in history if e["field"] == "released" and e["new"]["why"] == "expired"
+        ),
         "busy": sum(r["busy"] for r in results),
         "events": len(history),
     }

@@ -33,9 +33,13 @@ def database() -> str:
 
         name = f"todoledger_test_{secrets.token_hex(6)}"
         with psycopg.connect(SERVER, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'")
+            conn.execute(
+                f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'"
+            )
     except Exception as exc:
-        _state["unreachable"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        _state["unreachable"] = (
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        )
         _unavailable(_state["unreachable"])
     _state["name"] = name
     _state["url"] = _admin_url(name)

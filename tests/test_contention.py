@@ -19,7 +19,9 @@ SECONDS = float(os.environ.get("TODOLEDGER_CONTENTION_SECONDS", "8"))
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_sixteen_processes_on_two_hosts_lose_nothing_and_never_double_claim(backend: str, tmp_path: Path) -> None:
+def test_sixteen_processes_on_two_hosts_lose_nothing_and_never_double_claim(
+    backend: str, tmp_path: Path
+) -> None:
     if backend == "sqlite":
         path = str(tmp_path / "team.db")
         targets = (path, path)
@@ -43,7 +45,9 @@ def test_a_connection_killed_mid_transaction_leaves_nothing_half_written() -> No
     victim = Ledger(url)
     pid = victim.store.conn.info.backend_pid  # type: ignore[attr-defined]
     with pytest.raises(LedgerError, match=r"lost the connection to PostgreSQL"), victim.batch():
-        victim.write({"todos": [{"content": f"half {n}", "status": "pending"} for n in range(200)]}, writer="b")
+        victim.write(
+            {"todos": [{"content": f"half {n}", "status": "pending"} for n in range(200)]}, writer="b"
+        )
         with psycopg.connect(url, autocommit=True) as admin:
             assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
         victim.write({"todos": [{"content": "after the kill", "status": "pending"}]}, writer="b")

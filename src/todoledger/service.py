@@ -14,7 +14,7 @@ import getpass
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 
 from todoledger.core import graph
@@ -314,7 +314,13 @@ class Ledger:
         return held.as_dict()
 
     def release(
-        self, ref: str, *, token: int, plan: str | None = None, writer: str | None = None, at: str | None = None
+        self,
+        ref: str,
+        *,
+        token: int,
+        plan: str | None = None,
+        writer: str | None = None,
+        at: str | None = None,
     ) -> dict[str, Any]:
         """The holder gives its claim back: the item is pending again (if still in progress)."""
         plan = plan or default_plan()
@@ -447,6 +453,28 @@ class Ledger:
                 return True
             parent, depth = self.repo.parent_of(parent), depth + 1
         return False
+
+    def watch(
+        self, *, after: int | None = None, wait: float = 1.0, stop: Callable[[], bool] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every plan's events as they are committed, from any process or
+        machine: those after event `after` (default: from now on). Between
+        looks it waits for the store to signal a commit (PostgreSQL
+        LISTEN/NOTIFY) or polls the event sequence (SQLite), looking again at
+        least every `wait` seconds, so no event is missed; `stop` ends it
+        when nothing is pending."""
+        with self.store.read():
+            seq = self.repo.last_seq() if after is None else after
+        while True:
+            with self.store.read():
+                events = self.repo.events_after(seq)
+            for ev in events:
+                seq = ev.seq
+                yield ev.as_dict() | {"plan": ev.plan}
+            if not events:
+                if stop is not None and stop():
+                    return
+                self.store.wait_for_change(wait)
 
     def history(self, plan: str | None = None, item: str | None = None) -> list[dict[str, Any]]:
         plan = plan or default_plan()

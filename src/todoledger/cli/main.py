@@ -7,6 +7,7 @@ only when their command runs.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -161,10 +162,17 @@ def plans(as_json: bool) -> None:
 
 
 LEASE = click.option(
-    "--lease", "lease", type=int, default=None, help="Lease length in seconds (default: the plan's, else 1800)."
+    "--lease",
+    "lease",
+    type=int,
+    default=None,
+    help="Lease length in seconds (default: the plan's, else 1800).",
 )
 TOKEN = click.option(
-    "--token", type=int, default=None, help="The claim's fencing token: refused if the item was claimed again."
+    "--token",
+    type=int,
+    default=None,
+    help="The claim's fencing token: refused if the item was claimed again.",
 )
 
 
@@ -199,7 +207,9 @@ def next_cmd(
 @click.argument("ref", metavar="ID")
 @click.option("--token", type=int, required=True, help="The claim's fencing token.")
 @LEASE
-def renew(ref: str, plan: str | None, writer: str | None, as_json: bool, token: int, lease: int | None) -> None:
+def renew(
+    ref: str, plan: str | None, writer: str | None, as_json: bool, token: int, lease: int | None
+) -> None:
     """Extend your lease on a claimed item."""
     with ledger() as lg:
         row = lg.renew(ref, plan=plan, writer=writer, token=token, lease=lease)
@@ -361,6 +371,30 @@ def history(ref: str | None, plan: str | None, as_json: bool) -> None:
         from todoledger.cli import render
 
         render.history(events)
+
+
+@cli.command()
+@options(as_json=True)
+@click.option("--plan", "plan", default=None, help="Only this plan's events (default: every plan's).")
+@click.option("--since", type=int, default=None, help="Start after this event number (default: from now).")
+@click.option("--count", type=click.IntRange(1), default=None, help="Exit after this many events.")
+def watch(as_json: bool, plan: str | None, since: int | None, count: int | None) -> None:
+    """Print each change as it happens, from any process or machine (--json: one line per event)."""
+    from todoledger.cli.render_plain import event_line
+
+    shown = 0
+    try:
+        with reader() as lg:
+            for ev in lg.watch(after=since):
+                if plan is not None and ev["plan"] != plan:
+                    continue
+                line = json.dumps(ev, ensure_ascii=False, separators=(",", ":")) if as_json else event_line(ev)
+                click.echo(line)
+                shown += 1
+                if count is not None and shown >= count:
+                    return
+    except KeyboardInterrupt:
+        return
 
 
 @cli.command()

@@ -11,7 +11,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import datetime as dt
+    pass
 
 NOW_ENV = "TODOLEDGER_NOW"
 

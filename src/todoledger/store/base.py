@@ -56,7 +56,8 @@ class Store(Protocol):
     def after_copy(self) -> None:
         """After rows were copied in with their keys: auto-numbering goes on after them."""
 
-    def wait_for_change(self, timeout: float) -> None:
-        """Return when another connection may have committed a change, or after `timeout` s."""
+    def wait_for_change(self, timeout: float) -> bool:
+        """Wait for another connection's commit: True when told of one; False after
+        `timeout` s or a backend's polling pause (then look again)."""
 
     def close(self) -> None: ...

@@ -22,7 +22,7 @@ import re
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import psycopg
 
@@ -132,7 +132,9 @@ class PostgresStore:
                 self.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
                 self.execute("INSERT INTO schema_version (version) VALUES (0)")
                 self.execute(
-                    _ddl("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                    _ddl(
+                        "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                    )
                 )
             for name, step in MIGRATIONS[version:]:
                 step(self)
@@ -181,10 +183,8 @@ class PostgresStore:
     def _rollback(self) -> None:
         if self.conn.closed:
             return
-        try:
+        with suppress(psycopg.Error):  # the connection is gone: the server rolled back already
             self.conn.execute("ROLLBACK")
-        except psycopg.Error:
-            pass  # the connection is gone: the server rolled back already
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -228,7 +228,9 @@ class PostgresStore:
             if isinstance(exc, psycopg.errors.LockNotAvailable):
                 raise
             if self.conn.closed or exc.sqlstate is None or exc.sqlstate.startswith(("08", "57")):
-                raise LedgerError(f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})") from None
+                raise LedgerError(
+                    f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
+                ) from None
             raise
         except psycopg.DataError as exc:
             raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
@@ -243,7 +245,9 @@ class PostgresStore:
             with self.conn.cursor() as cur:
                 cur.executemany(self._translated(sql), rows)
         except psycopg.OperationalError as exc:
-            raise LedgerError(f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})") from None
+            raise LedgerError(
+                f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
+            ) from None
         except psycopg.DataError as exc:
             raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
 
@@ -265,7 +269,9 @@ class PostgresStore:
             " WHERE n.nspname = current_schema() AND NOT (i.indisvalid AND i.indisready)"
         ):
             problems.append(f"index {name} is not valid")
-        orphans = self.query("SELECT COUNT(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM ops o WHERE o.op = e.op)")
+        orphans = self.query(
+            "SELECT COUNT(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM ops o WHERE o.op = e.op)"
+        )
         if orphans[0][0]:
             problems.append(f"{orphans[0][0]} events belong to no op")
         return "; ".join(problems) or "ok"
@@ -300,15 +306,16 @@ class PostgresStore:
                 f" GREATEST((SELECT MAX({column}) FROM {table}), 1), (SELECT MAX({column}) FROM {table}) IS NOT NULL)"
             )
 
-    def wait_for_change(self, timeout: float) -> None:
+    def wait_for_change(self, timeout: float) -> bool:
         """Block until a transaction commits to this ledger (any process, any
-        machine: LISTEN/NOTIFY), or `timeout` seconds pass."""
+        machine: LISTEN/NOTIFY): True; or `timeout` seconds pass: False."""
         listener = self._listener()
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
             for note in listener.notifies(timeout=left, stop_after=1):
                 if note.payload == self.schema:
-                    return
+                    return True
+        return False
 
     def _listener(self) -> psycopg.Connection[Any]:
         found: psycopg.Connection[Any] | None = getattr(self, "_listen_conn", None)

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from todoledger.core.merge import Seen
-from todoledger.core.record import dataclass
 from todoledger.core.model import ANNOTATIONS, CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
+from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -425,7 +425,8 @@ class Repo:
             found += [
                 Lease(*r)
                 for r in self.db.query(
-                    f"SELECT {_LEASE_COLUMNS} FROM leases WHERE holder = ? AND item IN ({marks})", (holder, *chunk)
+                    f"SELECT {_LEASE_COLUMNS} FROM leases WHERE holder = ? AND item IN ({marks})",
+                    (holder, *chunk),
                 )
             ]
         return found
@@ -450,7 +451,15 @@ class Repo:
             " ON CONFLICT (item) DO UPDATE SET plan = excluded.plan, holder = excluded.holder,"
             " token = excluded.token, seconds = excluded.seconds, claimed_at = excluded.claimed_at,"
             " expires_at = excluded.expires_at",
-            (lease.item, lease.plan, lease.holder, lease.token, lease.seconds, lease.claimed_at, lease.expires_at),
+            (
+                lease.item,
+                lease.plan,
+                lease.holder,
+                lease.token,
+                lease.seconds,
+                lease.claimed_at,
+                lease.expires_at,
+            ),
         )
 
     def end_lease(self, item: str) -> None:

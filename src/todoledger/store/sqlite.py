@@ -169,10 +169,11 @@ class SQLiteStore:
     def after_copy(self) -> None:
         """Nothing to do: an INTEGER PRIMARY KEY goes on after the highest row."""
 
-    def wait_for_change(self, timeout: float) -> None:
+    def wait_for_change(self, timeout: float) -> bool:
         """SQLite tells no other process of a commit: `watch` polls the event
-        sequence, and this is the pause between two looks."""
+        sequence, and this is the pause between two looks (False: not told)."""
         time.sleep(min(timeout, POLL_SECONDS))
+        return False
 
     def close(self) -> None:
         self.conn.close()

@@ -21,7 +21,14 @@ BIN = Path(sys.executable).parent
 # its commands are the same code over the same Ledger, and each test's
 # subprocesses would open PostgreSQL connections for little more coverage.
 PG_MODULES = frozenset(
-    {"test_service", "test_truth", "test_merge_properties", "test_merge_edge_cases", "test_leases", "test_watch"}
+    {
+        "test_service",
+        "test_truth",
+        "test_merge_properties",
+        "test_merge_edge_cases",
+        "test_leases",
+        "test_watch",
+    }
 )
 
 

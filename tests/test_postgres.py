@@ -22,7 +22,10 @@ def test_placeholders_are_translated_outside_string_literals() -> None:
 
 
 def test_a_redacted_url_keeps_where_and_drops_the_password() -> None:
-    assert redact("postgresql://bob:pw@db:6543/team?sslmode=require&password=x") == "postgresql://bob@db:6543/team"
+    assert (
+        redact("postgresql://bob:pw@db:6543/team?sslmode=require&password=x")
+        == "postgresql://bob@db:6543/team"
+    )
     assert "pw" not in redact("postgres://bob:pw@[bad")
 
 
@@ -30,10 +33,16 @@ def test_a_redacted_url_keeps_where_and_drops_the_password() -> None:
     ("url", "says"),
     [
         ("postgresql://nobody:s3cret@127.0.0.1:5432/postgres", 'role "nobody" does not exist'),
-        ("postgresql://postgres:s3cret@127.0.0.1:5432/no_such_db_here", 'database "no_such_db_here" does not exist'),
+        (
+            "postgresql://postgres:s3cret@127.0.0.1:5432/no_such_db_here",
+            'database "no_such_db_here" does not exist',
+        ),
         ("postgresql://postgres:s3cret@127.0.0.1:1/postgres", "Connection refused"),
         ("postgresql://postgres:s3cret@[::1/postgres", "not a valid PostgreSQL URL"),
-        ("postgresql://postgres:s3cret@127.0.0.1:5432/postgres?options=-csearch_path%3Dnope", "names no existing schema"),
+        (
+            "postgresql://postgres:s3cret@127.0.0.1:5432/postgres?options=-csearch_path%3Dnope",
+            "names no existing schema",
+        ),
     ],
 )
 def test_connection_errors_are_one_line_without_the_password(url: str, says: str) -> None:

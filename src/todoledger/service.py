@@ -1062,6 +1062,35 @@ class Ledger:
             "yours": by == writer,
         }
 
+    # copying between backends ------------------------------------------------
+    def copy_to(self, target: str) -> dict[str, Any]:
+        """Copy the whole ledger (every plan, the whole event history) into the
+        empty ledger at `target` (a file path or a postgresql:// URL), then
+        verify the copy: the same row counts, its events replay to its state,
+        and every plan exports and tells its history as here. A copy that
+        does not verify raises."""
+        from todoledger.store.copy import copy_rows, count_rows
+        from todoledger.store.open import open_store
+
+        store = open_store(target)
+        with Ledger(store=store) as copy:
+            counts = copy_rows(self.store, store)
+            problems = [
+                f"{table}: {n} rows here, {m} there"
+                for table, n in counts.items()
+                if (m := count_rows(store, [table])[table]) != n
+            ]
+            problems += copy.check()
+            for plan in [p["plan"] for p in self.plans()]:
+                if list(copy.export(plan)) != list(self.export(plan)):
+                    problems.append(f"plan {plan!r} exports differently")
+                if copy.history(plan) != self.history(plan) or copy.ops(plan) != self.ops(plan):
+                    problems.append(f"plan {plan!r} tells a different history")
+            location = store.location
+        if problems:
+            raise LedgerError(f"the copy at {location} does not verify: {'; '.join(problems[:5])}")
+        return {"from": self.store.location, "to": location, "rows": counts, "verified": True}
+
     # export / import -------------------------------------------------------
     def export(self, plan: str | None = None) -> Iterator[str]:
         """JSON Lines, one item a line in plan order, keys sorted: diffs well in git."""

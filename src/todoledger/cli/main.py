@@ -375,6 +375,26 @@ def history(ref: str | None, plan: str | None, as_json: bool) -> None:
 
 @cli.command()
 @options(as_json=True)
+@click.option("--to", "target", required=True, help="An empty ledger: a postgresql:// URL or a file path.")
+def migrate(as_json: bool, target: str) -> None:
+    """Copy this ledger, every plan and the whole history, to another backend, and verify the copy."""
+    with reader() as lg:
+        if not lg.exists:
+            raise click.ClickException(f"no ledger at {lg.location} to copy")
+        report = lg.copy_to(target)
+    if as_json:
+        emit(report)
+        return
+    rows = report["rows"]
+    say(
+        f"copied {rows.get('plans', 0)} plans, {rows.get('items', 0)} items, {rows.get('events', 0)} events"
+        f" and {rows.get('ops', 0)} ops to {report['to']}: verified (same counts, the events replay,"
+        " same exports and histories)"
+    )
+
+
+@cli.command()
+@options(as_json=True)
 @click.option("--plan", "plan", default=None, help="Only this plan's events (default: every plan's).")
 @click.option("--since", type=int, default=None, help="Start after this event number (default: from now).")
 @click.option("--count", type=click.IntRange(1), default=None, help="Exit after this many events.")
@@ -388,7 +408,9 @@ def watch(as_json: bool, plan: str | None, since: int | None, count: int | None)
             for ev in lg.watch(after=since):
                 if plan is not None and ev["plan"] != plan:
                     continue
-                line = json.dumps(ev, ensure_ascii=False, separators=(",", ":")) if as_json else event_line(ev)
+                line = (
+                    json.dumps(ev, ensure_ascii=False, separators=(",", ":")) if as_json else event_line(ev)
+                )
                 click.echo(line)
                 shown += 1
                 if count is not None and shown >= count:

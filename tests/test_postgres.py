@@ -82,3 +82,23 @@ def test_ledgers_in_two_schemas_are_separate() -> None:
         one.add("Only in a")
         assert two.items() == [] and [i["content"] for i in one.items()] == ["Only in a"]
         assert one.integrity() == "ok"
+
+
+def test_processes_opening_a_new_ledger_at_once_migrate_it_once() -> None:
+    url = ledger_url()
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            PostgresStore(url).close()
+        except BaseException as exc:  # collected: the assertion names it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    with Ledger(url) as lg:
+        assert lg.integrity() == "ok"

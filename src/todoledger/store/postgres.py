@@ -126,6 +126,17 @@ class PostgresStore:
             )
         if version == SCHEMA_VERSION:
             return
+        # The lock first, then a transaction: one begun before the wait would
+        # look the tables up in a catalog cache from before another opener's
+        # migration committed, and migrate again.
+        self._run("SELECT pg_advisory_lock(hashtext(current_schema()))")
+        try:
+            self._migrate_locked()
+        finally:
+            if not self.conn.closed:
+                self._run("SELECT pg_advisory_unlock(hashtext(current_schema()))")
+
+    def _migrate_locked(self) -> None:
         with self.write():
             version = self._version()  # another process may have migrated while we waited
             if version == 0:

@@ -123,7 +123,11 @@ def bench_claims(pool: Any, targets: dict[str, Any], seconds: float) -> None:
     for backend, fresh in targets.items():
         target = fresh()
         with Ledger(target) as lg:
-            lg.write({"todos": [{"content": f"job {k}", "status": "pending"} for k in range(20_000)]}, plan="claims")
+            for part in range(10):  # a write takes up to 2,000 items
+                jobs = [{"content": f"job {part}.{k}", "status": "pending"} for k in range(2_000)]
+                lg.write({"todos": jobs}, plan="claims", writer=f"lead{part}")
+            with lg.bulk():
+                pass  # PostgreSQL analyses the new rows when a bulk load ends (as autovacuum would, later)
         count, latencies = concurrent(pool, target, "claim", 16, seconds)
         with Ledger(target) as lg:
             claimed = [e for e in lg.history("claims") if e["field"] == "claimed"]

@@ -207,6 +207,7 @@ class PostgresStore:
         finally:
             if not self.conn.closed:
                 self._run("SET synchronous_commit = on")
+                self.analyze()
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -307,7 +308,8 @@ class PostgresStore:
         ]
 
     def after_copy(self) -> None:
-        """Auto-numbered keys go on after the highest copied one."""
+        """Auto-numbered keys go on after the highest copied one; the planner
+        learns the copied data at once (autovacuum would take a while)."""
         for table, column in self.query(
             "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
             " AND column_default LIKE 'nextval(%'"
@@ -316,6 +318,12 @@ class PostgresStore:
                 f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
                 f" GREATEST((SELECT MAX({column}) FROM {table}), 1), (SELECT MAX({column}) FROM {table}) IS NOT NULL)"
             )
+        self.analyze()
+
+    def analyze(self) -> None:
+        """Plan queries for new data now, not at autovacuum's next round."""
+        for table in self.tables():
+            self._run(f'ANALYZE "{table}"')
 
     def wait_for_change(self, timeout: float) -> bool:
         """Block until a transaction commits to this ledger (any process, any

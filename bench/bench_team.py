@@ -79,7 +79,9 @@ def writer_task(task: tuple[str, str, int, float, float]) -> tuple[int, list[flo
         while time.time() < end:
             try:
                 if kind == "list":
-                    todos[done % 20]["status"] = "completed" if todos[done % 20]["status"] == "pending" else "pending"
+                    todos[done % 20]["status"] = (
+                        "completed" if todos[done % 20]["status"] == "pending" else "pending"
+                    )
                     lg.write({"todos": todos}, plan="lists", writer=me)
                 elif kind == "update":
                     assert mine is not None
@@ -113,7 +115,9 @@ def bench_writes(pool: Any, targets: dict[str, Any], seconds: float, levels: tup
                 count, _ = concurrent(pool, fresh(), kind, n, seconds)
                 rates[backend] = count / seconds
             ratio = rates["postgres"] / rates["sqlite"] if rates["sqlite"] else float("nan")
-            print(f"{n:>8} | {label:<18} | {rates['sqlite']:>9.0f} | {rates['postgres']:>10.0f} | {ratio:>8.2f}x")
+            print(
+                f"{n:>8} | {label:<18} | {rates['sqlite']:>9.0f} | {rates['postgres']:>10.0f} | {ratio:>8.2f}x"
+            )
 
 
 def bench_claims(pool: Any, targets: dict[str, Any], seconds: float) -> None:
@@ -142,7 +146,6 @@ def bench_claims(pool: Any, targets: dict[str, Any], seconds: float) -> None:
 
 def bench_next(work: Path, pg: str, items: int, runs: int = 50) -> None:
     from bench_core import build_scale_plan
-
     from todoledger import Ledger
 
     db = work / "scale.db"
@@ -153,7 +156,9 @@ def bench_next(work: Path, pg: str, items: int, runs: int = 50) -> None:
         t0 = time.perf_counter()
         lg.copy_to(pg)
         copied = time.perf_counter() - t0
-    print(f"\nnext on a {items:,}-item plan (built in SQLite in {built:.0f} s, copied to PostgreSQL in {copied:.0f} s)")
+    print(
+        f"\nnext on a {items:,}-item plan (built in SQLite in {built:.0f} s, copied to PostgreSQL in {copied:.0f} s)"
+    )
     medians = {}
     for backend, target in (("sqlite", str(db)), ("postgres", pg)):
         with Ledger(target) as lg:
@@ -172,17 +177,26 @@ def bench_contention(sqlite_db: str, pg: str, seconds: float) -> None:
     from tests.contention import run, verify
 
     print(f"\ncontention run: 16 processes as two hosts, 1 s leases, {seconds:g} s, checked")
-    for backend, targets in (("sqlite", (sqlite_db, sqlite_db)), ("postgres", (pg, pg.replace("127.0.0.1", "localhost")))):
+    for backend, targets in (
+        ("sqlite", (sqlite_db, sqlite_db)),
+        ("postgres", (pg, pg.replace("127.0.0.1", "localhost"))),
+    ):
         figures = verify(targets[0], run(targets, seconds))
         print(f"{backend:>10}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each throughput cell")
     parser.add_argument("--items", type=int, default=100_000, help="items of the `next` plan")
-    parser.add_argument("--contention", type=float, default=60.0, help="length of the contention run (0: skip)")
-    parser.add_argument("--quick", action="store_true", help="1 s cells, levels 1/4/16, 10,000 items, 10 s run")
+    parser.add_argument(
+        "--contention", type=float, default=60.0, help="length of the contention run (0: skip)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="1 s cells, levels 1/4/16, 10,000 items, 10 s run"
+    )
     args = parser.parse_args()
     levels = LEVELS
     if args.quick:

@@ -46,7 +46,9 @@ def test_a_round_trip_through_postgresql_gives_identical_exports_and_histories(t
     assert "verified" in there.stdout and "events" in there.stdout
     with Ledger(url) as pg:
         assert everything(pg) == before
-        pg.add("Written on the team server", plan="team", writer="cli:bob")  # keys go on after the copied ones
+        pg.add(
+            "Written on the team server", plan="team", writer="cli:bob"
+        )  # keys go on after the copied ones
         assert pg.check() == []
         after = everything(pg)
     back = tmp_path / "back.db"

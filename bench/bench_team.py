@@ -61,14 +61,14 @@ def drop(name: str) -> None:
 
 
 # writers --------------------------------------------------------------------
-def writer_task(task: tuple[str, str, int, float, float]) -> tuple[int, list[float]]:
+def writer_task(task: tuple[str, str, int, float, float]) -> tuple[int, list[float], list[str]]:
     """Open the ledger, get ready, then from `start` write for `seconds`: (writes, claim latencies)."""
     from todoledger import Ledger
     from todoledger.core.model import BusyError, LedgerError
 
     target, kind, index, start, seconds = task
     me = f"bench:w{index}"
-    done, latencies = 0, []
+    done, latencies, errors = 0, [], []
     with Ledger(target) as lg:
         todos = [{"content": f"{me} step {k}", "status": "pending"} for k in range(20)]
         mine = None
@@ -94,14 +94,17 @@ def writer_task(task: tuple[str, str, int, float, float]) -> tuple[int, list[flo
                         break
                     lg.done(got[0]["id"], plan="claims", writer=me, token=got[0]["token"], evidence="bench")
                 done += 1
-            except (BusyError, LedgerError):
-                continue
-    return done, latencies
+            except (BusyError, LedgerError) as exc:
+                errors.append(str(exc))
+    return done, latencies, errors
 
 
 def concurrent(pool: Any, target: str, kind: str, n: int, seconds: float) -> tuple[int, list[float]]:
     start = time.time() + 3 + n * 0.1  # every writer connected and waiting before the clock starts
     results = pool.map(writer_task, [(target, kind, i, start, seconds) for i in range(n)], chunksize=1)
+    errors = [e for r in results for e in r[2]]
+    if errors:
+        print(f"    ({len(errors)} refused writes, not counted; first: {errors[0]})")
     return sum(r[0] for r in results), [x for r in results for x in r[1]]
 
 

@@ -28,6 +28,7 @@ PG_MODULES = frozenset(
         "test_merge_edge_cases",
         "test_leases",
         "test_watch",
+        "test_serve_tokens",
     }
 )
 

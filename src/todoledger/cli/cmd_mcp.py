@@ -34,8 +34,29 @@ def mcp(plan: str | None) -> None:
     multiple=True,
     help="Another name clients use to reach this server (Host/Origin check; repeatable).",
 )
-def serve(plan: str | None, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...]) -> None:
+@click.option(
+    "--tokens",
+    "tokens_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="File of `TOKEN IDENTITY` lines: each token's writes carry its person or agent.",
+)
+def serve(
+    plan: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+    tokens_file: str | None,
+) -> None:
     """Serve the ledger over MCP (streamable HTTP at /mcp)."""
     from todoledger.mcp.http import serve as serve_http
 
-    serve_http(host=host, port=port, token=token or None, plan=plan, allow_hosts=allow_hosts)
+    serve_http(
+        host=host,
+        port=port,
+        token=token or None,
+        plan=plan,
+        allow_hosts=allow_hosts,
+        tokens_file=tokens_file,
+    )

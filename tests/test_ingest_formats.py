@@ -174,6 +174,8 @@ def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None
     conn.execute("UPDATE ops SET source_key = source_key || '@L1', source_at = NULL")
     conn.execute("ALTER TABLE ops DROP COLUMN source_at")
     conn.execute("ALTER TABLE cursors DROP COLUMN fingerprint")
+    conn.execute("DROP TABLE leases")  # and what later migrations added
+    conn.execute("ALTER TABLE plans DROP COLUMN lease_seconds")
     conn.execute("DELETE FROM migrations WHERE name <> 'initial'")
     conn.execute("PRAGMA user_version=1")
     conn.commit()

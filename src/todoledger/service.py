@@ -1227,6 +1227,8 @@ def _list_items(items: list[Item], limit: int = 3) -> str:
 
 
 def _validate(name: str, value: Any) -> Any:
+    if isinstance(value, str) and "\x00" in value:  # PostgreSQL text cannot hold it: refused on every backend
+        raise LedgerError(f"{name} contains a NUL character")
     if name == "status":
         if value not in STATUSES:
             raise LedgerError(f"status must be one of {', '.join(STATUSES)}, not {value!r}")

@@ -23,8 +23,8 @@ def test_placeholders_are_translated_outside_string_literals() -> None:
 
 def test_a_redacted_url_keeps_where_and_drops_the_password() -> None:
     assert (
-        redact("postgresql://bob:pw@db:6543/team?sslmode=require&password=x")
-        == "postgresql://bob@db:6543/team"
+        redact("postgresql://bob:pw@db:6543/team?sslmode=require&password=x&options=-csearch_path%3Dt")
+        == "postgresql://bob@db:6543/team?sslmode=require&options=-csearch_path%3Dt"
     )
     assert "pw" not in redact("postgres://bob:pw@[bad")
 
@@ -102,3 +102,18 @@ def test_processes_opening_a_new_ledger_at_once_migrate_it_once() -> None:
     assert errors == []
     with Ledger(url) as lg:
         assert lg.integrity() == "ok"
+
+
+def test_commands_name_the_ledger_without_its_password() -> None:
+    import subprocess
+
+    from .conftest import subprocess_env, todoledger_bin
+
+    url = ledger_url().replace("postgresql://postgres@", "postgresql://postgres:hunter2@")
+    shown = []
+    for args in (["add", "Fix the race"], ["show"], ["check"], ["migrate", "--to", url]):
+        done = subprocess.run([todoledger_bin(), *args], capture_output=True, text=True, env=subprocess_env(url))
+        shown.append(done.stdout + done.stderr)
+    assert all("hunter2" not in text for text in shown)
+    assert "search_path" in shown[1] and "postgresql://postgres@127.0.0.1" in shown[1]
+    assert "already holds a ledger" in shown[3]  # the copy onto itself is refused, password unsaid

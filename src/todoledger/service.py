@@ -148,8 +148,11 @@ class Ledger:
 
     @property
     def location(self) -> str:
-        """Where the ledger lives, or where its first write will create it."""
-        return self._target or self.store.location
+        """Where the ledger lives, or where its first write will create it (a
+        URL as the store says it: without its password)."""
+        if self._target is None or "://" in self._target:
+            return self.store.location
+        return self._target
 
     @property
     def exists(self) -> bool:

@@ -42,7 +42,7 @@ CHANNEL = "todoledger"  # NOTIFY channel; the payload names the ledger's schema
 
 
 def redact(url: str) -> str:
-    """The URL without its password (and without a query, which may carry one)."""
+    """The URL without its password (in the authority or the query)."""
     try:
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname or ""
@@ -50,7 +50,10 @@ def redact(url: str) -> str:
     except ValueError:
         return "postgresql://(unparsable URL)"
     user = f"{parts.username}@" if parts.username else ""
-    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+    # The query stays (it may name the ledger's schema), but for anything secret.
+    kept = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if "pass" not in k.lower()]
+    query = f"?{urllib.parse.urlencode(kept)}" if kept else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}{query}"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -91,7 +94,9 @@ class PostgresStore:
         self.location = redact(url)
         self.busy_ms = busy_ms
         try:
-            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            # No longer than the caller may wait for the ledger (a hook: 2 s, agents kill hooks soon after).
+            timeout = max(2, min(CONNECT_TIMEOUT_S, round(busy_ms / 1000)))
+            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=timeout)
         except psycopg.ProgrammingError:
             # psycopg's message quotes the URL, password and all.
             raise LedgerError(f"{self.location}: not a valid PostgreSQL URL") from None

@@ -112,7 +112,9 @@ def test_commands_name_the_ledger_without_its_password() -> None:
     url = ledger_url().replace("postgresql://postgres@", "postgresql://postgres:hunter2@")
     shown = []
     for args in (["add", "Fix the race"], ["show"], ["check"], ["migrate", "--to", url]):
-        done = subprocess.run([todoledger_bin(), *args], capture_output=True, text=True, env=subprocess_env(url))
+        done = subprocess.run(
+            [todoledger_bin(), *args], capture_output=True, text=True, env=subprocess_env(url)
+        )
         shown.append(done.stdout + done.stderr)
     assert all("hunter2" not in text for text in shown)
     assert "search_path" in shown[1] and "postgresql://postgres@127.0.0.1" in shown[1]

@@ -4,6 +4,7 @@ without the password, placeholders, commit notifications, copying rows."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,33 @@ def test_commands_name_the_ledger_without_its_password() -> None:
     assert all("hunter2" not in text for text in shown)
     assert "search_path" in shown[1] and "postgresql://postgres@127.0.0.1" in shown[1]
     assert "already holds a ledger" in shown[3]  # the copy onto itself is refused, password unsaid
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [(None, "1 skipped"), ("true", "1 failed")])
+def test_without_a_server_pg_tests_skip_saying_why_and_fail_in_ci(ci: str | None, outcome: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["TODOLEDGER_TEST_PG"] = "postgresql://postgres@127.0.0.1:1/postgres"
+    if ci:
+        env["CI"] = ci
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-rsf",
+            "-p",
+            "no:cacheprovider",
+            f"{Path(__file__)}::test_ledgers_in_two_schemas_are_separate",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+        timeout=120,
+    )
+    assert outcome in done.stdout, done.stdout
+    assert "no PostgreSQL server reachable at postgresql://postgres@127.0.0.1:1/postgres" in done.stdout

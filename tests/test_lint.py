@@ -157,6 +157,12 @@ def test_lone_surrogate_is_an_error() -> None:
     ]
 
 
+def test_a_nul_character_is_an_error_on_every_backend() -> None:
+    assert lines(lint_items([item(0, "bad \x00 text")], "opencode")) == [
+        "error: todos[0].content: content contains a NUL character"
+    ]
+
+
 def test_too_many_items_is_a_limit_error() -> None:
     with pytest.raises(LimitError, match=r"^payload has 2,001 items; the limit is 2,000$"):
         lint_items([item(i, f"t{i}") for i in range(2001)], "opencode")

@@ -346,6 +346,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         Ledger(path)
 
 
+@pytest.mark.sqlite_only
 def test_ledger_uses_wal_and_named_migrations(ledger_env: Path) -> None:
     import sqlite3
 
@@ -403,3 +404,12 @@ def test_every_change_bumps_the_revision(lg: Ledger) -> None:
         step()
         revisions.append(lg.show()["revision"])
     assert revisions == sorted(set(revisions)) and len(revisions) == 4
+
+
+def test_a_nul_character_is_refused_alike_on_both_backends(lg: Ledger) -> None:
+    with pytest.raises(LintError, match="contains a NUL character"):
+        lg.write(todos(("a\x00b", "pending")), writer="a")
+    item = lg.add("Plain", writer="a")
+    with pytest.raises(LedgerError, match="notes contains a NUL character"):
+        lg.update(item["id"], writer="a", notes="x\x00y")
+    assert [i["content"] for i in lg.items()] == ["Plain"] and lg.check() == []

@@ -7,6 +7,7 @@ entry (an opener and its way to stamp a newer schema version).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from todoledger.store.repo import Repo, Writes
 from todoledger.store.sqlite import SQLiteStore
 
+from .pgserver import ledger_url
+
 AT = "2026-01-01T00:00:00.000Z"
 LATER = "2026-01-01T00:01:00.000Z"
 
@@ -30,12 +33,17 @@ class Backend:
     stamp_version: Callable[[Store, int], None]  # as if a newer todoledger had migrated it
 
 
-def _sqlite_version(store: Store, version: int) -> None:
-    store.execute(f"PRAGMA user_version={version}")
+def _postgres(folder: Path) -> Store:
+    from todoledger.store.postgres import PostgresStore
+
+    # The same folder names the same schema, so reopening finds the same ledger.
+    schema = "c_" + hashlib.sha1(str(folder).encode()).hexdigest()[:16]
+    return PostgresStore(ledger_url(schema))
 
 
 BACKENDS = {
-    "sqlite": Backend(lambda folder: SQLiteStore(folder / "ledger.db"), _sqlite_version),
+    "sqlite": Backend(lambda folder: SQLiteStore(folder / "ledger.db"), lambda s, v: s.stamp_version(v)),
+    "postgres": Backend(_postgres, lambda s, v: s.stamp_version(v)),
 }
 
 

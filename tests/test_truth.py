@@ -131,7 +131,7 @@ def test_hook_logs_the_warning_since_the_agent_cannot_be_told(ledger_env: Path, 
             ]
         },
     }
-    env = subprocess_env(ledger_env)
+    env = subprocess_env(ledger_env, XDG_STATE_HOME=str(tmp_path / "state"))
     proc = subprocess.run(
         [todoledger_bin(), "hook", "claude-code"],
         input=json.dumps(event),
@@ -140,7 +140,9 @@ def test_hook_logs_the_warning_since_the_agent_cannot_be_told(ledger_env: Path, 
         env=env,
     )
     assert (proc.returncode, proc.stdout) == (0, "")
-    log = (ledger_env.parent / "hook.log").read_text()  # the log lives beside the ledger
+    # The log lives beside a ledger file; a ledger URL names no folder: the user's state folder.
+    beside = ledger_env.parent if isinstance(ledger_env, Path) else tmp_path / "state" / "todoledger"
+    log = (beside / "hook.log").read_text()
     assert "'Fix weight keys' marked in_progress while it waits for" in log and first in log
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 
 from todoledger.core import graph
@@ -23,8 +23,10 @@ from todoledger.core.merge import Conflict, Merge, MergeInput, Seen, merge
 from todoledger.core.model import (
     ANNOTATIONS,
     CREATED,
+    DEFAULT_LEASE_SECONDS,
     DEFAULT_PRIORITY,
     MAX_CONTENT_CHARS,
+    MAX_LEASE_SECONDS,
     MAX_NOTES_CHARS,
     OPEN_STATUSES,
     PRIORITIES,
@@ -37,11 +39,11 @@ from todoledger.core.model import (
     ParsedWrite,
 )
 from todoledger.core.record import dataclass, field
-from todoledger.core.timefmt import now
+from todoledger.core.timefmt import now, shift
 from todoledger.core.unicode import check_text
 from todoledger.defaults import default_plan as default_plan
 from todoledger.defaults import default_writer as default_writer
-from todoledger.store.repo import Repo, Writes
+from todoledger.store.repo import Lease, Repo, Writes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,8 +140,11 @@ class Ledger:
 
     @property
     def location(self) -> str:
-        """Where the ledger lives, or where its first write will create it."""
-        return self._target or self.store.location
+        """Where the ledger lives, or where its first write will create it (a
+        URL as the store says it: without its password)."""
+        if self._target is None or "://" in self._target:
+            return self.store.location
+        return self._target
 
     @property
     def exists(self) -> bool:
@@ -241,9 +246,19 @@ class Ledger:
         return item.as_dict()
 
     def next(
-        self, plan: str | None = None, *, limit: int = 5, claim: bool = False, writer: str | None = None
+        self,
+        plan: str | None = None,
+        *,
+        limit: int = 5,
+        claim: bool = False,
+        writer: str | None = None,
+        lease: int | None = None,
+        at: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Ready items by priority then order; `claim` atomically starts the first."""
+        """Ready items by priority then order. `claim` gives the first to the
+        writer for a lease (`lease` seconds, else the plan's length, else 30
+        minutes): it is started, and the reply carries the lease's fencing
+        token. Expired leases of the plan are released first."""
         plan = plan or default_plan()
         writer = writer or default_writer()
         if not claim:
@@ -252,6 +267,9 @@ class Ledger:
         from todoledger.core.approval import is_person
 
         with self._transaction():
+            at = at or now()
+            seconds = self._lease_seconds(plan, lease)
+            self._release_expired(plan, writer, at)
             ready = self._ready(plan, 1)
             fetch = 8
             while ready and not is_person(writer):  # an agent claims only what needs no person first
@@ -264,9 +282,12 @@ class Ledger:
             if not ready:
                 return []
             item = ready[0]
-            at = now()
+            token = self.repo.next_token()
+            expires = shift(at, seconds)
             w = self._op(plan, writer, at, "claim", summary=f"claimed {item.id}")
             w.set(item.id, "status", item.status, "in_progress")
+            w.annotate(item.id, "claimed", None, {"holder": writer, "token": token, "expires_at": expires})
+            self.repo.save_lease(Lease(item.id, plan, writer, token, seconds, at, expires))
             self.repo.save_base(
                 plan,
                 writer,
@@ -274,7 +295,138 @@ class Ledger:
             )
             item.status, item.updated_by, item.updated_at = "in_progress", writer, at
             self.repo.touch_plan(plan, at)
-            return [item.as_dict() | {"ready": False, "claimed": True}]
+            claimed = {"claimed": True, "token": token, "lease_expires": expires, "lease_seconds": seconds}
+            return [item.as_dict() | {"ready": False} | claimed]
+
+    # leases --------------------------------------------------------------------
+    def renew(
+        self,
+        ref: str,
+        *,
+        token: int,
+        plan: str | None = None,
+        writer: str | None = None,
+        lease: int | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """Extend the writer's lease on an item (by `lease` seconds, else its own length)."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        with self._transaction():
+            at = at or now()
+            held = self._held_lease(self._require(plan, ref), writer, token, at)
+            seconds = self._lease_seconds(plan, lease) if lease is not None else held.seconds
+            held.seconds, held.expires_at = seconds, shift(at, seconds)
+            self.repo.save_lease(held)
+        return held.as_dict()
+
+    def release(
+        self,
+        ref: str,
+        *,
+        token: int,
+        plan: str | None = None,
+        writer: str | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """The holder gives its claim back: the item is pending again (if still in progress)."""
+        plan = plan or default_plan()
+        writer = writer or default_writer()
+        with self._transaction():
+            at = at or now()
+            held = self._held_lease(self._require(plan, ref), writer, token, at)
+            w = self._op(plan, writer, at, "release", summary=f"released {held.item}")
+            self._end_lease(w, held, "released")
+            self.repo.touch_plan(plan, at)
+        return held.as_dict() | {"holder": None, "released_by": writer}
+
+    def reclaim(
+        self, plan: str | None = None, *, writer: str | None = None, at: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Release every expired lease (of the plan, or of every plan given None)."""
+        writer = writer or default_writer()
+        with self._transaction():
+            return [lease.as_dict() for lease in self._release_expired(plan, writer, at or now())]
+
+    def leases(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """The plan's held leases, oldest claim first."""
+        with self.store.read():
+            return [lease.as_dict() for lease in self.repo.leases(plan or default_plan())]
+
+    def set_lease_length(self, seconds: int | None, *, plan: str | None = None) -> None:
+        """The plan's default lease length (None: back to 30 minutes)."""
+        plan = plan or default_plan()
+        if seconds is not None:
+            seconds = _lease_length(seconds)
+        with self._transaction():
+            self.repo.set_plan_lease_seconds(plan, seconds, now())
+
+    def _lease_seconds(self, plan: str, lease: int | None) -> int:
+        if lease is not None:
+            return _lease_length(lease)
+        return self.repo.plan_lease_seconds(plan) or DEFAULT_LEASE_SECONDS
+
+    def _fence(self, item: Item, writer: str, token: int, at: str) -> Lease:
+        """The lease this token names, if it is still the item's latest: an
+        older token (the item was claimed again since) is refused. A lease
+        that expired and was released, but not claimed again, is taken back
+        while the item is open."""
+        item_id = item.id
+        if isinstance(token, bool) or not isinstance(token, int) or token < 1:
+            raise LedgerError(f"a fencing token is a positive whole number, not {token!r}")
+        lease = self.repo.lease(item_id)
+        if lease is None or token > lease.token:
+            raise LedgerError(f"token {token} was never given for {item_id}: claim it with next --claim")
+        if token < lease.token:
+            by = f" by {lease.holder}" if lease.holder else ""
+            raise LedgerError(
+                f"fenced: {item_id} was claimed again{by} (token {lease.token}) after your token {token};"
+                " your change is refused: claim another item"
+            )
+        if lease.holder is not None and lease.holder != writer:
+            raise LedgerError(f"token {token} on {item_id} is {lease.holder}'s, not {writer}'s")
+        if lease.holder is None and item.status in OPEN_STATUSES:
+            lease.holder, lease.expires_at = writer, shift(at, lease.seconds)
+            self.repo.save_lease(lease)
+        return lease
+
+    def _held_lease(self, item: Item, writer: str, token: int, at: str) -> Lease:
+        lease = self._fence(item, writer, token, at)
+        if lease.holder is None:
+            raise LedgerError(f"{item.id} is {item.status} and no longer claimed: its lease ended")
+        return lease
+
+    def _release_expired(self, plan: str | None, writer: str, at: str) -> list[Lease]:
+        expired = self.repo.expired_leases(plan, at)
+        for name in dict.fromkeys(lease.plan for lease in expired):
+            mine = [lease for lease in expired if lease.plan == name]
+            w = self._op(name, writer, at, "reclaim", summary=f"released {len(mine)} expired lease(s)")
+            for lease in mine:
+                self._end_lease(w, lease, "expired")
+            self.repo.touch_plan(name, at)
+        return expired
+
+    def _end_lease(self, w: Writes, lease: Lease, why: str) -> None:
+        """Each release is an event; work given back or abandoned is pending again."""
+        w.annotate(lease.item, "released", None, {"holder": lease.holder, "token": lease.token, "why": why})
+        item = self.repo.item(lease.item)
+        if item is not None and item.status == "in_progress" and why in ("expired", "released"):
+            w.set(item.id, "status", "in_progress", "pending")
+        self.repo.end_lease(lease.item)
+
+    def _renew_held(self, w: Writes) -> None:
+        """Any write by a holder to its item renews the lease; finishing,
+        cancelling or removing the item ends it."""
+        touched = sorted({row[2] for row in w.pending if row[2] is not None})
+        if not touched:
+            return
+        for lease in self.repo.held_leases(w.writer, touched):
+            item = self.repo.item(lease.item)
+            if item is None or item.status in ("completed", "cancelled"):
+                self._end_lease(w, lease, item.status if item is not None else "removed")
+            else:
+                lease.expires_at = shift(w.at, lease.seconds)
+                self.repo.save_lease(lease)
 
     def stranded(self, plan: str | None = None) -> list[dict[str, Any]]:
         """Open items that wait for a cancelled item: never ready until someone
@@ -313,6 +465,28 @@ class Ledger:
                 return True
             parent, depth = self.repo.parent_of(parent), depth + 1
         return False
+
+    def watch(
+        self, *, after: int | None = None, wait: float = 1.0, stop: Callable[[], bool] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every plan's events as they are committed, from any process or
+        machine: those after event `after` (default: from now on). Between
+        looks it waits for the store to signal a commit (PostgreSQL
+        LISTEN/NOTIFY) or polls the event sequence (SQLite), looking again at
+        least every `wait` seconds, so no event is missed; `stop` ends it
+        when nothing is pending."""
+        with self.store.read():
+            seq = self.repo.last_seq() if after is None else after
+        while True:
+            with self.store.read():
+                events = self.repo.events_after(seq)
+            for ev in events:
+                seq = ev.seq
+                yield ev.as_dict() | {"plan": ev.plan}
+            if not events:
+                if stop is not None and stop():
+                    return
+                self.store.wait_for_change(wait)
 
     def history(self, plan: str | None = None, item: str | None = None) -> list[dict[str, Any]]:
         plan = plan or default_plan()
@@ -665,6 +839,7 @@ class Ledger:
             try:
                 yield
                 for w in self._writes:
+                    self._renew_held(w)
                     w.flush()
             finally:
                 self._writes = None
@@ -701,12 +876,14 @@ class Ledger:
         kind: str = "update",
         at: str | None = None,
         force: bool = False,
+        token: int | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
         """Change one item's fields (content, status, priority, active_form,
         parent, evidence, reason, notes) and dependencies (`add_blocker`,
         `remove_blocker`). Starting or completing an item whose prerequisites
-        are unmet is refused unless `force`, which is recorded."""
+        are unmet is refused unless `force`, which is recorded. `token`, a
+        claim's fencing token, refuses the change once the item was claimed again."""
         plan = plan or default_plan()
         writer = writer or default_writer()
         status = fields.get("status")
@@ -719,6 +896,8 @@ class Ledger:
         at = at or now()
         with self._transaction():
             item = self._require(plan, ref)
+            if token is not None:
+                self._fence(item, writer, token, at)
             self._check_person(plan, item, writer, status, fields)
             waiting: list[Item] = []
             if status in PROGRESS and status != item.status:
@@ -1015,6 +1194,35 @@ class Ledger:
             "events": len(events),
             "yours": by == writer,
         }
+
+    # copying between backends ------------------------------------------------
+    def copy_to(self, target: str) -> dict[str, Any]:
+        """Copy the whole ledger (every plan, the whole event history) into the
+        empty ledger at `target` (a file path or a postgresql:// URL), then
+        verify the copy: the same row counts, its events replay to its state,
+        and every plan exports and tells its history as here. A copy that
+        does not verify raises."""
+        from todoledger.store.copy import copy_rows, count_rows
+        from todoledger.store.open import open_store
+
+        store = open_store(target)
+        with Ledger(store=store) as copy:
+            counts = copy_rows(self.store, store)
+            problems = [
+                f"{table}: {n} rows here, {m} there"
+                for table, n in counts.items()
+                if (m := count_rows(store, [table])[table]) != n
+            ]
+            problems += copy.check()
+            for plan in [p["plan"] for p in self.plans()]:
+                if list(copy.export(plan)) != list(self.export(plan)):
+                    problems.append(f"plan {plan!r} exports differently")
+                if copy.history(plan) != self.history(plan) or copy.ops(plan) != self.ops(plan):
+                    problems.append(f"plan {plan!r} tells a different history")
+            location = store.location
+        if problems:
+            raise LedgerError(f"the copy at {location} does not verify: {'; '.join(problems[:5])}")
+        return {"from": self.store.location, "to": location, "rows": counts, "verified": True}
 
     # export / import -------------------------------------------------------
     def export(self, plan: str | None = None) -> Iterator[str]:
@@ -1335,6 +1543,8 @@ def _held(verified: dict[str, str | None]) -> frozenset[str]:
 
 def _validate(name: str, value: Any) -> Any:
     check_text(name, value)
+    if isinstance(value, str) and "\x00" in value:  # PostgreSQL text cannot hold it: refused on every backend
+        raise LedgerError(f"{name} contains a NUL character")
     if name == "status":
         if value not in STATUSES:
             raise LedgerError(f"status must be one of {', '.join(STATUSES)}, not {value!r}")
@@ -1382,6 +1592,12 @@ def _validate(name: str, value: Any) -> Any:
     ):
         raise LedgerError(f"depends_on must be a list of distinct item ids, not {value!r}")
     return value
+
+
+def _lease_length(seconds: Any) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_LEASE_SECONDS:
+        raise LedgerError(f"a lease lasts 1 to {MAX_LEASE_SECONDS} seconds, not {seconds!r}")
+    return seconds
 
 
 def _default(name: str) -> Any:

@@ -167,6 +167,13 @@ def _change_line(change: dict[str, Any]) -> str:
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the board in the browser.")
 @click.option("--name", default=None, help="Who writes from the board: web:<name> (default: your user name).")
+@click.option(
+    "--tokens",
+    "tokens_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="File of `TOKEN IDENTITY` lines: each token's MCP writes carry its person or agent.",
+)
 def serve(
     plan: str | None,
     host: str,
@@ -175,6 +182,7 @@ def serve(
     allow_hosts: tuple[str, ...],
     open_browser: bool,
     name: str | None,
+    tokens_file: str | None,
 ) -> None:
     """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger."""
     import sys
@@ -198,6 +206,7 @@ def serve(
             token=token or None,
             plan=plan,
             allow_hosts=allow_hosts,
+            tokens_file=tokens_file,
             routes=board.routes(),
             started=started,
         )

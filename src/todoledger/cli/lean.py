@@ -174,6 +174,10 @@ def _next(opts: Options, _: list[str]) -> None:
     from todoledger.cli import render_plain
 
     render_plain.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
+    for row in rows if claim else []:  # as `next_cmd` in cli/main.py says it
+        sys.stdout.write(
+            f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates\n"
+        )
     if stranded:
         render_plain.stranded(stranded)
 

@@ -7,6 +7,7 @@ only when their command runs.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -172,17 +173,39 @@ def plans(as_json: bool) -> None:
         render.plans(rows)
 
 
+LEASE = click.option(
+    "--lease",
+    "lease",
+    type=int,
+    default=None,
+    help="Lease length in seconds (default: the plan's, else 1800).",
+)
+TOKEN = click.option(
+    "--token",
+    type=int,
+    default=None,
+    help="The claim's fencing token: refused if the item was claimed again.",
+)
+
+
 @cli.command("next")
 @writes
 @click.option(
-    "--claim", is_flag=True, help="Atomically mark the first ready item in_progress for the writer."
+    "--claim", is_flag=True, help="Give the first ready item to the writer for a lease (prints its token)."
 )
+@LEASE
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
 @click.option(
     "--parallel", is_flag=True, help="Sets of ready items that can run at once (no shared resource)."
 )
 def next_cmd(
-    plan: str | None, writer: str | None, as_json: bool, claim: bool, limit: int, parallel: bool = False
+    plan: str | None,
+    writer: str | None,
+    as_json: bool,
+    claim: bool,
+    lease: int | None,
+    limit: int,
+    parallel: bool = False,
 ) -> None:
     """Ready items: dependencies met, by priority then order."""
     if parallel:
@@ -202,7 +225,7 @@ def next_cmd(
             say(line)
         return
     with ledger() if claim else reader() as lg:
-        rows = lg.next(plan, limit=limit, claim=claim, writer=writer)
+        rows = lg.next(plan, limit=limit, claim=claim, writer=writer, lease=lease)
         stranded = [] if as_json else lg.stranded(plan)
     if as_json:
         emit(rows)
@@ -210,8 +233,61 @@ def next_cmd(
     from todoledger.cli import render
 
     render.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
+    for row in rows if claim else []:
+        say(f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates")
     if stranded:
         render.stranded(stranded)
+
+
+@cli.command()
+@writes
+@click.argument("ref", metavar="ID")
+@click.option("--token", type=int, required=True, help="The claim's fencing token.")
+@LEASE
+def renew(
+    ref: str, plan: str | None, writer: str | None, as_json: bool, token: int, lease: int | None
+) -> None:
+    """Extend your lease on a claimed item."""
+    with ledger() as lg:
+        row = lg.renew(ref, plan=plan, writer=writer, token=token, lease=lease)
+    emit(row) if as_json else say(f"{row['item']}: leased to {row['holder']} until {row['expires_at']}")
+
+
+@cli.command()
+@writes
+@click.argument("ref", metavar="ID")
+@click.option("--token", type=int, required=True, help="The claim's fencing token.")
+def release(ref: str, plan: str | None, writer: str | None, as_json: bool, token: int) -> None:
+    """Give your claim on an item back: it is pending again."""
+    with ledger() as lg:
+        row = lg.release(ref, plan=plan, writer=writer, token=token)
+    emit(row) if as_json else say(f"{row['item']}: released")
+
+
+@cli.command()
+@options(writer=True, as_json=True)
+@click.option("--plan", "plan", envvar="TODOLEDGER_PLAN", default=None, help="Only this plan (default: all).")
+def reclaim(plan: str | None, writer: str | None, as_json: bool) -> None:
+    """Release every expired lease (each release is recorded)."""
+    with ledger() as lg:
+        rows = lg.reclaim(plan, writer=writer)
+    if as_json:
+        emit(rows)
+        return
+    for row in rows:
+        say(f"{row['item']}: {row['holder']}'s lease expired at {row['expires_at']}: released")
+    if not rows:
+        say("no lease has expired")
+
+
+@cli.command("lease")
+@options(plan=True)
+@click.argument("seconds", type=int, required=False)
+def lease_cmd(plan: str | None, seconds: int | None) -> None:
+    """Set the plan's lease length in seconds (none: back to 1800)."""
+    with ledger() as lg:
+        lg.set_lease_length(seconds, plan=plan)
+    say(f"leases in this plan last {seconds or 1800} s")
 
 
 def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *extra: Callable[[F], F]) -> None:
@@ -235,7 +311,7 @@ def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *ext
 FORCE = click.option(
     "--force", is_flag=True, help="Go ahead although prerequisites are unmet (recorded in the history)."
 )
-_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE)
+_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE, TOKEN)
 
 
 def _done(lg: Any, ref: str, **kw: Any) -> Any:
@@ -258,12 +334,14 @@ _item_command(
         help="Complete although prerequisites are unmet or a gate fails (a failing gate needs --reason).",
     ),
     click.option("--reason", default=None, help="Why the override is right (recorded)."),
+    TOKEN,
 )
 _item_command(
     "cancel",
     "Cancel an item.",
     lambda lg, ref, **kw: lg.cancel(ref, **kw),
     click.option("--reason", default=None, help="Why it is cancelled."),
+    TOKEN,
 )
 _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref, **kw: lg.restore(ref, **kw))
 
@@ -365,6 +443,52 @@ def history(ref: str | None, plan: str | None, as_json: bool) -> None:
         from todoledger.cli import render
 
         render.history(events)
+
+
+@cli.command()
+@options(as_json=True)
+@click.option("--to", "target", required=True, help="An empty ledger: a postgresql:// URL or a file path.")
+def migrate(as_json: bool, target: str) -> None:
+    """Copy this ledger, every plan and the whole history, to another backend, and verify the copy."""
+    with reader() as lg:
+        if not lg.exists:
+            raise click.ClickException(f"no ledger at {lg.location} to copy")
+        report = lg.copy_to(target)
+    if as_json:
+        emit(report)
+        return
+    rows = report["rows"]
+    say(
+        f"copied {rows.get('plans', 0)} plans, {rows.get('items', 0)} items, {rows.get('events', 0)} events"
+        f" and {rows.get('ops', 0)} ops to {report['to']}: verified (same counts, the events replay,"
+        " same exports and histories)"
+    )
+
+
+@cli.command()
+@options(as_json=True)
+@click.option("--plan", "plan", default=None, help="Only this plan's events (default: every plan's).")
+@click.option("--since", type=int, default=None, help="Start after this event number (default: from now).")
+@click.option("--count", type=click.IntRange(1), default=None, help="Exit after this many events.")
+def watch(as_json: bool, plan: str | None, since: int | None, count: int | None) -> None:
+    """Print each change as it happens, from any process or machine (--json: one line per event)."""
+    from todoledger.cli.render_plain import event_line
+
+    shown = 0
+    try:
+        with reader() as lg:
+            for ev in lg.watch(after=since):
+                if plan is not None and ev["plan"] != plan:
+                    continue
+                line = (
+                    json.dumps(ev, ensure_ascii=False, separators=(",", ":")) if as_json else event_line(ev)
+                )
+                click.echo(line)
+                shown += 1
+                if count is not None and shown >= count:
+                    return
+    except KeyboardInterrupt:
+        return
 
 
 @cli.command()

@@ -76,6 +76,14 @@ def changed(row: dict[str, Any], verb: str | None = None) -> None:
     )
 
 
+def event_line(ev: dict[str, Any]) -> str:
+    """One event for a person, as `watch` prints it; agent text sanitised."""
+    where = f"{ev['plan']}/{ev['item'] or '-'}"
+    return (
+        f"{clean(ev['at'])} #{ev['seq']} {clean(where)} {clean(describe_event(ev))}  ({clean(ev['writer'])})"
+    )
+
+
 def history(events: list[dict[str, Any]], title: str | None = None) -> None:
     lines = [clean(title)] if title else []
     if not events:

@@ -28,6 +28,12 @@ def describe_event(ev: dict[str, Any]) -> str:
         return f"conflict on {new['field']}: kept {new['kept']!r}, set aside {new['rejected']!r}"
     if field == "dropped":
         return f"dropped from {new}'s list"
+    if field == "claimed" and isinstance(new, dict):
+        return (
+            f"claimed by {new.get('holder')} (token {new.get('token')}, lease until {new.get('expires_at')})"
+        )
+    if field == "released" and isinstance(new, dict):
+        return f"{new.get('holder')}'s claim released ({new.get('why')}, token {new.get('token')})"
     if old is None:
         return f"{field}: {short(new)!r}"
     if new is None:

@@ -122,6 +122,8 @@ def _content_findings(it: Incoming, key: str) -> list[Finding]:
         return [Finding("error", where, "content-too-long", msg)]
     if not _valid_text(c):
         return [Finding("error", where, "invalid-text", f"{key} contains invalid Unicode (a lone surrogate)")]
+    if "\x00" in c:  # PostgreSQL text cannot hold it: refused alike on every backend
+        return [Finding("error", where, "invalid-text", f"{key} contains a NUL character")]
     why = looks_truncated(c)
     if why:
         return [Finding("warning", where, "truncated", f"{key} {why}; it looks truncated")]

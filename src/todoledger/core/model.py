@@ -51,7 +51,12 @@ ANNOTATIONS: frozenset[str] = frozenset(
     # checks (issue 8): a check added/removed, a receipt of a run, a number recorded,
     # an approval of a check's text, a gate or prerequisite overridden by `--force`
     | {"check", "receipt", "metric", "trust", "forced"}
+    # leases (issue 11): an item given to a writer for a while, and taken back
+    | {"claimed", "released"}
 )
+# Leases: how long a claim holds an item unless the plan or the claim says otherwise.
+DEFAULT_LEASE_SECONDS = 30 * 60
+MAX_LEASE_SECONDS = 7 * 24 * 3600
 
 # Input limits: a clear refusal beats a hang or a bloated ledger.
 MAX_PAYLOAD_BYTES = 2 * 1024 * 1024

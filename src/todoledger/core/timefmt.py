@@ -43,3 +43,13 @@ def normalise(value: str | int | float) -> str:
             stamp = stamp.replace(tzinfo=dt.UTC)
         stamp = stamp.astimezone(dt.UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def shift(at: str, seconds: float) -> str:
+    """`at` (as `now()` writes it) moved by `seconds`: a lease's expiry."""
+    import calendar
+
+    whole = calendar.timegm(time.strptime(at[:19], "%Y-%m-%dT%H:%M:%S"))
+    millis = int(at[20:23]) if len(at) >= 23 and at[19] == "." else 0
+    total = whole * 1000 + millis + round(seconds * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(total // 1000)) + f".{total % 1000:03d}Z"

@@ -20,7 +20,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
-from todoledger.mcp.server import build_server
+from todoledger.mcp.server import IDENTITY_HEADER, build_server
 from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
 from todoledger.mcp.tools import PlanTools
 
@@ -98,10 +98,13 @@ class Guard:
         settings: TransportSecuritySettings,
         token: str | None,
         origins_only: list[str] | None = None,
+        identities: dict[str, str] | None = None,
     ) -> None:
         self.app = app
         self.origin_check = TransportSecurityMiddleware(settings)
         self.token = token.encode() if token else None
+        # serve --tokens: each bearer token names the person or agent whose writes it carries.
+        self.identities = [(t.encode(), who) for t, who in (identities or {}).items()]
         # Bound to every interface (token required): clients may use any of the
         # machine's names or addresses, so only browser Origins are checked
         # against these host names.
@@ -134,19 +137,34 @@ class Guard:
                 message = f"{what} does not name this server (todoledger serve --allow-host NAME adds it)"
                 await _refuse(scope, receive, send, refused.status_code, message)
                 return
-        if self.token is not None and scope.get("path") != LOGIN_PATH:
+        # Whatever a client sends in the identity header is dropped: only a token sets it.
+        raw = [(k, v) for k, v in scope["headers"] if k.lower() != IDENTITY_HEADER.encode()]
+        scope = dict(scope, headers=raw)
+        if (self.token is not None or self.identities) and scope.get("path") != LOGIN_PATH:
             given = headers.get("authorization", "").encode()
             scheme, _, credential = given.partition(b" ")
+            credential = credential.strip()
+            bearer = scheme.lower() == b"bearer"
             cookie = Request(scope).cookies.get(TOKEN_COOKIE, "").encode()
-            if not (
-                (scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token))
-                or (cookie and hmac.compare_digest(cookie, self.token))
+            who = [
+                name for known, name in self.identities if bearer and hmac.compare_digest(credential, known)
+            ]
+            if who:
+                scope["headers"] = [*raw, (IDENTITY_HEADER.encode(), who[0].encode())]
+            elif not (
+                self.token is not None
+                and (
+                    (bearer and hmac.compare_digest(credential, self.token))
+                    or (cookie and hmac.compare_digest(cookie, self.token))
+                )
             ):
                 if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
                     await RedirectResponse(LOGIN_PATH, status_code=303)(scope, receive, send)
                     return
                 reason = "wrong bearer token" if given else "missing bearer token"
-                body = {"error": f"{reason}: send Authorization: Bearer <token> (todoledger serve --token)"}
+                body = {
+                    "error": f"{reason}: send Authorization: Bearer <token> (todoledger serve --token/--tokens)"
+                }
                 challenge = {"www-authenticate": 'Bearer realm="todoledger"'}
                 await JSONResponse(body, status_code=401, headers=challenge)(scope, receive, send)
                 return
@@ -155,6 +173,36 @@ class Guard:
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
     await JSONResponse({"error": message}, status_code=status)(scope, receive, send)
+
+
+def load_tokens(path: str) -> dict[str, str]:
+    """`serve --tokens FILE`: one `TOKEN IDENTITY` a line (`#` comments); the
+    identity (a person or an agent, e.g. `ann` or `agent:ci`) leads the
+    writer name of every write the token makes. Errors never show a token."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"{path}: cannot read the tokens file ({exc.__class__.__name__})") from None
+    found: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        parts = text.split()
+        if len(parts) != 2:
+            raise LedgerError(f"{path}:{number}: expected `TOKEN IDENTITY`")
+        token, identity = parts
+        if len(token) < 16:
+            raise LedgerError(f"{path}:{number}: a token needs at least 16 characters")
+        if not all(c.isalnum() or c in "-_.:/" for c in identity) or len(identity) > 64:
+            raise LedgerError(f"{path}:{number}: an identity is up to 64 letters, digits and -_.:/")
+        if token in found:
+            raise LedgerError(f"{path}:{number}: this token is given twice")
+        found[token] = identity
+    if not found:
+        raise LedgerError(f"{path}: no tokens in the file")
+    return found
 
 
 def check_exposure(host: str, token: str | None) -> None:
@@ -172,10 +220,11 @@ def create_app(
     plan: str | None = None,
     allow_hosts: Iterable[str] = (),
     routes: Iterable[Route] = (),
+    identities: dict[str, str] | None = None,
 ) -> tuple[ASGIApp, PlanTools]:
     """The ASGI app: MCP at /mcp plus any extra `routes` (the web board),
-    all behind the Host/Origin checks and the token."""
-    check_exposure(host, token)
+    all behind the Host/Origin checks and the token(s)."""
+    check_exposure(host, token or ("tokens" if identities else None))
     server, tools = build_server(plan=plan)
     for route in routes:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(
@@ -196,7 +245,7 @@ def create_app(
         session_idle_timeout=SESSION_IDLE_SECONDS,
     )
     quota = ClientQuota(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
-    return Guard(quota, settings, token, origins_only), tools
+    return Guard(quota, settings, token, origins_only, identities), tools
 
 
 def serve(
@@ -209,6 +258,7 @@ def serve(
     log_level: str = "warning",
     routes: Iterable[Route] = (),
     started: Callable[[str], None] | None = None,
+    tokens_file: str | None = None,
 ) -> None:
     """Serve MCP (and any extra `routes`, the board) until stopped; `started`
     gets the base URL once the server listens."""
@@ -216,9 +266,12 @@ def serve(
 
     import uvicorn
 
-    app, tools = create_app(host=host, token=token, plan=plan, allow_hosts=allow_hosts, routes=routes)
+    identities = load_tokens(tokens_file) if tokens_file else None
+    app, tools = create_app(
+        host=host, token=token, plan=plan, allow_hosts=allow_hosts, routes=routes, identities=identities
+    )
     shown = f"[{host}]" if ":" in host else host
-    auth = " (bearer token required)" if token else ""
+    auth = " (bearer token required)" if token or identities else ""
     print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)
     # SIGTERM: stop accepting, give requests in flight a moment, then close what is left
     # (an open event stream, such as the board's live updates, would otherwise hold the

@@ -30,6 +30,8 @@ logger = logging.getLogger("todoledger.mcp")
 # A stdio server process serves one client: that is its session.
 PROCESS_SESSION = secrets.token_hex(4)
 SESSION_HEADER = "mcp-session-id"
+# Set by `serve --tokens` (mcp/http.py Guard) from the bearer token, never by a client.
+IDENTITY_HEADER = "x-todoledger-identity"
 
 ToolMethod = Callable[[dict[str, Any], str], dict[str, Any]]
 
@@ -54,6 +56,20 @@ def session_writer(ctx: Context[Any, Any]) -> str:
     return f"mcp:{name}:{session}"
 
 
+def with_identity(ctx: Context[Any, Any], args: Any, writer: str) -> tuple[Any, str]:
+    """Behind `serve --tokens`, the token's person or agent leads every writer
+    name, the one an agent passes included: writers are not self-declared."""
+    headers = ctx.headers
+    identity = headers.get(IDENTITY_HEADER) if headers is not None else None
+    if not identity:
+        return args, writer
+    mark = f"{identity}@"
+    given = args.get("writer") if isinstance(args, dict) else None
+    if isinstance(given, str) and given.strip() and not given.startswith(mark):
+        args = args | {"writer": mark + given}
+    return args, mark + writer
+
+
 def _raw_arguments(ctx: Context[Any, Any]) -> Any:
     params = ctx.request_context.params
     return params.get("arguments") if params is not None else None
@@ -72,7 +88,7 @@ def _tool(name: str, method: ToolMethod) -> Tool:
     async def call(ctx: Context[Any, Any]) -> CallToolResult:
         args = _raw_arguments(ctx)
         try:
-            writer = session_writer(ctx)
+            args, writer = with_identity(ctx, args, session_writer(ctx))
             data = await anyio.to_thread.run_sync(method, args, writer)
         except LedgerError as exc:
             return _error(str(exc))

@@ -20,6 +20,7 @@ from todoledger.core.markdown import md_code, md_text
 from todoledger.core.model import (
     DEFAULT_PLAN,
     MAX_CONTENT_CHARS,
+    MAX_LEASE_SECONDS,
     MAX_NOTES_CHARS,
     MAX_PAYLOAD_BYTES,
     PRIORITIES,
@@ -35,6 +36,7 @@ T = TypeVar("T")
 MAX_PLAN_CHARS = 100
 MAX_WRITER_CHARS = 200
 MAX_LIMIT = 100
+MAX_TOKEN = 2**62  # fencing tokens only grow, one a claim: far below the stores' 64-bit integers
 SHOWN = 5  # ready / recent items in the compact read
 
 INSTRUCTIONS = (
@@ -98,12 +100,23 @@ TOOLS: dict[str, dict[str, Any]] = {
     "plan_next": {
         "description": (
             "Ready items (dependencies done) by priority. claim=true atomically marks one "
-            "in_progress for you; each item goes to exactly one caller. Finish it before claiming more."
+            "in_progress for you for a lease (default 30 min); each item goes to exactly one caller. "
+            "Any update you make to it renews the lease; renew=<id> extends it, release=<id> gives it "
+            "back. Finish it before claiming more."
         ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "claim": {"type": "boolean"},
+                "lease_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_LEASE_SECONDS},
+                "renew": {"type": "string", "description": "id of an item you claimed: extend its lease"},
+                "release": {"type": "string", "description": "id of an item you claimed: give it back"},
+                "token": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TOKEN,
+                    "description": "the claim's token (default: this session's)",
+                },
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                 "plan": _PLAN,
                 "writer": _WRITER,
@@ -133,6 +146,12 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "uses": {"type": "array", "items": {"type": "string"}},
                 "needs_approval": {"type": "boolean"},
                 "force": {"type": "boolean", "description": "start/complete despite unmet prerequisites"},
+                "token": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TOKEN,
+                    "description": "your claim's token (default: this session's): refused once reclaimed",
+                },
                 "plan": _PLAN,
                 "writer": _WRITER,
             },
@@ -171,6 +190,8 @@ TEXT_LIMITS: dict[str, int] = {
     "writer": MAX_WRITER_CHARS,
     "plan": MAX_PLAN_CHARS,
     "estimate": 32,
+    "renew": 64,
+    "release": 64,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -306,6 +327,7 @@ class PlanTools:
         self.lock = threading.Lock()
         self._ledger: Any = None
         self._writable = False
+        self._tokens: dict[tuple[str, str], int] = {}  # (writer, item): the token of its claim
 
     def plan_or_default(self, plan: str | None) -> str:
         if plan:
@@ -442,11 +464,36 @@ class PlanTools:
         explicit = plan_name(args.get("plan"))
         claim = bool(args.get("claim"))
         limit = args.get("limit") or SHOWN
+        lease = args.get("lease_seconds")
+        renew, release = args.get("renew"), args.get("release")
+        token = args.get("token")
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer))
+        if renew or release:
+            if claim or (renew and release):
+                raise ToolInputError("give one of claim, renew or release")
+            ref = str(renew or release)
+            return self.locked(lambda: self._lease_call(plan, ref, bool(renew), token, lease, writer))
+        return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer, lease))
 
-    def _plan_next(self, plan: str, explicit: bool, claim: bool, limit: int, writer: str) -> dict[str, Any]:
+    def _lease_call(
+        self, plan: str, ref: str, renew: bool, token: int | None, lease: int | None, writer: str
+    ) -> dict[str, Any]:
+        lg = self.ledger(write=True)
+        item = lg.get(ref, plan)["id"]
+        token = token or self._tokens.get((writer, item))
+        if token is None:
+            raise ToolInputError(f"no claim of yours on {item} in this session: give its token")
+        if renew:
+            held = lg.renew(item, plan=plan, writer=writer, token=token, lease=lease)
+            return {"plan": plan, "renewed": item, "token": token, "lease_expires": held["expires_at"]}
+        lg.release(item, plan=plan, writer=writer, token=token)
+        self._tokens.pop((writer, item), None)
+        return {"plan": plan, "released": item}
+
+    def _plan_next(
+        self, plan: str, explicit: bool, claim: bool, limit: int, writer: str, lease: int | None = None
+    ) -> dict[str, Any]:
         known = self._known(self.ledger(write=False), plan, explicit)
         lg = self.ledger(write=claim and known)
         if not claim:
@@ -458,7 +505,7 @@ class PlanTools:
                     _compact(it, "waits_on_cancelled") for it in stranded[:SHOWN]
                 ]
             return listing
-        got = lg.next(plan, claim=True, writer=writer) if known else []
+        got = lg.next(plan, claim=True, writer=writer, lease=lease) if known else []
         if not got:
             waiting = lg.approvals(plan)["waiting"] if known else []
             if waiting:
@@ -470,7 +517,11 @@ class PlanTools:
                 }
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
         item = got[0]
-        out: dict[str, Any] = {"plan": plan, "claimed": _compact(item, "priority", "notes")}
+        self._tokens[(writer, item["id"])] = item["token"]
+        out: dict[str, Any] = {
+            "plan": plan,
+            "claimed": _compact(item, "priority", "notes", "token", "lease_expires"),
+        }
         others = _also_in_progress(lg, plan, writer, item["id"])
         if others:
             out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
@@ -499,6 +550,7 @@ class PlanTools:
         }
         fields["uses"] = _uses_arg(args)
         force = bool(args.get("force"))
+        token = args.get("token")
         if all(v is None for v in fields.values()):
             raise ToolInputError(
                 "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend,"
@@ -506,10 +558,19 @@ class PlanTools:
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        return self.locked(lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force))
+        return self.locked(
+            lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force, token)
+        )
 
     def _plan_update(
-        self, plan: str, explicit: bool, ref: str, fields: dict[str, Any], writer: str, force: bool
+        self,
+        plan: str,
+        explicit: bool,
+        ref: str,
+        fields: dict[str, Any],
+        writer: str,
+        force: bool,
+        token: int | None = None,
     ) -> dict[str, Any]:
         if not self._known(self.ledger(write=False), plan, explicit):
             raise LedgerError(f"no item {ref!r}: plan {plan!r} is empty (write it with todowrite)")
@@ -520,12 +581,16 @@ class PlanTools:
         )
         if status == "cancelled":
             fields["reason"] = fields.pop("notes", None) or "cancelled"  # the why, once
+        if token is None and self._tokens:
+            # A claim made in this session fences this session's updates of its item.
+            token = self._tokens.get((writer, lg.get(ref, plan)["id"]))
         item = lg.update(
             ref,
             plan=plan,
             writer=writer,
             kind=kind,
             force=force,
+            token=token,
             **{k: v for k, v in fields.items() if v is not None},
         )
         out: dict[str, Any] = {

@@ -2,9 +2,9 @@
 
 `Store` is what a backend implements: a connection that runs portable SQL
 (`?` placeholders) in short transactions, knows its schema version and
-checks its own file. SQLite (store/sqlite.py) is the only backend today;
-a PostgreSQL backend (team mode) will implement this protocol, translating
-placeholders, and must pass tests/test_store_conformance.py.
+checks its own storage. Two backends implement it: SQLite (store/sqlite.py)
+and PostgreSQL (store/postgres.py, team mode, translating placeholders);
+both pass tests/test_store_conformance.py.
 
 `Repo` (store/repo.py) holds every query of the ledger over any `Store`;
 the service calls Repo and Writes, never SQL.
@@ -44,5 +44,20 @@ class Store(Protocol):
 
     def integrity(self) -> list[str]:
         """What the backend finds wrong with the stored data itself; empty when sound."""
+
+    def stamp_version(self, version: int) -> None:
+        """Mark the schema as another version's (tests of the version check)."""
+
+    def tables(self) -> list[str]:
+        """The ledger's tables (a copy to another backend takes them all)."""
+
+    def columns(self, table: str) -> list[str]: ...
+
+    def after_copy(self) -> None:
+        """After rows were copied in with their keys: auto-numbering goes on after them."""
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Wait for another connection's commit: True when told of one; False after
+        `timeout` s or a backend's polling pause (then look again)."""
 
     def close(self) -> None: ...

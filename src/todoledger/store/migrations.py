@@ -126,10 +126,25 @@ def m004_board_fields(db: Executor) -> None:
     )
 
 
+def m005_leases(db: Executor) -> None:
+    """Claims hold an item for a lease. A lease row outlives its release, so
+    that the fencing token, the highest of the ledger's, only grows."""
+    db.execute_script(
+        [
+            "CREATE TABLE leases (item TEXT PRIMARY KEY, plan TEXT NOT NULL, holder TEXT,"
+            " token BIGINT NOT NULL, seconds INTEGER NOT NULL, claimed_at TEXT NOT NULL, expires_at TEXT)",
+            "CREATE INDEX leases_plan_expiry ON leases (plan, expires_at)",
+            "CREATE INDEX leases_holder ON leases (holder)",
+            "ALTER TABLE plans ADD COLUMN lease_seconds INTEGER",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
     ("checks_receipts_metrics", m003_checks_receipts_metrics),
     ("board_fields", m004_board_fields),
+    ("leases", m005_leases),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,7 +1,7 @@
-"""Opening a ledger: a file path (SQLite), or a URL, which no backend here
-serves yet (PostgreSQL comes with team mode). Every entry point (CLI, hooks,
-MCP, the Python API) opens through `open_store`, so each refuses the same
-way instead of creating a file named after the URL."""
+"""Opening a ledger: a file path (SQLite) or a `postgresql://` URL (team
+mode, store/postgres.py; psycopg is imported only then). Every entry point
+(CLI, hooks, MCP, the Python API) opens through `open_store`, so each
+refuses other URLs the same way instead of creating a file named after them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from todoledger.store.base import Store
 
 MEMORY = ":memory:"
+POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 # What stays out of git in a `.todoledger/` folder: the database and its working
 # files, the hook log and the spool of events the ledger was too busy to take.
@@ -36,14 +37,25 @@ def open_store(target: str, *, create: bool = True, busy_ms: int | None = None) 
     `create=False` a missing file reads as an empty ledger and nothing is
     created; the first write to a new ledger in a `.todoledger/` folder also
     writes the folder's .gitignore."""
-    from todoledger.store.sqlite import BUSY_TIMEOUT_MS, SQLiteStore
-
     scheme = url_scheme(target)
+    if scheme in POSTGRES_SCHEMES:
+        try:
+            from todoledger.store.postgres import BUSY_TIMEOUT_MS as PG_BUSY_MS
+            from todoledger.store.postgres import PostgresStore
+        except ImportError:
+            raise LedgerError(
+                "a postgresql:// ledger needs psycopg: pip install 'todoledger[postgres]'"
+            ) from None
+
+        return PostgresStore(target, create=create, busy_ms=PG_BUSY_MS if busy_ms is None else busy_ms)
     if scheme:
         # Not the URL itself: it may carry a password.
         raise LedgerError(
-            f"{scheme}:// ledgers are not supported yet; give a file path (TODOLEDGER_DB=/path/ledger.db)"
+            f"{scheme}:// ledgers are not supported; give a file path (TODOLEDGER_DB=/path/ledger.db)"
+            " or a postgresql:// URL"
         )
+    from todoledger.store.sqlite import BUSY_TIMEOUT_MS, SQLiteStore
+
     if target == MEMORY:
         return SQLiteStore(None)
     new = create and not os.path.exists(target)

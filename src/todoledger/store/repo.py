@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 from todoledger.core.merge import Seen
 from todoledger.core.model import ANNOTATIONS, CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
+from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,6 +27,31 @@ ITEM_COLUMNS = (
 _SCALAR_FIELDS = frozenset(STATE_FIELDS) - {"depends_on"}
 # Events that tell the story without changing state, as an SQL list.
 _ANNOTATION_SQL = ", ".join(f"'{name}'" for name in sorted(ANNOTATIONS))
+
+
+_LEASE_COLUMNS = "item, plan, holder, token, seconds, claimed_at, expires_at"
+
+
+@dataclass
+class Lease:
+    item: str
+    plan: str
+    holder: str | None  # None once released: the row keeps the item's last token
+    token: int
+    seconds: int
+    claimed_at: str
+    expires_at: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item,
+            "plan": self.plan,
+            "holder": self.holder,
+            "token": self.token,
+            "lease_seconds": self.seconds,
+            "claimed_at": self.claimed_at,
+            "expires_at": self.expires_at,
+        }
 
 
 def encode(value: Any) -> str | None:
@@ -431,6 +457,90 @@ class Repo:
             (item, writer, item),
         )
         return [decode(r[0]) for r in rows]
+
+    # leases ------------------------------------------------------------------
+    def lease(self, item: str) -> Lease | None:
+        rows = self.db.query(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE item = ?", (item,))
+        return Lease(*rows[0]) if rows else None
+
+    def leases(self, plan: str, *, held: bool = True) -> list[Lease]:
+        held_sql = " AND holder IS NOT NULL" if held else ""
+        return [
+            Lease(*r)
+            for r in self.db.query(
+                f"SELECT {_LEASE_COLUMNS} FROM leases WHERE plan = ?{held_sql} ORDER BY token", (plan,)
+            )
+        ]
+
+    def held_leases(self, holder: str, items: Sequence[str]) -> list[Lease]:
+        found: list[Lease] = []
+        for chunk in _chunks(list(items)):
+            marks = ",".join("?" * len(chunk))
+            found += [
+                Lease(*r)
+                for r in self.db.query(
+                    f"SELECT {_LEASE_COLUMNS} FROM leases WHERE holder = ? AND item IN ({marks})",
+                    (holder, *chunk),
+                )
+            ]
+        return found
+
+    def expired_leases(self, plan: str | None, at: str) -> list[Lease]:
+        where = "holder IS NOT NULL AND expires_at <= ?" + (" AND plan = ?" if plan is not None else "")
+        return [
+            Lease(*r)
+            for r in self.db.query(
+                f"SELECT {_LEASE_COLUMNS} FROM leases WHERE {where} ORDER BY token",
+                (at, plan) if plan is not None else (at,),
+            )
+        ]
+
+    def next_token(self) -> int:
+        """One more than any token the ledger ever gave (rows are kept after release)."""
+        return int(self.db.query("SELECT COALESCE(MAX(token), 0) + 1 FROM leases")[0][0])
+
+    def save_lease(self, lease: Lease) -> None:
+        self.db.execute(
+            f"INSERT INTO leases ({_LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (item) DO UPDATE SET plan = excluded.plan, holder = excluded.holder,"
+            " token = excluded.token, seconds = excluded.seconds, claimed_at = excluded.claimed_at,"
+            " expires_at = excluded.expires_at",
+            (
+                lease.item,
+                lease.plan,
+                lease.holder,
+                lease.token,
+                lease.seconds,
+                lease.claimed_at,
+                lease.expires_at,
+            ),
+        )
+
+    def end_lease(self, item: str) -> None:
+        self.db.execute("UPDATE leases SET holder = NULL, expires_at = NULL WHERE item = ?", (item,))
+
+    def plan_lease_seconds(self, plan: str) -> int | None:
+        rows = self.db.query("SELECT lease_seconds FROM plans WHERE name = ?", (plan,))
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def set_plan_lease_seconds(self, plan: str, seconds: int | None, at: str) -> None:
+        self.ensure_plan(plan, at)
+        self.db.execute("UPDATE plans SET lease_seconds = ? WHERE name = ?", (seconds, plan))
+
+    # whole-ledger reads ------------------------------------------------------
+    def events_after(self, seq: int, limit: int = 1000) -> list[Event]:
+        """Every plan's events after `seq`, oldest first: what `watch` prints."""
+        return [
+            Event(r[0], r[1], r[2], r[3], r[4], decode(r[5]), decode(r[6]), r[7], r[8])
+            for r in self.db.query(
+                "SELECT seq, op, plan, item, field, old, new, writer, at FROM events WHERE seq > ?"
+                " ORDER BY seq LIMIT ?",
+                (seq, limit),
+            )
+        ]
+
+    def last_seq(self) -> int:
+        return int(self.db.query("SELECT COALESCE(MAX(seq), 0) FROM events")[0][0])
 
     def integrity(self) -> list[str]:
         return self.db.integrity()

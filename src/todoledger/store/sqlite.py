@@ -32,6 +32,7 @@ SQLITE_CORRUPT = 11
 SQLITE_FULL = 13
 SQLITE_CANTOPEN = 14
 SQLITE_NOTADB = 26
+POLL_SECONDS = 0.2
 
 
 class SQLiteStore:
@@ -246,6 +247,30 @@ class SQLiteStore:
             return [f"the ledger file is damaged: {exc}"]
         found = [str(r[0]) for r in rows]
         return [] if found == ["ok"] else found
+
+    def stamp_version(self, version: int) -> None:
+        """For tests: mark the ledger as migrated by a todoledger of another version."""
+        self.conn.execute(f"PRAGMA user_version={int(version)}")
+
+    def tables(self) -> list[str]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")]
+
+    def after_copy(self) -> None:
+        """Nothing to do: an INTEGER PRIMARY KEY goes on after the highest row."""
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """SQLite tells no other process of a commit: `watch` polls the event
+        sequence, and this is the pause between two looks (False: not told)."""
+        time.sleep(min(timeout, POLL_SECONDS))
+        return False
 
     def close(self) -> None:
         self.conn.close()

@@ -1,0 +1,226 @@
+"""Team mode: SQLite vs PostgreSQL side by side, in one run (issue 11).
+
+- writes per second with 1, 4, 16 and 64 concurrent writer processes on
+  each backend: whole-list writes of 20 items (each writer its own list in
+  one shared plan, one status moved per write) and single-item updates;
+- `next` on a 100,000-item plan, PostgreSQL vs SQLite (the plan is built in
+  SQLite and copied with `migrate`'s copy);
+- a claim under 16-way contention: p50 and p99 latency;
+- the contention run of tests/contention.py (16 processes as two hosts,
+  short leases) for --contention seconds (60 by default), with its checks.
+
+PostgreSQL: a database of its own on TODOLEDGER_BENCH_PG (default
+postgresql://postgres@127.0.0.1:5432/postgres), dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+SERVER = os.environ.get("TODOLEDGER_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+LEVELS = (1, 4, 16, 64)
+
+
+def pg_database() -> tuple[str, str]:
+    import psycopg
+
+    name = f"todoledger_bench_{secrets.token_hex(5)}"
+    with psycopg.connect(SERVER, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'")
+    return name, f"{SERVER.rpartition('/')[0]}/{name}"
+
+
+def pg_ledger(database: str) -> str:
+    """A fresh ledger: a schema of the bench database."""
+    import psycopg
+
+    schema = f"b_{secrets.token_hex(5)}"
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{database}?options=-csearch_path%3D{schema}"
+
+
+def drop(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(SERVER, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+# writers --------------------------------------------------------------------
+def writer_task(task: tuple[str, str, int, float, float]) -> tuple[int, list[float], list[str]]:
+    """Open the ledger, get ready, then from `start` write for `seconds`: (writes, claim latencies)."""
+    from todoledger import Ledger
+    from todoledger.core.model import BusyError, LedgerError
+
+    target, kind, index, start, seconds = task
+    me = f"bench:w{index}"
+    done, latencies, errors = 0, [], []
+    with Ledger(target) as lg:
+        todos = [{"content": f"{me} step {k}", "status": "pending"} for k in range(20)]
+        mine = None
+        if kind == "update":
+            mine = lg.add(f"{me} notes", plan="updates", writer=me)["id"]
+        time.sleep(max(0.0, start - time.time()))
+        end = start + seconds
+        while time.time() < end:
+            try:
+                if kind == "list":
+                    todos[done % 20]["status"] = (
+                        "completed" if todos[done % 20]["status"] == "pending" else "pending"
+                    )
+                    lg.write({"todos": todos}, plan="lists", writer=me)
+                elif kind == "update":
+                    assert mine is not None
+                    lg.update(mine, plan="updates", writer=me, notes=f"note {done}")
+                else:
+                    t0 = time.perf_counter()
+                    got = lg.next("claims", claim=True, writer=me)
+                    latencies.append(time.perf_counter() - t0)
+                    if not got:
+                        break
+                    lg.done(got[0]["id"], plan="claims", writer=me, token=got[0]["token"], evidence="bench")
+                done += 1
+            except (BusyError, LedgerError) as exc:
+                errors.append(str(exc))
+    return done, latencies, errors
+
+
+def concurrent(pool: Any, target: str, kind: str, n: int, seconds: float) -> tuple[int, list[float]]:
+    start = time.time() + 3 + n * 0.1  # every writer connected and waiting before the clock starts
+    results = pool.map(writer_task, [(target, kind, i, start, seconds) for i in range(n)], chunksize=1)
+    errors = [e for r in results for e in r[2]]
+    if errors:
+        print(f"    ({len(errors)} refused writes, not counted; first: {errors[0]})")
+    return sum(r[0] for r in results), [x for r in results for x in r[1]]
+
+
+def bench_writes(pool: Any, targets: dict[str, Any], seconds: float, levels: tuple[int, ...]) -> None:
+    print(f"\nwrites per second ({seconds:g} s per cell; a new ledger per cell)")
+    print(f"{'writers':>8} | {'kind':<18} | {'SQLite':>9} | {'PostgreSQL':>10} | {'PG/SQLite':>9}")
+    for kind, label in (("list", "20-item list"), ("update", "single update")):
+        for n in levels:
+            rates = {}
+            for backend, fresh in targets.items():
+                count, _ = concurrent(pool, fresh(), kind, n, seconds)
+                rates[backend] = count / seconds
+            ratio = rates["postgres"] / rates["sqlite"] if rates["sqlite"] else float("nan")
+            print(
+                f"{n:>8} | {label:<18} | {rates['sqlite']:>9.0f} | {rates['postgres']:>10.0f} | {ratio:>8.2f}x"
+            )
+
+
+def bench_claims(pool: Any, targets: dict[str, Any], seconds: float) -> None:
+    from todoledger import Ledger
+
+    print("\nclaim under 16-way contention (claim, then done with the token)")
+    for backend, fresh in targets.items():
+        target = fresh()
+        with Ledger(target) as lg:
+            for part in range(10):  # a write takes up to 2,000 items
+                jobs = [{"content": f"job {part}.{k}", "status": "pending"} for k in range(2_000)]
+                lg.write({"todos": jobs}, plan="claims", writer=f"lead{part}")
+            with lg.bulk():
+                pass  # PostgreSQL analyses the new rows when a bulk load ends (as autovacuum would, later)
+        count, latencies = concurrent(pool, target, "claim", 16, seconds)
+        with Ledger(target) as lg:
+            claimed = [e for e in lg.history("claims") if e["field"] == "claimed"]
+            items = [e["item"] for e in claimed]
+            assert len(items) == len(set(items)), "an item was claimed twice"
+        q = statistics.quantiles(latencies, n=100)
+        print(
+            f"{backend:>10}: {count} claims in {seconds:g} s, p50 {q[49] * 1000:.1f} ms, p99 {q[98] * 1000:.1f} ms,"
+            " no item claimed twice"
+        )
+
+
+def bench_next(work: Path, pg: str, items: int, runs: int = 50) -> None:
+    from bench_core import build_scale_plan
+    from todoledger import Ledger
+
+    db = work / "scale.db"
+    t0 = time.perf_counter()
+    build_scale_plan(db, items, items)
+    with Ledger(db) as lg:
+        built = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lg.copy_to(pg)
+        copied = time.perf_counter() - t0
+    print(
+        f"\nnext on a {items:,}-item plan (built in SQLite in {built:.0f} s, copied to PostgreSQL in {copied:.0f} s)"
+    )
+    medians = {}
+    for backend, target in (("sqlite", str(db)), ("postgres", pg)):
+        with Ledger(target) as lg:
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                rows = lg.next("big", limit=5)
+                times.append(time.perf_counter() - start)
+            assert rows
+        medians[backend] = statistics.median(times)
+        print(f"{backend:>10}: median {medians[backend] * 1000:.2f} ms")
+    print(f"  PostgreSQL/SQLite: {medians['postgres'] / medians['sqlite']:.2f}x")
+
+
+def bench_contention(sqlite_db: str, pg: str, seconds: float) -> None:
+    from tests.contention import run, verify
+
+    print(f"\ncontention run: 16 processes as two hosts, 1 s leases, {seconds:g} s, checked")
+    for backend, targets in (
+        ("sqlite", (sqlite_db, sqlite_db)),
+        ("postgres", (pg, pg.replace("127.0.0.1", "localhost"))),
+    ):
+        figures = verify(targets[0], run(targets, seconds))
+        print(f"{backend:>10}: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of each throughput cell")
+    parser.add_argument("--items", type=int, default=100_000, help="items of the `next` plan")
+    parser.add_argument(
+        "--contention", type=float, default=60.0, help="length of the contention run (0: skip)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="1 s cells, levels 1/4/16, 10,000 items, 10 s run"
+    )
+    args = parser.parse_args()
+    levels = LEVELS
+    if args.quick:
+        args.seconds, args.items, args.contention, levels = 1.0, 10_000, 10.0, (1, 4, 16)
+    name, database = pg_database()
+    work = Path(tempfile.mkdtemp(prefix="bench-team-"))
+    counter = iter(range(1_000_000))
+    targets = {
+        "sqlite": lambda: str(work / f"cell{next(counter)}.db"),
+        "postgres": lambda: pg_ledger(database),
+    }
+    try:
+        with multiprocessing.get_context("spawn").Pool(max(levels)) as pool:
+            bench_writes(pool, targets, args.seconds, levels)
+            bench_claims(pool, targets, args.seconds * 2)
+        bench_next(work, pg_ledger(database), args.items)
+        if args.contention:
+            bench_contention(str(work / "contention.db"), pg_ledger(database), args.contention)
+    finally:
+        drop(name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,357 @@
+"""PostgreSQL backend (team mode) through psycopg 3.
+
+A ledger is one schema of a database: the first schema on the connection's
+search path (`public` unless the URL says `?options=-csearch_path%3Dteam`).
+
+Writers are serialised the way SQLite's `BEGIN IMMEDIATE` serialises them:
+each write transaction first takes a transaction-level advisory lock keyed
+by the ledger's schema, then reads and writes at READ COMMITTED. Holding the
+lock, a writer sees every earlier writer's commit and no later one can start,
+so a whole-list merge (read the plan, merge in Python, write the result)
+never interleaves with another. SERIALIZABLE with retries would also be
+correct, but the service's transaction bodies are not re-runnable (they
+yield to the caller, and merges buffer events), and under contention most
+of the work would be thrown away on each retry; the lock queues writers
+instead, in arrival order, and a wait longer than the busy timeout is a
+BusyError as on SQLite. Readers take no lock: a REPEATABLE READ snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+
+import psycopg
+
+from todoledger.core.model import BusyError, LedgerError
+from todoledger.core.timefmt import now
+from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.store.base import Row
+
+BUSY_TIMEOUT_MS = 30_000
+CONNECT_TIMEOUT_S = 10
+CHANNEL = "todoledger"  # NOTIFY channel; the payload names the ledger's schema
+
+
+def redact(url: str) -> str:
+    """The URL without its password (in the authority or the query)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "postgresql://(unparsable URL)"
+    user = f"{parts.username}@" if parts.username else ""
+    # The query stays (it may name the ledger's schema), but for anything secret.
+    kept = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if "pass" not in k.lower()]
+    query = f"?{urllib.parse.urlencode(kept)}" if kept else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}{query}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line.removeprefix("connection failed: ")
+
+
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\?|%")
+
+
+def translate(sql: str) -> str:
+    """`?` placeholders to psycopg's `%s`, a literal `%` doubled; string literals untouched."""
+
+    def swap(m: re.Match[str]) -> str:
+        token = m.group(0)
+        return "%s" if token == "?" else "%%" if token == "%" else token
+
+    return _TOKEN.sub(swap, sql)
+
+
+_TEXT_COLUMN = re.compile(r"\bTEXT\b")
+
+
+def _ddl(sql: str) -> str:
+    """Text columns compare byte by byte, as in SQLite: the same order whatever the server's locale."""
+    head = sql.lstrip().upper()
+    if head.startswith(("CREATE TABLE", "ALTER TABLE")):
+        return _TEXT_COLUMN.sub('TEXT COLLATE "C"', sql)
+    return sql
+
+
+class PostgresStore:
+    serial_key = "BIGSERIAL PRIMARY KEY"
+
+    def __init__(self, url: str, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
+        self.url = url
+        self.location = redact(url)
+        self.busy_ms = busy_ms
+        try:
+            # No longer than the caller may wait for the ledger (a hook: 2 s, agents kill hooks soon after).
+            timeout = max(2, min(CONNECT_TIMEOUT_S, round(busy_ms / 1000)))
+            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=timeout)
+        except psycopg.ProgrammingError:
+            # psycopg's message quotes the URL, password and all.
+            raise LedgerError(f"{self.location}: not a valid PostgreSQL URL") from None
+        except psycopg.Error as exc:
+            raise LedgerError(f"{self.location}: cannot connect to PostgreSQL ({_first_line(exc)})") from None
+        self._sql: dict[str, str] = {}
+        self._depth = 0
+        self._wrote = False
+        schema = self.conn.execute("SELECT current_schema()").fetchone()
+        if schema is None or schema[0] is None:
+            self.conn.close()
+            raise LedgerError(f"{self.location}: the search path names no existing schema; create it first")
+        self.schema = str(schema[0])
+        self.create = create
+        self._migrate()
+
+    # schema ----------------------------------------------------------------
+    def _version(self) -> int:
+        found = self.conn.execute("SELECT to_regclass('schema_version')").fetchone()
+        if found is None or found[0] is None:
+            return 0
+        row = self.conn.execute("SELECT version FROM schema_version").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        version = self._version()
+        if version > SCHEMA_VERSION:
+            self.conn.close()
+            raise LedgerError(
+                f"{self.location} was written by a newer todoledger (schema {version}; this version"
+                f" knows up to {SCHEMA_VERSION}): upgrade todoledger to use it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        # The lock first, then a transaction: one begun before the wait would
+        # look the tables up in a catalog cache from before another opener's
+        # migration committed, and migrate again.
+        self._run("SELECT pg_advisory_lock(hashtext(current_schema()))")
+        try:
+            self._migrate_locked()
+        finally:
+            if not self.conn.closed:
+                self._run("SELECT pg_advisory_unlock(hashtext(current_schema()))")
+
+    def _migrate_locked(self) -> None:
+        with self.write():
+            version = self._version()  # another process may have migrated while we waited
+            if version == 0:
+                self.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+                self.execute("INSERT INTO schema_version (version) VALUES (0)")
+                self.execute(
+                    _ddl(
+                        "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                    )
+                )
+            for name, step in MIGRATIONS[version:]:
+                step(self)
+                self.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now()))
+            self.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+
+    def stamp_version(self, version: int) -> None:
+        """For tests: mark the ledger as migrated by a todoledger of another version."""
+        self.execute("UPDATE schema_version SET version = ?", (version,))
+
+    def execute_script(self, statements: list[str]) -> None:
+        for statement in statements:
+            self.execute(_ddl(statement))
+
+    # transactions ------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._run("BEGIN")
+        self._depth = 1
+        try:
+            try:
+                self._run(f"SET LOCAL lock_timeout = {int(self.busy_ms)}")
+                self._run("SELECT pg_advisory_xact_lock(hashtext(current_schema()))")
+            except psycopg.errors.LockNotAvailable:
+                raise BusyError(
+                    f"{self.location}: another writer held the ledger for {self.busy_ms / 1000:g} s; try again"
+                ) from None
+            yield
+            # Delivered at commit, to every `watch` on this ledger, on any machine.
+            self._run("SELECT pg_notify(?, current_schema())", (CHANNEL,))
+        except BaseException:
+            self._rollback()
+            raise
+        else:
+            self._run("COMMIT")
+        finally:
+            self._depth = 0
+
+    def _rollback(self) -> None:
+        if self.conn.closed:
+            return
+        with suppress(psycopg.Error):  # the connection is gone: the server rolled back already
+            self.conn.execute("ROLLBACK")
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Commits do not wait for the WAL flush: a server crash may lose the
+        last commits (never half of one); re-running an import restores them."""
+        self._run("SET synchronous_commit = off")
+        try:
+            yield
+        finally:
+            if not self.conn.closed:
+                self._run("SET synchronous_commit = on")
+                self.analyze()
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        if self._depth:
+            yield
+            return
+        self._run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._rollback()
+            raise
+        else:
+            self._run("COMMIT")
+        finally:
+            self._depth = 0
+
+    # statements --------------------------------------------------------------
+    def _translated(self, sql: str) -> str:
+        found = self._sql.get(sql)
+        if found is None:
+            found = self._sql[sql] = translate(sql)
+        return found
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        try:
+            return self.conn.execute(self._translated(sql) if params else sql, params or None)
+        except psycopg.OperationalError as exc:
+            if isinstance(exc, psycopg.errors.LockNotAvailable):
+                raise
+            if self.conn.closed or exc.sqlstate is None or exc.sqlstate.startswith(("08", "57")):
+                raise LedgerError(
+                    f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
+                ) from None
+            raise
+        except psycopg.DataError as exc:
+            raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._run(sql, params).rowcount
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        try:
+            with self.conn.cursor() as cur:
+                cur.executemany(self._translated(sql), rows)
+        except psycopg.OperationalError as exc:
+            raise LedgerError(
+                f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
+            ) from None
+        except psycopg.DataError as exc:
+            raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return [tuple(r) for r in self._run(sql, params).fetchall()]
+
+    # backend-specific services -------------------------------------------------
+    def integrity(self) -> list[str]:
+        """The server keeps its own files sound; what this ledger can check is
+        its schema: the version its migrations say, every index usable. Empty
+        when sound."""
+        problems: list[str] = []
+        applied = self.query("SELECT COUNT(*) FROM migrations")[0][0]
+        version = self._version()
+        if applied != version:
+            problems.append(f"schema version {version} but {applied} migrations recorded")
+        for (name,) in self.query(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND NOT (i.indisvalid AND i.indisready)"
+        ):
+            problems.append(f"index {name} is not valid")
+        orphans = self.query(
+            "SELECT COUNT(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM ops o WHERE o.op = e.op)"
+        )
+        if orphans[0][0]:
+            problems.append(f"{orphans[0][0]} events belong to no op")
+        return problems
+
+    def tables(self) -> list[str]:
+        return [
+            r[0]
+            for r in self.query(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"
+            )
+        ]
+
+    def columns(self, table: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.query(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+                (table,),
+            )
+        ]
+
+    def after_copy(self) -> None:
+        """Auto-numbered keys go on after the highest copied one; the planner
+        learns the copied data at once (autovacuum would take a while)."""
+        for table, column in self.query(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND column_default LIKE 'nextval(%'"
+        ):
+            self._run(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
+                f" GREATEST((SELECT MAX({column}) FROM {table}), 1), (SELECT MAX({column}) FROM {table}) IS NOT NULL)"
+            )
+        self.analyze()
+
+    def analyze(self) -> None:
+        """Plan queries for new data now, not at autovacuum's next round."""
+        for table in self.tables():
+            self._run(f'ANALYZE "{table}"')
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until a transaction commits to this ledger (any process, any
+        machine: LISTEN/NOTIFY): True; or `timeout` seconds pass: False."""
+        listener = self._listener()
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            for note in listener.notifies(timeout=left, stop_after=1):
+                if note.payload == self.schema:
+                    return True
+        return False
+
+    def _listener(self) -> psycopg.Connection[Any]:
+        found: psycopg.Connection[Any] | None = getattr(self, "_listen_conn", None)
+        if found is None or found.closed:
+            found = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            found.execute(f"LISTEN {CHANNEL}")
+            self._listen_conn = found
+        return found
+
+    def close(self) -> None:
+        listener = getattr(self, "_listen_conn", None)
+        if listener is not None:
+            listener.close()
+        self.conn.close()

@@ -1,0 +1,180 @@
+"""Leases on claims, the same on both backends (this module runs on SQLite
+and on the real PostgreSQL server: tests/conftest.py PG_MODULES).
+
+Times are given explicitly (`at=`): a lease expires because the ledger is
+told a later time, not because the test sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from todoledger import Ledger
+from todoledger.core.model import LedgerError
+
+from .conftest import subprocess_env, todoledger_bin
+
+T0 = "2026-03-01T10:00:00.000Z"
+
+
+def t(seconds: int) -> str:
+    from todoledger.core.timefmt import shift
+
+    return shift(T0, seconds)
+
+
+@pytest.fixture
+def lg(ledger_env: Path) -> Iterator[Ledger]:
+    ledger = Ledger()
+    ledger.write(
+        {"todos": [{"content": f"Task {n}", "status": "pending"} for n in range(1, 5)]}, writer="lead"
+    )
+    yield ledger
+    ledger.close()
+
+
+def claim(lg: Ledger, writer: str, at: str, **kw: Any) -> dict[str, Any]:
+    got = lg.next(claim=True, writer=writer, at=at, **kw)
+    assert len(got) == 1
+    return got[0]
+
+
+def statuses(lg: Ledger) -> dict[str, str]:
+    return {i["content"]: i["status"] for i in lg.items()}
+
+
+def test_a_claim_starts_one_item_for_thirty_minutes_and_tokens_only_grow(lg: Ledger) -> None:
+    a = claim(lg, "alice", T0)
+    b = claim(lg, "bob", T0)
+    assert (a["content"], a["status"], a["lease_expires"], a["lease_seconds"]) == (
+        "Task 1",
+        "in_progress",
+        t(1800),
+        1800,
+    )
+    assert b["content"] == "Task 2" and b["token"] > a["token"] > 0
+    assert [(x["item"], x["holder"]) for x in lg.leases()] == [(a["id"], "alice"), (b["id"], "bob")]
+    claimed = [e for e in lg.history() if e["field"] == "claimed"]
+    assert [e["new"]["holder"] for e in claimed] == ["alice", "bob"]
+    assert lg.check() == []
+
+
+def test_lease_length_is_set_per_plan_and_per_claim(lg: Ledger) -> None:
+    lg.set_lease_length(120)
+    assert claim(lg, "alice", T0)["lease_expires"] == t(120)
+    assert claim(lg, "bob", T0, lease=5)["lease_expires"] == t(5)
+    for bad in (0, -1, 10**9, True):
+        with pytest.raises(LedgerError, match="a lease lasts 1 to"):
+            lg.next(claim=True, writer="carol", lease=bad)
+    assert statuses(lg)["Task 3"] == "pending"  # refused claims changed nothing
+
+
+def test_an_expired_lease_is_released_by_the_next_claim_and_the_old_token_is_fenced(lg: Ledger) -> None:
+    first = claim(lg, "alice", T0, lease=60)
+    for n in range(2, 5):  # the rest taken for good, so the released item is the one that is ready
+        claim(lg, f"w{n}", T0)
+    again = claim(lg, "bob", t(61))
+    assert again["id"] == first["id"] and again["token"] > first["token"]
+    released = [e for e in lg.history(item=first["id"]) if e["field"] == "released"]
+    assert [(e["new"]["holder"], e["new"]["why"], e["writer"]) for e in released] == [
+        ("alice", "expired", "bob")
+    ]
+    before = lg.history()
+    with pytest.raises(LedgerError, match=r"^fenced: .* was claimed again by bob"):
+        lg.done(first["id"], writer="alice", token=first["token"], evidence="late")
+    with pytest.raises(LedgerError, match="fenced"):
+        lg.renew(first["id"], writer="alice", token=first["token"])
+    assert lg.history() == before  # the fenced-out holder wrote nothing
+    lg.done(again["id"], writer="bob", token=again["token"], evidence="tests pass")
+    assert statuses(lg)["Task 1"] == "completed"
+    assert lg.check() == []
+
+
+def test_any_write_by_the_holder_renews_and_renew_extends(lg: Ledger) -> None:
+    a = claim(lg, "alice", T0, lease=60)
+    lg.update(a["id"], writer="alice", notes="half way", at=t(50))
+    assert lg.leases()[0]["expires_at"] == t(110)
+    assert lg.reclaim(at=t(100)) == []
+    lg.renew(a["id"], writer="alice", token=a["token"], at=t(100), lease=300)
+    assert lg.leases()[0]["expires_at"] == t(400)
+    # someone else's write does not renew alice's lease
+    lg.update(a["id"], writer="bob", notes="looked at it", at=t(390))
+    assert lg.leases()[0]["expires_at"] == t(400)
+    assert [x["item"] for x in lg.reclaim(at=t(400))] == [a["id"]]
+    assert statuses(lg)["Task 1"] == "pending" and lg.leases() == []
+
+
+def test_a_holder_releases_and_finishing_ends_the_lease(lg: Ledger) -> None:
+    a = claim(lg, "alice", T0)
+    b = claim(lg, "bob", T0)
+    with pytest.raises(LedgerError, match="is alice's, not bob's"):
+        lg.release(a["id"], writer="bob", token=a["token"])
+    lg.release(a["id"], writer="alice", token=a["token"])
+    assert statuses(lg)["Task 1"] == "pending"
+    lg.done(b["id"], writer="bob", token=b["token"], evidence="done")
+    assert lg.leases() == []
+    whys = [e["new"]["why"] for e in lg.history() if e["field"] == "released"]
+    assert whys == ["released", "completed"]
+    with pytest.raises(LedgerError, match="never given"):
+        lg.update(b["id"], writer="bob", token=b["token"] + 100, notes="x")
+    with pytest.raises(LedgerError, match="positive whole number"):
+        lg.update(b["id"], writer="bob", token=0, notes="x")
+    assert lg.check() == []
+
+
+def test_a_lapsed_lease_nobody_took_is_taken_back_by_its_token(lg: Ledger) -> None:
+    a = claim(lg, "alice", T0, lease=10)
+    assert [x["holder"] for x in lg.reclaim(at=t(20))] == ["alice"]
+    lg.start(a["id"], writer="alice", token=a["token"], at=t(30))
+    assert [(x["holder"], x["expires_at"]) for x in lg.leases()] == [("alice", t(40))]
+
+
+def test_claim_renew_release_on_the_command_line(ledger_env: Path | str, lg: Ledger) -> None:
+    env = subprocess_env(ledger_env, TODOLEDGER_WRITER="cli:alice")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([todoledger_bin(), *args], capture_output=True, text=True, env=env)
+
+    got = json.loads(run("next", "--claim", "--lease", "90", "--json").stdout)
+    token = got[0]["token"]
+    assert got[0]["lease_seconds"] == 90
+    renewed = run("renew", got[0]["id"], "--token", str(token), "--json")
+    assert json.loads(renewed.stdout)["holder"] == "cli:alice"
+    wrong = run("done", got[0]["id"], "--token", str(token + 7))
+    assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1 and "never given" in wrong.stderr
+    assert run("release", got[0]["id"], "--token", str(token)).returncode == 0
+    assert run("reclaim", "--json").stdout.strip() == "[]"
+    assert statuses(lg)["Task 1"] == "pending"
+
+
+def test_mcp_plan_next_claims_renews_releases_and_fences_the_session(lg: Ledger) -> None:
+    from todoledger.mcp.tools import PlanTools
+
+    tools, rival = PlanTools(), PlanTools()
+    try:
+        got = tools.plan_next({"claim": True, "lease_seconds": 1}, "mcp:a:s1")["claimed"]
+        assert got["token"] >= 1 and got["lease_expires"]
+        renewed = tools.plan_next({"renew": got["id"], "lease_seconds": 600}, "mcp:a:s1")
+        assert renewed["renewed"] == got["id"]
+        assert tools.plan_next({"release": got["id"]}, "mcp:a:s1") == {"plan": "main", "released": got["id"]}
+        again = tools.plan_next({"claim": True, "lease_seconds": 60}, "mcp:a:s1")["claimed"]
+        assert again["id"] == got["id"] and again["token"] > got["token"]
+        # Its lease lapses and another session claims the item: this session's next update is refused.
+        lg.reclaim(at=t(10**8))
+        theirs = rival.plan_next({"claim": True}, "mcp:b:s2")["claimed"]
+        assert theirs["id"] == got["id"]
+        with pytest.raises(LedgerError, match="fenced"):
+            tools.plan_update({"id": got["id"], "status": "completed", "evidence": "x"}, "mcp:a:s1")
+        rival.plan_update({"id": got["id"], "status": "completed", "evidence": "ok"}, "mcp:b:s2")
+        with pytest.raises(LedgerError, match="no longer claimed"):
+            rival.plan_next({"renew": got["id"]}, "mcp:b:s2")
+    finally:
+        tools.close()
+        rival.close()
+    assert statuses(lg)["Task 1"] == "completed"

@@ -585,6 +585,48 @@ def write_warnings(lg: Ledger, plan: str, completed: Sequence[str]) -> list[Find
     return out
 
 
+def unproven_by(lg: Ledger, writer: str) -> list[dict[str, Any]]:
+    """Items that `writer` (or its subagents, `writer:...`) completed, still
+    completed, whose gates fail, never ran or went stale: what a Stop gate names."""
+    out: list[dict[str, Any]] = []
+    with lg.store.read():
+        repo = _repo(lg)
+        by_plan: dict[str, list[str]] = {}
+        for plan, item in repo.completed_by(writer):
+            by_plan.setdefault(plan, []).append(item)
+        for plan, ids in by_plan.items():
+            gates: dict[str, list[CheckRow]] = {}
+            for row in repo.checks(plan, ids):
+                if row.role == "gate":
+                    gates.setdefault(row.item, []).append(row)
+            found = {i: lg.repo.item(i) for i in gates}
+            pairs = [(i, it.status) for i, it in found.items() if it is not None and it.status == "completed"]
+            if not pairs:
+                continue
+            verdicts = states(lg, plan, pairs)
+            latest = repo.latest_receipts(plan)
+            for item, _ in pairs:
+                state = verdicts.get(item)
+                if state not in (core.FAILED, core.UNVERIFIED, core.STALE):
+                    continue
+                runs = [(g, latest.get((g.id, g.check.canonical()))) for g in gates[item]]
+                record = found[item]
+                assert record is not None
+                out.append(
+                    {
+                        "plan": plan,
+                        "item": item,
+                        "content": record.content,
+                        "state": state,
+                        "gates": [
+                            {"check": g.id, "spec": g.check.text(), "result": r.line() if r else "never run"}
+                            for g, r in runs
+                        ],
+                    }
+                )
+    return out
+
+
 # export / import -----------------------------------------------------------------
 def export_checks(lg: Ledger, plan: str) -> dict[str, list[dict[str, Any]]]:
     """item id -> its checks, for the export lines (call inside a read)."""

@@ -35,15 +35,26 @@ from todoledger.install import AGENTS, FileChange, InstallResult, run
     help="How the agent should invoke todoledger (e.g. an absolute path).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option(
+    "--gate-stop",
+    is_flag=True,
+    help="Also block the agent from stopping while items it completed fail their gates (not opencode).",
+)
 def install(
-    agent: str, dry_run: bool, project: Path | None, home: Path | None, exe: str, as_json: bool
+    agent: str,
+    dry_run: bool,
+    project: Path | None,
+    home: Path | None,
+    exe: str,
+    as_json: bool,
+    gate_stop: bool,
 ) -> None:
     """Add todoledger's hooks and MCP server to AGENT's config (merged, idempotent)."""
     home_given = home is not None
     project = (project or _git_root(Path.cwd())).resolve()
     home = (home or Path.home()).resolve()
     try:
-        result = run(agent, project=project, home=home, dry_run=dry_run, command=exe)
+        result = run(agent, project=project, home=home, dry_run=dry_run, command=exe, gate_stop=gate_stop)
     except LedgerError as e:
         raise click.ClickException(str(e)) from e
     if shutil.which(exe) is None:

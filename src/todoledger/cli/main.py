@@ -501,8 +501,11 @@ def demo(plan: str | None, as_json: bool, reset: bool) -> None:
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("agent")
-def hook(agent: str) -> None:
+@click.option(
+    "--gate-stop", is_flag=True, help="Block a stop while this session's completed items fail their gates."
+)
+def hook(agent: str, gate_stop: bool) -> None:
     """Hook entry for agents (reads the agent's hook JSON on stdin; never fails)."""
     from todoledger.hooks import run_hook
 
-    sys.exit(run_hook([agent]))
+    sys.exit(run_hook([agent, "--gate-stop"] if gate_stop else [agent]))

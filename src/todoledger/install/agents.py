@@ -32,12 +32,15 @@ def hook_command(exe: str, agent: str) -> str:
     return f"{shlex.quote(exe)} hook {agent}"
 
 
-def claude_code(project: Path, home: Path, exe: str) -> Built:
+def claude_code(project: Path, home: Path, exe: str, gate_stop: bool = False) -> Built:
     handler = {"type": "command", "command": hook_command(exe, "claude-code"), "timeout": 10}
     hooks = [
         HookSpec("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate", handler),
         HookSpec("SessionStart", "startup|resume|clear|compact|fork", handler),
     ]
+    if gate_stop:  # opt-in: a stop is blocked while this session's completed items fail their gates
+        gate = {**handler, "command": hook_command(exe, "claude-code") + " --gate-stop"}
+        hooks.append(HookSpec("Stop", None, gate))
     server = {"type": "stdio", "command": exe, "args": ["mcp"], "env": {}}
     settings, notes = json_change(project / ".claude" / "settings.json", _hooks_edit(hooks, exe))
     # `env` is only a default: variables the user added to our server stay.
@@ -53,7 +56,11 @@ def claude_code(project: Path, home: Path, exe: str) -> Built:
     return [settings, mcp], notes
 
 
-def opencode(project: Path, home: Path, exe: str) -> Built:
+def opencode(project: Path, home: Path, exe: str, gate_stop: bool = False) -> Built:
+    if gate_stop:
+        raise LedgerError(
+            "opencode has no hook that can block a stop: --gate-stop is for claude-code, codex, gemini"
+        )
     server = {"type": "local", "command": [exe, "mcp"], "enabled": True}
     seed = '{\n  "$schema": "https://opencode.ai/config.json"\n}\n'
     config, _ = json_change(
@@ -77,21 +84,23 @@ def opencode(project: Path, home: Path, exe: str) -> Built:
     return [config, FileChange(plugin, before, after, [line])], notes
 
 
-def codex(project: Path, home: Path, exe: str) -> Built:
+def codex(project: Path, home: Path, exe: str, gate_stop: bool = False) -> Built:
     config_path = home / ".codex" / "config.toml"
     before = read_text(config_path)
     server = {"command": exe, "args": ["mcp"]}
     after, line = ensure_server(before or "", str(config_path), SERVER, server, f"{exe} mcp")
     config = FileChange(config_path, before, after, [line])
     handler = {"type": "command", "command": hook_command(exe, "codex"), "timeout": 30}
-    hooks = [HookSpec("SessionStart", "startup|resume|clear", handler), HookSpec("Stop", None, handler)]
+    # The Stop hook imports the rollout; with --gate-stop it also blocks a false "done".
+    stop = {**handler, "command": hook_command(exe, "codex") + " --gate-stop"} if gate_stop else handler
+    hooks = [HookSpec("SessionStart", "startup|resume|clear", handler), HookSpec("Stop", None, stop)]
     hooks_file, notes = json_change(project / ".codex" / "hooks.json", _hooks_edit(hooks, exe))
     if hooks_file.changed:
         notes.append("Codex: new or changed hooks run only after you approve them: open `/hooks` in Codex.")
     return [config, hooks_file], notes
 
 
-def gemini(project: Path, home: Path, exe: str) -> Built:
+def gemini(project: Path, home: Path, exe: str, gate_stop: bool = False) -> Built:
     handler = {
         "name": "todoledger",
         "type": "command",
@@ -104,6 +113,9 @@ def gemini(project: Path, home: Path, exe: str) -> Built:
         # "startup|resume|clear" would never fire; "*" covers exactly those three sources.
         HookSpec("SessionStart", "*", handler),
     ]
+    if gate_stop:  # AfterAgent's "deny" sends the reason back as a new prompt
+        gate = {**handler, "name": "todoledger-gate", "command": hook_command(exe, "gemini") + " --gate-stop"}
+        hooks.append(HookSpec("AfterAgent", None, gate))
     server = {"command": exe, "args": ["mcp"]}
     hooks_edit = _hooks_edit(hooks, exe)
 

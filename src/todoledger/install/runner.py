@@ -13,16 +13,22 @@ from todoledger.install.files import InstallResult, write_atomic
 AGENTS: tuple[str, ...] = registry.NAMES
 
 
-def _builder(agent: str) -> Callable[[Path, Path, str], agents.Built] | None:
+def _builder(agent: str) -> Callable[[Path, Path, str, bool], agents.Built] | None:
     spec = registry.find(agent)
     if spec is None or spec.name != agent:
         return None
-    built: Callable[[Path, Path, str], agents.Built] = getattr(agents, spec.installer)
+    built: Callable[[Path, Path, str, bool], agents.Built] = getattr(agents, spec.installer)
     return built
 
 
 def run(
-    agent: str, *, project: Path, home: Path, dry_run: bool = False, command: str = "todoledger"
+    agent: str,
+    *,
+    project: Path,
+    home: Path,
+    dry_run: bool = False,
+    command: str = "todoledger",
+    gate_stop: bool = False,
 ) -> InstallResult:
     """Merge todoledger's hooks/MCP entries into `agent`'s config files.
 
@@ -34,7 +40,7 @@ def run(
         raise LedgerError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")
     if not command.strip():
         raise LedgerError("the todoledger command must not be empty")
-    changes, notes = builder(Path(project), Path(home), command)
+    changes, notes = builder(Path(project), Path(home), command, gate_stop)
     if not dry_run:
         for change in changes:
             if change.changed:

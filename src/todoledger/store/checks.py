@@ -172,6 +172,15 @@ class CheckRepo:
             for r in self.db.query(sql + " ORDER BY seq", params)
         ]
 
+    def completed_by(self, writer: str) -> list[tuple[str, str]]:
+        """(plan, item) of items that `writer` or its subagents (`writer:...`) set to completed."""
+        rows = self.db.query(
+            "SELECT DISTINCT plan, item FROM events WHERE field = 'status' AND new = ? AND item IS NOT NULL"
+            " AND (writer = ? OR substr(writer, 1, ?) = ?)",
+            (json.dumps("completed"), writer, len(writer) + 1, writer + ":"),
+        )
+        return [(r[0], r[1]) for r in rows]
+
     def started_at(self, item: str) -> str | None:
         """When the item first went in_progress (its start), else None."""
         rows = self.db.query(

@@ -34,8 +34,27 @@ def mcp(plan: str | None) -> None:
     multiple=True,
     help="Another name clients use to reach this server (Host/Origin check; repeatable).",
 )
-def serve(plan: str | None, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...]) -> None:
+@click.option(
+    "--allow-checks",
+    is_flag=True,
+    help="Run trusted checks (gates of done, plan_verify); without it this server runs none.",
+)
+def serve(
+    plan: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+    allow_checks: bool,
+) -> None:
     """Serve the ledger over MCP (streamable HTTP at /mcp)."""
     from todoledger.mcp.http import serve as serve_http
 
-    serve_http(host=host, port=port, token=token or None, plan=plan, allow_hosts=allow_hosts)
+    serve_http(
+        host=host,
+        port=port,
+        token=token or None,
+        plan=plan,
+        allow_hosts=allow_hosts,
+        allow_checks=allow_checks,
+    )

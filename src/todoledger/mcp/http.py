@@ -161,11 +161,14 @@ def create_app(
     plan: str | None = None,
     allow_hosts: Iterable[str] = (),
     routes: Iterable[Route] = (),
+    allow_checks: bool = False,
 ) -> tuple[ASGIApp, PlanTools]:
     """The ASGI app: MCP at /mcp plus any extra `routes` (the web board),
-    all behind the Host/Origin checks and the token."""
+    all behind the Host/Origin checks and the token. Checks that arrive here
+    are untrusted (`todoledger trust`); none runs unless `allow_checks`."""
     check_exposure(host, token)
     server, tools = build_server(plan=plan)
+    tools.trusted_checks, tools.run_checks = False, allow_checks
     for route in routes:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(
             route.endpoint
@@ -196,10 +199,13 @@ def serve(
     plan: str | None = None,
     allow_hosts: Iterable[str] = (),
     log_level: str = "warning",
+    allow_checks: bool = False,
 ) -> None:
     import uvicorn
 
-    app, tools = create_app(host=host, token=token, plan=plan, allow_hosts=allow_hosts)
+    app, tools = create_app(
+        host=host, token=token, plan=plan, allow_hosts=allow_hosts, allow_checks=allow_checks
+    )
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token else ""
     print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)

@@ -113,7 +113,8 @@ TOOLS: dict[str, dict[str, Any]] = {
     "plan_update": {
         "description": (
             "Change one item: status as you go; evidence when completed (what shows it is done); "
-            "notes; priority; content; depends_on/undepend (an item it waits for); parent."
+            "notes; priority; content; depends_on/undepend (an item it waits for); parent; "
+            "check (a gate completing must pass); metrics."
         ),
         "inputSchema": {
             "type": "object",
@@ -128,10 +129,26 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "undepend": {"type": "string"},
                 "parent": {"type": "string"},
                 "force": {"type": "boolean", "description": "start/complete despite unmet prerequisites"},
+                "check": {
+                    "type": "string",
+                    "description": "cmd:COMMAND, http://URL, port:HOST:PORT, disk:PATH>=5G, file:PATH, metric:NAME>=N",
+                },
+                "metrics": {"type": "array", "items": {"type": "string"}, "description": "e.g. tok_s=60"},
                 "plan": _PLAN,
                 "writer": _WRITER,
             },
             "required": ["id"],
+        },
+    },
+    "plan_verify": {
+        "description": "Run the checks of the plan (or of the items in ids) and return their receipts.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}},
+                "plan": _PLAN,
+                "writer": _WRITER,
+            },
         },
     },
 }
@@ -165,7 +182,9 @@ TEXT_LIMITS: dict[str, int] = {
     "notes": MAX_NOTES_CHARS,
     "writer": MAX_WRITER_CHARS,
     "plan": MAX_PLAN_CHARS,
+    "check": MAX_NOTES_CHARS,
 }
+MAX_LISTED = 100  # strings in `metrics` or `ids`
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "boolean": (bool,),
@@ -221,6 +240,11 @@ def _check_value(name: str, value: Any, spec: dict[str, Any]) -> None:
         raise ToolInputError(f'"{name}" must be one of {", ".join(spec["enum"])}, not {value!r}')
     if ("minimum" in spec and value < spec["minimum"]) or ("maximum" in spec and value > spec["maximum"]):
         raise ToolInputError(f'"{name}" must be between {spec["minimum"]} and {spec["maximum"]}, not {value}')
+    if isinstance(value, list) and spec["items"]["type"] == "string":
+        if len(value) > MAX_LISTED:
+            raise ToolInputError(f'"{name}" has {len(value)} entries; the limit is {MAX_LISTED}')
+        if not all(isinstance(v, str) and v.strip() for v in value):
+            raise ToolInputError(f'"{name}" must be an array of non-empty strings')
     limit = TEXT_LIMITS.get(name)
     if isinstance(value, str) and limit is not None and len(value) > limit:
         raise ToolInputError(f'"{name}" is {len(value)} characters; the limit is {limit}')
@@ -288,7 +312,7 @@ def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
 
 
 class PlanTools:
-    """The four tools and two resources over one lazily opened `Ledger`.
+    """The five tools and two resources over one lazily opened `Ledger`.
 
     The store's connection is not shared between threads at once, so every
     call holds `lock`; the SDK runs these calls on worker threads.
@@ -300,6 +324,10 @@ class PlanTools:
         self.lock = threading.Lock()
         self._ledger: Any = None
         self._writable = False
+        # Checks written here are trusted (stdio: this machine's user); the HTTP
+        # server marks them untrusted and runs none unless started --allow-checks.
+        self.trusted_checks = True
+        self.run_checks = True
 
     def plan_or_default(self, plan: str | None) -> str:
         if plan:
@@ -325,6 +353,7 @@ class PlanTools:
             self._writable = True
         elif self._ledger is None:
             self._ledger = Ledger(path, create=False)
+        self._ledger.run_checks = self.run_checks
         return self._ledger
 
     def close(self) -> None:
@@ -482,20 +511,82 @@ class PlanTools:
             )
         }
         force = bool(args.get("force"))
-        if all(v is None for v in fields.values()):
+        proof = self._proof(args)
+        if all(v is None for v in fields.values()) and not proof:
             raise ToolInputError(
-                "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend or parent"
+                "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend,"
+                " parent, check or metrics"
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        return self.locked(lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force))
+        return self.locked(
+            lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force, proof)
+        )
+
+    @staticmethod
+    def _proof(args: dict[str, Any]) -> dict[str, Any]:
+        """The gate and the numbers to record, checked before anything is written."""
+        from todoledger.core.checkspec import parse
+        from todoledger.verification import parse_metric
+
+        _blank(args, "check")
+        out: dict[str, Any] = {}
+        if args.get("check") is not None:
+            parse(args["check"])
+            out["check"] = args["check"]
+        if args.get("metrics"):
+            out["metrics"] = [parse_metric(m) for m in args["metrics"]]
+        return out
 
     def _plan_update(
-        self, plan: str, explicit: bool, ref: str, fields: dict[str, Any], writer: str, force: bool
+        self,
+        plan: str,
+        explicit: bool,
+        ref: str,
+        fields: dict[str, Any],
+        writer: str,
+        force: bool,
+        proof: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         if not self._known(self.ledger(write=False), plan, explicit):
             raise LedgerError(f"no item {ref!r}: plan {plan!r} is empty (write it with todowrite)")
         lg = self.ledger(write=True)
+        recorded = self._record_proof(lg, plan, ref, writer, proof or {})
+        if all(v is None for v in fields.values()):
+            item = lg.get(ref, plan)
+            return {"plan": plan, "item": _compact(item, "status", "verification")} | recorded
+        try:
+            out = self._apply_update(lg, plan, ref, fields, writer, force)
+        except LedgerError as exc:
+            if not recorded:
+                raise
+            kept = " and ".join(k for k in ("check", "metrics") if k in recorded)
+            raise LedgerError(
+                f"{exc} (the {kept} you gave {'is' if len(recorded) == 1 else 'are'} recorded)"
+            ) from None
+        return out | recorded
+
+    def _record_proof(
+        self, lg: Any, plan: str, ref: str, writer: str, proof: dict[str, Any]
+    ) -> dict[str, Any]:
+        from todoledger import verification
+
+        out: dict[str, Any] = {}
+        if "check" in proof:
+            row = verification.add_check(
+                lg, ref, proof["check"], plan=plan, writer=writer, trusted=self.trusted_checks
+            )
+            out["check"] = {"id": row["id"], "spec": row["spec"], "trusted": row["trusted"]}
+            if not row["trusted"]:
+                out["check"]["hint"] = f"not run until a person approves it: todoledger trust {row['id']}"
+        if "metrics" in proof:
+            rows = verification.record_metrics(lg, ref, proof["metrics"], plan=plan, writer=writer)
+            out["metrics"] = [f"{r['name']}={r['value']:g} (run {r['run']})" for r in rows]
+        return out
+
+    def _apply_update(
+        self, lg: Any, plan: str, ref: str, fields: dict[str, Any], writer: str, force: bool
+    ) -> dict[str, Any]:
         status = fields["status"]
         kind = {"completed": "done", "in_progress": "start", "cancelled": "cancel"}.get(
             status or "", "update"
@@ -520,6 +611,43 @@ class PlanTools:
             others = _also_in_progress(lg, plan, writer, item["id"])
             if others:
                 out["hint"] = f"you also have {', '.join(others[:5])} in_progress; keep exactly one"
+        return out
+
+    # plan_verify -----------------------------------------------------------
+    def plan_verify(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+        args = check_arguments("plan_verify", args)
+        explicit = plan_name(args.get("plan"))
+        ids: list[str] = args.get("ids") or []
+        writer = self.writer_arg(args, writer)
+        plan = self.plan_or_default(explicit)
+        return self.locked(lambda: self._plan_verify(plan, explicit is not None, ids, writer))
+
+    def _plan_verify(self, plan: str, explicit: bool, ids: list[str], writer: str) -> dict[str, Any]:
+        from todoledger import verification
+        from todoledger.core.verification import tail
+
+        if not self._known(self.ledger(write=False), plan, explicit):
+            return {"plan": plan, "receipts": [], "hint": "empty: write your plan with todowrite"}
+        lg = self.ledger(write=True)
+        done = verification.verify(lg, ids, plan=plan, writer=writer, cwd=str(self.cwd) if self.cwd else None)
+        out: dict[str, Any] = {
+            "plan": plan,
+            "receipts": [
+                {
+                    "item": r["item"],
+                    "check": r["check"],
+                    "spec": r["spec"],
+                    "result": r["result"],
+                    "code": r["code"],
+                    "output": tail(r["output"], 300),
+                }
+                for r in done["receipts"]
+            ],
+        }
+        if done["skipped"]:
+            out["skipped"] = [{"check": s["id"], "item": s["item"], "why": s["why"]} for s in done["skipped"]]
+        if not done["receipts"] and not done["skipped"]:
+            out["hint"] = "no checks: add one with plan_update check"
         return out
 
     # resources -------------------------------------------------------------

@@ -585,6 +585,12 @@ def write_warnings(lg: Ledger, plan: str, completed: Sequence[str]) -> list[Find
     return out
 
 
+def sweep_repeats(lg: Ledger, plan: str) -> dict[str, int]:
+    """item -> how many runs its sweep asks for."""
+    with lg.store.read():
+        return _repo(lg).sweep_repeats(plan)
+
+
 def unproven_by(lg: Ledger, writer: str) -> list[dict[str, Any]]:
     """Items that `writer` (or its subagents, `writer:...`) completed, still
     completed, whose gates fail, never ran or went stale: what a Stop gate names."""

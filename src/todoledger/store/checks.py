@@ -232,6 +232,15 @@ class CheckRepo:
             )
         ]
 
+    def sweep_repeats(self, plan: str) -> dict[str, int]:
+        """item -> the repeats its sweep asks for, for every sweep combination of the plan."""
+        rows = self.db.query(
+            "SELECT si.item, s.definition FROM sweep_items si JOIN sweeps s"
+            " ON s.plan = si.plan AND s.name = si.sweep WHERE si.plan = ?",
+            (plan,),
+        )
+        return {r[0]: int(json.loads(r[1]).get("repeat", 1)) for r in rows}
+
     def count_holds(self, check_id: str, spec: str) -> int:
         rows = self.db.query(
             "SELECT COUNT(*) FROM receipts WHERE check_id = ? AND spec = ? AND result = 'holds'",

@@ -398,7 +398,8 @@ def gate_before_done(
         raise LedgerError("--force needs a --reason: why the gate may be overridden")
     with lg.store.read():
         item = lg._require(plan, ref)
-        gates = [r for r in _repo(lg).checks(plan, [item.id]) if r.role == "gate"]
+        # An assumption's check is what its completion means: saying so does not make it hold.
+        gates = [r for r in _repo(lg).checks(plan, [item.id]) if r.role in core.ROLES]
     if not gates:
         return None
     trusted = [g for g in gates if g.trusted]
@@ -603,7 +604,7 @@ def unproven_by(lg: Ledger, writer: str) -> list[dict[str, Any]]:
         for plan, ids in by_plan.items():
             gates: dict[str, list[CheckRow]] = {}
             for row in repo.checks(plan, ids):
-                if row.role == "gate":
+                if row.role in core.ROLES:
                     gates.setdefault(row.item, []).append(row)
             found = {i: lg.repo.item(i) for i in gates}
             pairs = [(i, it.status) for i, it in found.items() if it is not None and it.status == "completed"]

@@ -82,9 +82,9 @@ def _done(ref: str, as_json: bool, **kw: Any) -> int:
 
         sys.stdout.write(dumps(row) + "\n")
     else:
-        from todoledger.cli import render
+        from todoledger.cli import render_plain  # the lean path runs only in a pipe
 
-        render.changed(row)
+        render_plain.changed(row)
     return 0
 
 

@@ -8,11 +8,14 @@ link or reorder what it is shown next to.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
-from todoledger.core.describe import describe_event
 from todoledger.core.sanitize import for_terminal as clean
-from todoledger.core.view import PlanView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.core.view import PlanView
 
 MARKS = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "✕"}
 
@@ -74,6 +77,8 @@ def changed(row: dict[str, Any], verb: str | None = None) -> None:
 
 
 def history(events: list[dict[str, Any]], title: str | None = None) -> None:
+    from todoledger.core.describe import describe_event
+
     lines = [clean(title)] if title else []
     if not events:
         lines.append("no history")

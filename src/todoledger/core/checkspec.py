@@ -29,7 +29,12 @@ from todoledger.core.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
+
+    class Digest(Protocol):
+        def update(self, data: bytes, /) -> None: ...
+        def hexdigest(self) -> str: ...
+
 
 KINDS: tuple[str, ...] = ("cmd", "http", "port", "disk", "file", "metric")
 OPS: tuple[str, ...] = (">=", "<=", "==", ">", "<")  # two-character ops first: they are matched in order
@@ -111,9 +116,7 @@ class Check:
         return self.text() + "\n" + json.dumps(self.options(), sort_keys=True, ensure_ascii=False)
 
     def digest(self) -> str:
-        import hashlib  # only when checks exist: the hook path never pays for it
-
-        return hashlib.sha256(self.canonical().encode("utf-8")).hexdigest()
+        return sha256(self.canonical().encode("utf-8")).hexdigest()
 
     def describe(self) -> str:
         """One line for people: the spec and its non-default options."""
@@ -135,6 +138,22 @@ def _num(value: float) -> str:
 def _bad(spec: str, why: str) -> LedgerError:
     shown = spec if len(spec) <= 60 else spec[:57] + "..."
     return LedgerError(f"bad check {shown!r}: {why}")
+
+
+def sha256(data: bytes = b"") -> Digest:
+    """hashlib.sha256 without hashlib: importing it loads OpenSSL, which costs
+    a gated `done` a tenth of its start-up. CPython's own module computes the same."""
+    import importlib
+
+    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
+        try:
+            found: Digest = importlib.import_module(name).sha256(data)
+        except (ImportError, AttributeError):
+            continue
+        return found
+    import hashlib
+
+    return hashlib.sha256(data)
 
 
 def parse_size(text: str) -> int:

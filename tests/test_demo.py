@@ -255,3 +255,18 @@ def test_demo_checks_from_the_cli_print_the_sweep_table(ledger_env: Path) -> Non
         timeout=60,
     )
     assert again.returncode != 0 and "holds the checks of demo --checks" in again.stderr
+
+
+def test_demo_checks_repeat_their_ids_and_simulated_figures(tmp_path: Path) -> None:
+    from todoledger import verification as v
+    from todoledger.demo_checks import run_checks
+
+    seen = []
+    for n in range(2):
+        with Ledger(tmp_path / f"run{n}.db") as ledger:
+            load_demo(ledger)
+            run_checks(ledger)
+            items = [(i["id"], i["content"], i["status"]) for i in ledger.show("demo")["items"]]
+            numbers = [(m["item"], m["value"]) for m in v.metrics(ledger, plan="demo")]
+            seen.append((items, numbers, [c.id for c in v.checks(ledger, plan="demo")]))
+    assert seen[0] == seen[1]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import anyio
 
-from tests.test_mcp import call, refuse, stdio
+from tests.conftest import subprocess_env, todoledger_bin
+from tests.test_mcp import TOKEN, call, free_port, http, refuse, snapshot, stdio, wait_for_port
 from todoledger import Ledger
 from todoledger import verification as v
 
@@ -46,3 +48,114 @@ def test_plan_update_runs_the_gate_and_todowrite_is_told(ledger_env: Path, tmp_p
         rows = {i["content"]: i for i in lg.show()["items"]}
     assert rows["Verify /data has space for 25K samples"]["verification"] == "verified"
     assert rows["Run inference"]["ready"] is True
+
+
+def test_plan_update_adds_a_gate_and_metrics_and_plan_verify_returns_receipts(
+    ledger_env: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "bench.json"
+    with Ledger() as lg:
+        item = lg.add("Benchmark 16 draft tokens")["id"]
+
+    async def main() -> None:
+        async with stdio(ledger_env) as c:
+            said = await call(
+                c, "plan_update", {"id": item, "check": f"file:{target}", "metrics": ["tok_s=60", "tok_s=62"]}
+            )
+            assert said["check"]["trusted"] is True  # written over stdio: this machine's user
+            assert said["metrics"] == ["tok_s=60 (run 1)", "tok_s=62 (run 2)"]
+            first = await call(c, "plan_verify", {"ids": [item]})
+            assert [(r["item"], r["result"]) for r in first["receipts"]] == [(item, "fails")]
+            assert first["receipts"][0]["output"] == f"{target}: no such file"
+            target.write_text("{}")
+            second = await call(c, "plan_verify", {})
+            assert [r["result"] for r in second["receipts"]] == ["holds"]
+            done = await call(c, "plan_update", {"id": item, "status": "completed"})
+            assert done["item"]["status"] == "completed"
+            # Bad input: one line, nothing written.
+            before = snapshot(ledger_env)
+            for args, line in (
+                ({"id": item, "check": "disk:/x>=lots"}, "lots"),
+                ({"id": item, "metrics": ["tok_s=fast"]}, "is not a number"),
+                ({"id": item, "metrics": ["tok_s=1", ""]}, "non-empty strings"),
+                ({"id": item, "check": "file:x", "metrics": ["bad"]}, "NAME=NUMBER"),
+                ({"ids": [item, 3]}, "non-empty strings"),
+            ):
+                tool = "plan_verify" if "ids" in args else "plan_update"
+                assert line in await refuse(c, tool, args)
+            assert snapshot(ledger_env) == before
+
+    anyio.run(main)
+    with Ledger() as lg:
+        assert [m["value"] for m in v.metrics(lg, item)] == [60.0, 62.0]
+        assert lg.show()["items"][0]["verification"] == "verified"
+
+
+def serve_on(ledger_env: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [todoledger_bin(), "serve", "--port", str(port), "--token", TOKEN, *extra],
+        env=subprocess_env(ledger_env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    wait_for_port(proc, port)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_checks_over_http_are_untrusted_and_serve_runs_none_without_allow_checks(
+    ledger_env: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    local = tmp_path / "ran-local"
+    with Ledger() as lg:
+        item = lg.add("Deploy SGLang")["id"]
+        mine = lg.add("Check the disk")["id"]
+        v.add_check(lg, mine, f"cmd:touch {local}")  # written on this machine: trusted
+    spec = f"cmd:touch {marker}"
+    proc, url = serve_on(ledger_env)
+    try:
+
+        async def closed() -> None:
+            async with http(url) as c:
+                added = await call(c, "plan_update", {"id": item, "check": spec})
+                assert added["check"]["trusted"] is False and "todoledger trust" in added["check"]["hint"]
+                skipped = await call(c, "plan_verify", {"ids": [item]})
+                assert skipped["receipts"] == [] and "todoledger trust" in skipped["skipped"][0]["why"]
+                said = await refuse(c, "plan_verify", {"ids": [mine]})
+                assert "started without --allow-checks" in said
+                said = await refuse(c, "plan_update", {"id": item, "status": "completed"})
+                assert "runs only where checks are allowed" in said and "(the check" not in said
+
+        anyio.run(closed)
+    finally:
+        stop_server(proc)
+    with Ledger() as lg:
+        v.trust(lg, [item])  # a person approves the exact text
+        assert lg.get(item)["status"] == "pending"
+    assert not marker.exists()
+    proc, url = serve_on(ledger_env, "--allow-checks")
+    try:
+
+        async def allowed() -> None:
+            async with http(url) as c:
+                ran = await call(c, "plan_verify", {"ids": [item]})
+                assert [r["result"] for r in ran["receipts"]] == ["holds"]
+                other = await call(c, "plan_update", {"id": item, "check": f"file:{marker}"})
+                assert other["check"]["trusted"] is False
+                again = await call(c, "plan_verify", {"ids": [item]})
+                assert len(again["receipts"]) == 1 and again["skipped"][0]["check"] == other["check"]["id"]
+
+        anyio.run(allowed)
+    finally:
+        stop_server(proc)
+    assert marker.exists() and not local.exists()

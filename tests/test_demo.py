@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import subprocess_env, todoledger_bin
-from todoledger import Ledger
+from todoledger import Ledger, LedgerError
 from todoledger.core.ids import new_id, seeded
 from todoledger.demo import AGENT, ASSUMPTIONS, CALLS, FACTS, REVIEWER, load_demo
 from todoledger.ingest.report import load as load_report
@@ -113,7 +113,7 @@ def test_assumptions_stay_pending_with_the_disk_figures(lg: Ledger) -> None:
     assert {i["created_by"] for i in verify.values()} == {REVIEWER}
     disk = next(i for c, i in verify.items() if "/data has room" in c)
     assert "5.4 TB" in disk["content"] and "2.8 TB" in disk["content"]
-    assert "Check to come" in disk["notes"]
+    assert "todoledger demo --checks" in disk["notes"]
 
 
 def test_the_drafter_is_trained_from_scratch_and_never_shown_fine_tuned(lg: Ledger) -> None:
@@ -188,3 +188,85 @@ def test_clock_override_and_its_bad_value(tmp_path: Path) -> None:
     assert "TODOLEDGER_NOW='tomorrow' is not an ISO 8601 time" in bad.stderr
     with Ledger(db) as ledger:
         assert len(ledger.items()) == 1
+
+
+def test_demo_checks_run_the_seeds_assumptions_against_stand_ins(ledger_env: Path) -> None:
+    import socket
+    import statistics
+
+    from todoledger import verification as v
+    from todoledger.demo_checks import DISK_ITEM, run_checks
+
+    with Ledger(ledger_env) as ledger:
+        load_demo(ledger)
+        ran = run_checks(ledger)
+        results = {r["spec"].split(":")[0]: r for r in ran.receipts}
+        assert results["disk"]["result"] == "fails"  # 2.8 TB free where ~5.4 TB were needed
+        assert results["http"]["result"] == "holds" and results["cmd"]["result"] == "holds"
+        assert "SIMULATION" in results["cmd"]["output"]
+        items = by_content(ledger, "demo")
+        disk = next(i for c, i in items.items() if c.startswith(DISK_ITEM))
+        assert (disk["status"], disk["verification"]) == ("pending", "failed")
+        # The replayed subagent's "verification" by saying so is refused, and nothing changes.
+        with pytest.raises(LedgerError, match="not completed: gate disk:"):
+            ledger.done(disk["id"], plan="demo", evidence="2.8T avail; estimate needs ~5.4T")
+        assert ledger.get(disk["id"], "demo")["status"] == "pending"
+        stand_ins = [c for c in items if c.startswith("Stand-in:")]
+        assert len(stand_ins) == 2 and all(items[c]["status"] == "completed" for c in stand_ins)
+        # The sweep: 16 draft tokens and the baseline only (the seeds give no 10- or 5-token figure).
+        rows = {r["params"]["draft_tokens"]: r for r in ran.sweep["rows"]}
+        assert set(rows) == {"16", "0"}
+        values = {m["item"]: [] for m in v.metrics(ledger, plan="demo")}
+        for m in v.metrics(ledger, plan="demo"):
+            values[m["item"]].append(m["value"])
+        sixteen = next(
+            i["id"] for c, i in items.items() if c.startswith("Benchmark 16 draft tokens (SIMULATED")
+        )
+        base = next(i["id"] for c, i in items.items() if c.startswith("Benchmark 0 draft tokens (SIMULATED"))
+        ratio = statistics.median(values[sixteen]) / statistics.median(values[base])
+        assert len(values[sixteen]) == len(values[base]) == 3
+        assert abs(rows["16"]["ratio"] - ratio) < 1e-9 and 0.70 < ratio < 0.76  # seed 001: 60 / 82 = 0.73
+        assert rows["16"]["verdict"] == "discard"
+        url = results["http"]["spec"]
+        with pytest.raises(LedgerError, match="already ran"):
+            run_checks(ledger)
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()  # the stand-in is gone
+
+
+def test_demo_checks_from_the_cli_print_the_sweep_table(ledger_env: Path) -> None:
+    proc = subprocess.run(
+        [todoledger_bin(), "demo", "--checks"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env, TODOLEDGER_NOW="2026-02-14T13:00:00Z"),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    table = proc.stdout[proc.stdout.index("$ todoledger sweep results draft_tokens") :]
+    assert re.search(r"draft_tokens=16 +tok_s +3 +6\d\.\d .* 0\.7\dx +discard", table), table
+    assert re.search(r"draft_tokens=0 \(baseline\) +tok_s +3 +8\d\.\d .* 1\.00x", table), table
+    again = subprocess.run(
+        [todoledger_bin(), "demo", "--reset"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        timeout=60,
+    )
+    assert again.returncode != 0 and "holds the checks of demo --checks" in again.stderr
+
+
+def test_demo_checks_repeat_their_ids_and_simulated_figures(tmp_path: Path) -> None:
+    from todoledger import verification as v
+    from todoledger.demo_checks import run_checks
+
+    seen = []
+    for n in range(2):
+        with Ledger(tmp_path / f"run{n}.db") as ledger:
+            load_demo(ledger)
+            run_checks(ledger)
+            items = [(i["id"], i["content"], i["status"]) for i in ledger.show("demo")["items"]]
+            numbers = [(m["item"], m["value"]) for m in v.metrics(ledger, plan="demo")]
+            seen.append((items, numbers, [c.id for c in v.checks(ledger, plan="demo")]))
+    assert seen[0] == seen[1]

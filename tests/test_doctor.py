@@ -129,7 +129,7 @@ def test_installed_but_not_approved_is_broken_with_the_exact_fix(machine: dict[s
     # The server starts and lists its tools (one check: every agent uses the same command).
     (server,) = report["servers"]
     assert server["ok"] and server["command"] == ["todoledger", "mcp"]
-    assert server["tools"] == ["todowrite", "todoread", "plan_next", "plan_update"]
+    assert server["tools"] == ["todowrite", "todoread", "plan_next", "plan_update", "plan_verify"]
     assert {a["name"]: a["hooks"] for a in report["agents"]} == {
         "claude-code": ["PostToolUse", "SessionStart"],
         "opencode": ["todo.updated", "session start", "compaction"],

@@ -30,6 +30,7 @@ RANKS = {
     "verification": 3,  # the service for checks, gates, receipts, trust and metrics
     "sweeps": 3,  # the service for parameter sweeps
     "demo": 3,  # the seeds' campaign, written through the service
+    "demo_checks": 3,  # the seeds' assumptions as checks against local stand-ins (demo --checks)
     "": 3,  # the package itself: `todoledger.Ledger`, `__version__`
     "cli": 4,
     "hooks": 4,

@@ -49,6 +49,12 @@ def test_a_clean_plan_has_nothing_to_report() -> None:
         write(lg, 0, ("Build", "in_progress"), ("Test", "pending"), n=3)
         write(lg, 5, ("Build", "completed"), ("Test", "in_progress"), n=9)
         write(lg, 9, ("Build", "completed"), ("Test", "completed"), n=20)
+        # Nothing was wrong with how the list was kept; only nothing backs the "done".
+        [bare] = load(lg, PLAN).findings
+        assert (bare.code, bare.where) == ("completed-without-evidence", "L9")
+        assert "2 completed on the agent's word" in bare.message
+        for item in lg.show(PLAN)["items"]:
+            lg.update(item["id"], plan=PLAN, evidence="pytest: 12 passed")
         report = load(lg, PLAN)
     assert report.findings == []
     assert [len(p.items) for p in report.story.phases] == [2]
@@ -288,3 +294,62 @@ def test_report_of_2000_calls() -> None:
     assert "Final state: 1 in_progress, 39 completed." in text
     assert text.count("\n| ") == 2000 + 40 + 1 + 3  # calls, items, phase, header rows
     # Its time: bench/bench_ingest.py; its growth with the plan: bench/bench_report.py.
+
+
+def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -> None:
+    """Evidence, metrics and receipts per item in md, json and html; a "done"
+    with a failed gate, a gate never run, a stale receipt, one run where
+    repeats were asked for and no evidence at all are each found."""
+    import json as json_
+
+    from todoledger import verification as v
+    from todoledger.ingest.html import render_html
+    from todoledger.ingest.report import render_json
+
+    doc = tmp_path / "doc.txt"
+    doc.write_text("v1")
+    with Ledger() as lg:
+        ids = {
+            name: lg.add(name, plan=PLAN)["id"]
+            for name in (
+                "Benchmark 16 draft tokens",
+                "Verify disk",
+                "Deploy",
+                "Write the doc",
+                "Read the logs",
+            )
+        }
+        v.add_check(lg, ids["Benchmark 16 draft tokens"], "metric:tok_s>=50", plan=PLAN)
+        lg.done(ids["Benchmark 16 draft tokens"], metrics={"tok_s": 60.0}, plan=PLAN)
+        v.add_check(lg, ids["Verify disk"], f"disk:{tmp_path}>=900P", plan=PLAN)
+        lg.done(ids["Verify disk"], plan=PLAN, force_reason="subagent says 2.8T avail")
+        v.add_check(lg, ids["Deploy"], "cmd:true", plan=PLAN, trusted=False)
+        lg.done(ids["Deploy"], plan=PLAN, force_reason="it is up")
+        v.add_check(lg, ids["Write the doc"], f"file:{doc}", {"watch": [str(doc)]}, plan=PLAN)
+        lg.done(ids["Write the doc"], plan=PLAN)
+        doc.write_text("v2")  # the work changed after its check ran
+        lg.done(ids["Read the logs"], plan=PLAN)
+        report = load(lg, PLAN)
+    found = {(f.code, f.items[0]) for f in report.findings}
+    assert found >= {
+        ("single-run", ids["Benchmark 16 draft tokens"]),
+        ("gate-failed-completed", ids["Verify disk"]),
+        ("gate-never-ran", ids["Deploy"]),
+        ("verification-stale", ids["Write the doc"]),
+        ("completed-without-evidence", ids["Read the logs"]),
+    }
+    assert ("completed-without-evidence", ids["Write the doc"]) not in found  # its receipt held
+    text = render_md(report)
+    proof = text[text.index("## Proof") : text.index("## Timeline")]
+    rows_md = {
+        line.split()[1]: line for line in proof.splitlines() if line.startswith("| ") and "|---" not in line
+    }
+    assert "tok\\_s: 60 (1 run)" in rows_md[ids["Benchmark 16 draft tokens"]]
+    assert "| failed |" in rows_md[ids["Verify disk"]] and "900P fails: " in rows_md[ids["Verify disk"]]
+    assert "cmd:true never ran" in rows_md[ids["Deploy"]]
+    rows = {row["id"]: row for row in json_.loads(render_json(report))["items"]}
+    bench = rows[ids["Benchmark 16 draft tokens"]]["proof"]
+    assert bench["metrics"] == {"tok_s": [60.0]} and bench["receipts"][0]["result"] == "holds"
+    assert rows[ids["Verify disk"]]["proof"]["verification"] == "failed"
+    page = render_html(report)
+    assert "<h2>Proof</h2>" in page and "gate failed but reported completed" in page

@@ -4,7 +4,6 @@ asks here, so the service and its companions (verification, sweeps) agree."""
 
 from __future__ import annotations
 
-import getpass
 import os
 
 from todoledger.core.model import DEFAULT_PLAN
@@ -14,6 +13,8 @@ def default_writer() -> str:
     env = os.environ.get("TODOLEDGER_WRITER")
     if env:
         return env
+    import getpass  # only here: its import (termios, pwd) is a cost every command would pay
+
     try:
         return f"cli:{getpass.getuser()}"
     except Exception:  # getpass raises a bare KeyError/OSError without a passwd entry

@@ -152,15 +152,17 @@ CALLS: list[Call] = [
 class Assumption:
     """An assumption a seed names as unverified: a pending "Verify ..." item.
 
-    `stand_in` is the local stand-in a check will run against. The checks of
-    issue 8 (`assume TEXT --check SPEC`) attach here once they exist; until then
-    the item stays pending, which is the truth: nobody verified it.
+    `stand_in` is the local stand-in a check runs against. Those `checked`
+    get their check from `todoledger demo --checks` (demo_checks.py); the others
+    have none yet. Either way the item stays pending, which is the truth:
+    nobody verified it on the campaign's machines.
     """
 
     plan: str
     text: str
     source: str
     stand_in: str
+    checked: bool = False
 
 
 ASSUMPTIONS: list[Assumption] = [
@@ -170,12 +172,14 @@ ASSUMPTIONS: list[Assumption] = [
         "seed 002, msg 2871: not validated; seed 003: the extraction of 37,312 samples"
         " (87.8M tokens) took ~4.6 TB, after a VM crash and a disk migration",
         "disk: a temporary folder for /data",
+        checked=True,
     ),
     Assumption(
         KIMI,
         "Verify the SGLang EAGLE3 server is still up after its ~15-minute start",
         "seed 000, msg 4350, assumption 1",
         "http: a local server for the SGLang /health endpoint",
+        checked=True,
     ),
     Assumption(
         KIMI,
@@ -188,6 +192,7 @@ ASSUMPTIONS: list[Assumption] = [
         "Verify benchmark_eagle3.py measures single-stream tok/s correctly (written at msg 4346, never run)",
         "seed 000, msg 4350, assumption 2",
         "cmd: the benchmark script against the local stand-in server",
+        checked=True,
     ),
     Assumption(
         KIMI,
@@ -391,6 +396,11 @@ def _review(ledger: Ledger, names: dict[str, str]) -> None:
                     a.text,
                     plan=name,
                     writer=REVIEWER,
-                    notes=f"{a.source}. Check to come (issue 8), against {a.stand_in}.",
+                    notes=f"{a.source}. "
+                    + (
+                        f"`todoledger demo --checks` checks it against {a.stand_in}."
+                        if a.checked
+                        else f"Check to come, against {a.stand_in}."
+                    ),
                     at=next(stamps),
                 )

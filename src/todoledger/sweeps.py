@@ -236,6 +236,11 @@ def _record_repeat(
         lg.repo.touch_plan(plan, at)
 
 
+def exists(lg: Ledger, name: str, *, plan: str | None = None) -> bool:
+    with lg.store.read():
+        return CheckRepo(lg.store).sweep(plan or default_plan(), name) is not None
+
+
 def results(lg: Ledger, name: str, *, plan: str | None = None) -> dict[str, Any]:
     """Per combination and metric: median/min/max/spread, ratio to the baseline, verdict, flags."""
     plan = plan or default_plan()

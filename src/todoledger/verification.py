@@ -398,7 +398,8 @@ def gate_before_done(
         raise LedgerError("--force needs a --reason: why the gate may be overridden")
     with lg.store.read():
         item = lg._require(plan, ref)
-        gates = [r for r in _repo(lg).checks(plan, [item.id]) if r.role == "gate"]
+        # An assumption's check is what its completion means: saying so does not make it hold.
+        gates = [r for r in _repo(lg).checks(plan, [item.id]) if r.role in core.ROLES]
     if not gates:
         return None
     trusted = [g for g in gates if g.trusted]
@@ -582,6 +583,54 @@ def write_warnings(lg: Ledger, plan: str, completed: Sequence[str]) -> list[Find
                     f" kept as reported, not verified (todoledger verify {item})",
                 )
             )
+    return out
+
+
+def sweep_repeats(lg: Ledger, plan: str) -> dict[str, int]:
+    """item -> how many runs its sweep asks for."""
+    with lg.store.read():
+        return _repo(lg).sweep_repeats(plan)
+
+
+def unproven_by(lg: Ledger, writer: str) -> list[dict[str, Any]]:
+    """Items that `writer` (or its subagents, `writer:...`) completed, still
+    completed, whose gates fail, never ran or went stale: what a Stop gate names."""
+    out: list[dict[str, Any]] = []
+    with lg.store.read():
+        repo = _repo(lg)
+        by_plan: dict[str, list[str]] = {}
+        for plan, item in repo.completed_by(writer):
+            by_plan.setdefault(plan, []).append(item)
+        for plan, ids in by_plan.items():
+            gates: dict[str, list[CheckRow]] = {}
+            for row in repo.checks(plan, ids):
+                if row.role in core.ROLES:
+                    gates.setdefault(row.item, []).append(row)
+            found = {i: lg.repo.item(i) for i in gates}
+            pairs = [(i, it.status) for i, it in found.items() if it is not None and it.status == "completed"]
+            if not pairs:
+                continue
+            verdicts = states(lg, plan, pairs)
+            latest = repo.latest_receipts(plan)
+            for item, _ in pairs:
+                state = verdicts.get(item)
+                if state not in (core.FAILED, core.UNVERIFIED, core.STALE):
+                    continue
+                runs = [(g, latest.get((g.id, g.check.canonical()))) for g in gates[item]]
+                record = found[item]
+                assert record is not None
+                out.append(
+                    {
+                        "plan": plan,
+                        "item": item,
+                        "content": record.content,
+                        "state": state,
+                        "gates": [
+                            {"check": g.id, "spec": g.check.text(), "result": r.line() if r else "never run"}
+                            for g, r in runs
+                        ],
+                    }
+                )
     return out
 
 

@@ -6,8 +6,9 @@ the content of untracked files). Declared `watch` paths: a hash of each.
 
 from __future__ import annotations
 
-import hashlib
 import os
+
+from todoledger.core.checkspec import sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def same(recorded: dict[str, Any]) -> bool:
 def dirty_hash(top: str) -> str:
     """A hash of every path `git status` reports (modified, staged, deleted, untracked) and its content now."""
     listing = _git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames") or b""
-    h = hashlib.sha256()
+    h = sha256()
     for entry in sorted(e for e in listing.split(b"\0") if e):
         name = os.fsdecode(entry[3:])
         h.update(entry + b"\0")
@@ -73,7 +74,7 @@ def _in_git(cwd: str) -> bool:
 
 def path_hash(path: str) -> str:
     """Content hash of a file, or of a folder's files (names and contents); `missing` if absent."""
-    h = hashlib.sha256()
+    h = sha256()
     if os.path.isdir(path):
         for folder, dirs, files in os.walk(path):
             dirs.sort()

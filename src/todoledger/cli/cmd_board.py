@@ -174,6 +174,11 @@ def _change_line(change: dict[str, Any]) -> str:
     type=click.Path(dir_okay=False),
     help="File of `TOKEN IDENTITY` lines: each token's MCP writes carry its person or agent.",
 )
+@click.option(
+    "--allow-checks",
+    is_flag=True,
+    help="Run trusted checks (gates of done, plan_verify, the board); without it this server runs none.",
+)
 def serve(
     plan: str | None,
     host: str,
@@ -183,6 +188,7 @@ def serve(
     open_browser: bool,
     name: str | None,
     tokens_file: str | None,
+    allow_checks: bool,
 ) -> None:
     """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger."""
     import sys
@@ -190,7 +196,7 @@ def serve(
     from todoledger.mcp.http import serve as serve_http
     from todoledger.web.app import Board
 
-    board = Board(plan=plan, token=token or None, name=name)
+    board = Board(plan=plan, token=token or None, name=name, allow_checks=allow_checks)
 
     def started(base: str) -> None:
         print(f"todoledger: board on {base}/", file=sys.stderr, flush=True)
@@ -207,6 +213,7 @@ def serve(
             plan=plan,
             allow_hosts=allow_hosts,
             tokens_file=tokens_file,
+            allow_checks=allow_checks,
             routes=board.routes(),
             started=started,
         )

@@ -53,6 +53,11 @@ HOME = click.option(
     help="How the agent should invoke todoledger (e.g. an absolute path).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option(
+    "--gate-stop",
+    is_flag=True,
+    help="Also block the agent from stopping while items it completed fail their gates (not opencode).",
+)
 def install(
     agent: str,
     dry_run: bool,
@@ -62,6 +67,7 @@ def install(
     approve: bool,
     exe: str,
     as_json: bool,
+    gate_stop: bool,
 ) -> None:
     """Add todoledger's hooks, MCP server and instructions to AGENT's config (merged, idempotent)."""
     home_given = home is not None
@@ -69,7 +75,14 @@ def install(
     home = (home or Path.home()).resolve()
     try:
         result = run(
-            agent, project=project, home=home, dry_run=dry_run, command=exe, route=route, approve=approve
+            agent,
+            project=project,
+            home=home,
+            dry_run=dry_run,
+            command=exe,
+            route=route,
+            approve=approve,
+            gate_stop=gate_stop,
         )
     except LedgerError as e:
         raise click.ClickException(str(e)) from e

@@ -87,7 +87,7 @@ def sweep_run(name: str, plan: str | None, writer: str | None, as_json: bool, pa
 def sweep_results(name: str, plan: str | None, as_json: bool, fmt: str) -> None:
     """Median, min, max and spread per combination, ratio to the baseline, verdict."""
     from todoledger import sweeps
-    from todoledger.core.sweep import table
+    from todoledger.core.sweep import lines, table
 
     with reader() as lg:
         out = sweeps.results(lg, name, plan=plan)
@@ -105,9 +105,8 @@ def sweep_results(name: str, plan: str | None, as_json: bool, fmt: str) -> None:
         csv.writer(buf, lineterminator="\n").writerows(rows)
         click.echo(buf.getvalue(), nl=False)
         return
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        click.echo(_clean("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()))
+    for line in lines(rows):
+        click.echo(_clean(line))
 
 
 def _clean(text: str) -> str:

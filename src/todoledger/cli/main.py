@@ -651,15 +651,33 @@ def check(plan: str | None, as_json: bool) -> None:
 @cli.command()
 @options(plan=True, as_json=True)
 @click.option("--reset", is_flag=True, help="Rebuild the demo plan from scratch.")
-def demo(plan: str | None, as_json: bool, reset: bool) -> None:
+@click.option(
+    "--checks",
+    "with_checks",
+    is_flag=True,
+    help="Also run the seeds' assumptions as checks and the draft-token sweep, against local stand-ins.",
+)
+def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> None:
     """Load the todo calls the seeds quote (shared/seeds/) as two demo plans and show them."""
     from todoledger.demo import DEMO_PLAN, load_demo
 
     name = plan or DEMO_PLAN
     with ledger() as lg:
+        if reset:
+            from todoledger import verification
+
+            if verification.checks(lg, plan=name):
+                raise LedgerError(
+                    f"plan {name!r} holds the checks of demo --checks; load the demo into another --plan"
+                )
         loaded = load_demo(lg, plan=name, reset=reset)
+        ran = None
+        if with_checks:
+            from todoledger.demo_checks import run_checks
+
+            ran = run_checks(lg, plan=name)
         if as_json:
-            emit(lg.show(name))
+            emit(lg.show(name) | ({"checks": ran.receipts, "sweep": ran.sweep} if ran else {}))
             return
         from todoledger.cli import render
 
@@ -670,16 +688,37 @@ def demo(plan: str | None, as_json: bool, reset: bool) -> None:
         for shown in loaded.plans:
             click.echo()
             render.plan(lg.view(shown), None)
+        if ran is not None:
+            _show_demo_checks(ran, name)
         say(f"\nledger: {where(lg)}")
         click.echo(
             f"The story and its findings: todoledger report {name}   todoledger report {loaded.plans[-1]}"
         )
 
 
+def _show_demo_checks(ran: Any, plan: str) -> None:
+    from todoledger.core.sweep import lines, table
+    from todoledger.core.verification import tail
+
+    click.echo()
+    say("The seeds' assumptions as checks, against local stand-ins:")
+    for r in ran.receipts:
+        last = next((ln for ln in reversed(r["output"].splitlines()) if ln.strip()), "")
+        say(f"  {r['item']} {r['result']}: {r['spec']}: {tail(last, 200)}")
+    click.echo()
+    say("The draft-token sweep over a stand-in benchmark (SIMULATED, seeded noise):")
+    say(f"$ todoledger sweep results {ran.sweep['sweep']} --plan {plan}")
+    for line in lines(table(ran.sweep["rows"])):
+        say(line)
+
+
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("agent")
-def hook(agent: str) -> None:
+@click.option(
+    "--gate-stop", is_flag=True, help="Block a stop while this session's completed items fail their gates."
+)
+def hook(agent: str, gate_stop: bool) -> None:
     """Hook entry for agents (reads the agent's hook JSON on stdin; never fails)."""
     from todoledger.hooks import run_hook
 
-    sys.exit(run_hook([agent]))
+    sys.exit(run_hook([agent, "--gate-stop"] if gate_stop else [agent]))

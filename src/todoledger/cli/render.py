@@ -5,10 +5,13 @@ own work, and scripts read plain text best)."""
 from __future__ import annotations
 
 import sys
-from types import ModuleType
-from typing import Any
 
-from todoledger.core.view import PlanView
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
+    from todoledger.core.view import PlanView
 
 
 def _backend() -> ModuleType:

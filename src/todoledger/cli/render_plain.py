@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from todoledger.core.describe import describe_event
 from todoledger.core.sanitize import for_terminal as clean
-from todoledger.core.view import PlanView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.core.view import PlanView
 
 TYPE_CHECKING = False  # `typing` costs start-up on the lean path: only for the checker
 if TYPE_CHECKING:
@@ -78,6 +82,8 @@ def changed(row: dict[str, Any], verb: str | None = None) -> None:
 
 def event_line(ev: dict[str, Any]) -> str:
     """One event for a person, as `watch` prints it; agent text sanitised."""
+    from todoledger.core.describe import describe_event
+
     where = f"{ev['plan']}/{ev['item'] or '-'}"
     return (
         f"{clean(ev['at'])} #{ev['seq']} {clean(where)} {clean(describe_event(ev))}  ({clean(ev['writer'])})"
@@ -85,6 +91,8 @@ def event_line(ev: dict[str, Any]) -> str:
 
 
 def history(events: list[dict[str, Any]], title: str | None = None) -> None:
+    from todoledger.core.describe import describe_event
+
     lines = [clean(title)] if title else []
     if not events:
         lines.append("no history")

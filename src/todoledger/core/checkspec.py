@@ -29,7 +29,12 @@ from todoledger.core.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
+
+    class Digest(Protocol):
+        def update(self, data: bytes, /) -> None: ...
+        def hexdigest(self) -> str: ...
+
 
 KINDS: tuple[str, ...] = ("cmd", "http", "port", "disk", "file", "metric")
 OPS: tuple[str, ...] = (">=", "<=", "==", ">", "<")  # two-character ops first: they are matched in order
@@ -37,11 +42,13 @@ DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 24 * 3600.0
 MAX_SPEC_CHARS = 4_000
 _UNITS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTPE]?)(?:i?B)?\s*$", re.IGNORECASE)
-_METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
-_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
-_BASELINE = re.compile(r"^baseline(?:\s*\*\s*(" + _NUMBER.pattern[1:-1] + r"))?$")
-_HOSTPORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]@\s]+)(?::(\d{1,5}))?$")
+# Patterns, not compiled ones: `re` compiles each on first use (and caches it),
+# so a command that parses no size or metric pays nothing for them at start-up.
+_SIZE = r"(?i)^\s*(\d+(?:\.\d+)?)\s*([KMGTPE]?)(?:i?B)?\s*$"
+_METRIC_NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+_NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
+_BASELINE = r"^baseline(?:\s*\*\s*(" + _NUMBER[1:-1] + r"))?$"
+_HOSTPORT = r"^(\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]@\s]+)(?::(\d{1,5}))?$"
 _OPTION_NAMES = ("expect", "status", "timeout", "nonempty", "newer", "watch", "baseline")
 
 
@@ -111,9 +118,7 @@ class Check:
         return self.text() + "\n" + json.dumps(self.options(), sort_keys=True, ensure_ascii=False)
 
     def digest(self) -> str:
-        import hashlib  # only when checks exist: the hook path never pays for it
-
-        return hashlib.sha256(self.canonical().encode("utf-8")).hexdigest()
+        return sha256(self.canonical().encode("utf-8")).hexdigest()
 
     def describe(self) -> str:
         """One line for people: the spec and its non-default options."""
@@ -137,9 +142,25 @@ def _bad(spec: str, why: str) -> LedgerError:
     return LedgerError(f"bad check {shown!r}: {why}")
 
 
+def sha256(data: bytes = b"") -> Digest:
+    """hashlib.sha256 without hashlib: importing it loads OpenSSL, which costs
+    a gated `done` a tenth of its start-up. CPython's own module computes the same."""
+    import importlib
+
+    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
+        try:
+            found: Digest = importlib.import_module(name).sha256(data)
+        except (ImportError, AttributeError):
+            continue
+        return found
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
 def parse_size(text: str) -> int:
     """`5.4T` -> bytes (binary units, as `df -h`); raises ValueError."""
-    m = _SIZE.match(text)
+    m = re.match(_SIZE, text)
     if not m:
         raise ValueError(text)
     value: float = float(m.group(1)) * float(1024 ** _UNITS[m.group(2).upper()])
@@ -246,7 +267,7 @@ def _http(text: str) -> dict[str, Any]:
     host = rest.split("/", 1)[0].split("?", 1)[0]
     if not host or any(ch.isspace() for ch in text):
         raise _bad(text, "a URL needs a host and no spaces (e.g. http://127.0.0.1:30000/health)")
-    m = _HOSTPORT.match(host)
+    m = re.match(_HOSTPORT, host)
     if not m:
         raise _bad(text, f"{host!r} is not a host[:port]")
     if m.group(2) is not None and not 0 < int(m.group(2)) < 65536:
@@ -273,7 +294,7 @@ def _disk(text: str, body: str) -> dict[str, Any]:
         raise _bad(
             text, f"{size.strip()!r} is not a size (e.g. 5.4T, 200G, 512M, 1: binary units as df -h)"
         ) from None
-    m = _SIZE.match(size)
+    m = re.match(_SIZE, size)
     assert m is not None
     return {"kind": "disk", "target": path.strip(), "min_bytes": n, "size": m.group(1) + m.group(2).upper()}
 
@@ -294,17 +315,17 @@ def _metric(text: str, body: str) -> dict[str, Any]:
             text, f"write metric:NAME OP VALUE with OP one of {', '.join(OPS)} (e.g. metric:tok_s>=82)"
         )
     name, threshold = name.strip(), threshold.strip()
-    if not _METRIC_NAME.match(name):
+    if not re.match(_METRIC_NAME, name):
         raise _bad(text, f"{name!r} is not a metric name (letters, digits, _ and .)")
     out: dict[str, Any] = {"kind": "metric", "target": name, "op": op}
-    m = _BASELINE.match(threshold)
+    m = re.match(_BASELINE, threshold)
     if m:
         ratio = float(m.group(1)) if m.group(1) else 1.0
         if not math.isfinite(ratio):
             raise _bad(text, "the ratio must be a finite number")
         out["ratio"] = ratio
         return out
-    if not _NUMBER.match(threshold) or not math.isfinite(float(threshold)):
+    if not re.match(_NUMBER, threshold) or not math.isfinite(float(threshold)):
         raise _bad(text, f"{threshold!r} is not a number or baseline*RATIO")
     out["value"] = float(threshold)
     return out

@@ -14,7 +14,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dataclasses import dataclass, field
 else:
+    from operator import attrgetter
+
     _MISSING = object()
+
+    def _no_values(self):
+        return ()
 
     class _Field:
         __slots__ = ("default_factory",)
@@ -46,22 +51,23 @@ else:
                 params.append(name)
                 value = name
             body.append(f"    _set(self, {name!r}, {value})" if frozen else f"    self.{name} = {value}")
-        source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
-        exec(source, scope)
+        # Only __init__ is compiled: compiling costs more than the code it makes,
+        # and equality needs no generated code (attrgetter reads the fields in C).
+        exec(f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n", scope)
         cls.__init__ = scope["__init__"]
         cls.__match_args__ = tuple(names)
+        getter = attrgetter(*names) if names else None
+        if getter is None:
+            values = _no_values
+        elif len(names) == 1:
+            values = lambda self: (getter(self),)  # noqa: E731 (attrgetter of one name gives no tuple)
+        else:
+            values = getter
 
-        own = "(" + "".join(f"self.{n}, " for n in names) + ")"
-        theirs = "(" + "".join(f"other.{n}, " for n in names) + ")"
-        exec(
-            "def __eq__(self, other):\n"
-            "    if other.__class__ is not self.__class__:\n"
-            "        return NotImplemented\n"
-            f"    return {own} == {theirs}\n"
-            f"def _values(self):\n    return {own}\n",
-            scope,
-        )
-        __eq__, values = scope["__eq__"], scope["_values"]
+        def __eq__(self, other):
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return values(self) == values(other)
 
         def __repr__(self):
             inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)

@@ -293,5 +293,11 @@ def table(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
+def lines(rows: list[list[str]]) -> list[str]:
+    """The table's rows as aligned text lines."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.4g}"

@@ -153,11 +153,22 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             spool(agent, raw, cwd)
             log(f"hook {agent}: {exc}; kept for the next run", cwd)
             return 0
+        if "--gate-stop" in args[1:]:
+            answer = _gate(agent, event, cwd) or answer
         if answer:
             _write(answer, stdout)
     except Exception as exc:
         log(f"hook {agent}: {type(exc).__name__}: {exc}", cwd)
     return 0
+
+
+def _gate(agent: str, event: dict[str, Any], cwd: str | None) -> str | None:
+    """The Stop gate, for hooks installed with --gate-stop (see hooks/stop_gate.py)."""
+    from todoledger.hooks import stop_gate
+
+    spec = agents.find(agent)
+    name = spec.name if spec is not None else agent
+    return stop_gate.answer(name, event, cwd) if stop_gate.applies(name, event) else None
 
 
 def _write(answer: str, stdout: Any) -> None:

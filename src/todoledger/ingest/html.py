@@ -15,8 +15,17 @@ from typing import Any
 
 from todoledger.core.markdown import html_text
 from todoledger.core.model import LedgerError
-from todoledger.ingest.findings import TITLES, duration, short
-from todoledger.ingest.report import Report, _phase_title, _where, headline, item_row
+from todoledger.ingest.findings import duration, short
+from todoledger.ingest.report import (
+    TITLES,
+    Report,
+    _phase_title,
+    _where,
+    headline,
+    item_row,
+    proof_cells,
+    proof_rows,
+)
 
 COLOURS = {"pending": "#9aa5b1", "in_progress": "#2f80ed", "completed": "#27ae60", "cancelled": "#eb5757"}
 STYLE = """
@@ -125,6 +134,23 @@ def render_html(r: Report) -> str:
                 f'<div class="f">{_esc(f.at)} <span class="where">{_esc(_where(f.where))}</span> {_esc(f.message)}</div>'
                 for f in group
             ]
+    proven = proof_rows(r)
+    if proven:
+        parts.append("<h2>Proof</h2>")
+        parts.append(
+            _table(
+                ["item", "status", "verification", "evidence", "metrics", "receipts"],
+                [
+                    [
+                        f"<code>{_esc(it.id)}</code> {_esc(it.content)}",
+                        _esc(it.status),
+                        _esc(p.verification or ""),
+                        *(_esc(cell) for cell in proof_cells(p)),
+                    ]
+                    for it, p in proven
+                ],
+            )
+        )
     parts.append("<h2>Phases</h2>")
     parts.append(
         _table(

@@ -11,15 +11,20 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from todoledger.core.markdown import md_text
 from todoledger.core.model import LedgerError
 from todoledger.core.view import PlanView
-from todoledger.ingest.findings import TITLES, Finding, duration, find, short
+from todoledger.ingest.findings import TITLES as STORY_TITLES
+from todoledger.ingest.findings import Finding, duration, find, short
+from todoledger.ingest.proof import TITLES as PROOF_TITLES
+from todoledger.ingest.proof import ItemProof, gather, metric_line, proof_findings, receipt_line
 from todoledger.ingest.story import ItemStory, Story, build
 from todoledger.service import Ledger
+
+TITLES = {**STORY_TITLES, **PROOF_TITLES}
 
 
 @dataclass
@@ -27,6 +32,7 @@ class Report:
     story: Story
     findings: list[Finding]
     view: PlanView
+    proof: dict[str, ItemProof] = field(default_factory=dict)  # item -> its evidence, receipts, metrics
 
     @property
     def plan(self) -> str:
@@ -49,12 +55,40 @@ def load(ledger: Ledger, plan: str) -> Report:
     if not ops:
         known = ", ".join(p["plan"] for p in ledger.plans()[:10])
         raise LedgerError(f"plan {plan!r} has no history" + (f"; plans: {known}" if known else ""))
-    return analyze(ledger.view(plan), events, ops)
+    view = ledger.view(plan)
+    return analyze(view, events, ops, gather(ledger, view))
 
 
-def analyze(view: PlanView, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Report:
+def analyze(
+    view: PlanView,
+    events: list[dict[str, Any]],
+    ops: list[dict[str, Any]],
+    proof: dict[str, ItemProof] | None = None,
+) -> Report:
     story = build(view.plan, events, ops)
-    return Report(story, find(story), view)
+    proof = proof or {}
+    findings = find(story) + proof_findings(story, view, proof)
+    findings.sort(key=lambda f: (f.at, f.op or 0, f.code))
+    return Report(story, findings, view, proof)
+
+
+def proof_rows(r: Report) -> list[tuple[ItemStory, ItemProof]]:
+    """Items with something to show for themselves (or a check that should)."""
+    return [
+        (it, p)
+        for it in r.items()
+        if (p := r.proof.get(it.id)) is not None and (p.evidence or p.checks or p.metrics or p.receipts)
+    ]
+
+
+def proof_cells(p: ItemProof) -> tuple[str, str, str]:
+    """(evidence, metrics, receipts) as plain text, for the md and html tables."""
+    metrics = "; ".join(f"{name}: {metric_line(values)}" for name, values in p.metrics.items())
+    receipts = "; ".join(receipt_line(x) for x in p.receipts)
+    never = [c["spec"] for c in p.checks if c["id"] not in {x["check"] for x in p.receipts}]
+    if never:
+        receipts = "; ".join([*([receipts] if receipts else []), *(f"{spec} never ran" for spec in never)])
+    return p.evidence or "", metrics, receipts
 
 
 def _writers(story: Story) -> list[str]:
@@ -118,6 +152,11 @@ def item_row(it: ItemStory) -> dict[str, Any]:
     }
 
 
+def item_dict(r: Report, it: ItemStory) -> dict[str, Any]:
+    proof = r.proof.get(it.id)
+    return item_row(it) | ({"proof": proof.as_dict()} if proof is not None else {})
+
+
 def to_dict(r: Report) -> dict[str, Any]:
     s = r.story
     return {
@@ -149,7 +188,7 @@ def to_dict(r: Report) -> dict[str, Any]:
             }
             for p in s.phases
         ],
-        "items": [item_row(it) for it in r.items()],
+        "items": [item_dict(r, it) for it in r.items()],
         "findings": [f.as_dict() for f in r.findings],
     }
 
@@ -199,6 +238,19 @@ def render_md(r: Report) -> str:
             out.append(f"  - {_md(f.at)}{where}: {_md(f.message)}")
         if len(group) > 20:
             out.append(f"  - … and {len(group) - 20} more")
+    rows = proof_rows(r)
+    if rows:
+        out += ["", "## Proof", ""]
+        out += [
+            "| item | status | verification | evidence | metrics | receipts |",
+            "|---|---|---|---|---|---|",
+        ]
+        for it, pf in rows:
+            evidence, metrics, receipts = proof_cells(pf)
+            out.append(
+                f"| {_md(it.id)} {_md(short(it.content, 50))} | {_md(it.status)} | {_md(pf.verification or '')}"
+                f" | {_md(short(evidence, 120))} | {_md(metrics)} | {_md(short(receipts, 200))} |"
+            )
     out += ["", "## Timeline", ""]
     out += [
         "| item | added | started | completed / cancelled | pending | in progress | status |",

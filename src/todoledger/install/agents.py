@@ -39,7 +39,9 @@ def hook_command(exe: str, agent: str) -> str:
     return f"{shlex.quote(exe)} hook {agent}"
 
 
-def claude_code(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
+def claude_code(
+    project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False, gate_stop: bool = False
+) -> Built:
     handler = {"type": "command", "command": hook_command(exe, "claude-code"), "timeout": 10}
     hooks = [
         # ExitPlanMode: a plan approved in plan mode becomes a plan revision.
@@ -47,6 +49,9 @@ def claude_code(project: Path, home: Path, exe: str, route: str = "mcp", approve
         # `compact` brings the plan back after every compaction.
         HookSpec("SessionStart", "startup|resume|clear|compact|fork", handler),
     ]
+    if gate_stop:  # opt-in: a stop is blocked while this session's completed items fail their gates
+        gate = {**handler, "command": hook_command(exe, "claude-code") + " --gate-stop"}
+        hooks.append(HookSpec("Stop", None, gate))
     settings, notes = json_change(project / ".claude" / "settings.json", _hooks_edit(hooks, exe))
     changes = [settings]
     if route != "cli":
@@ -77,7 +82,13 @@ def claude_code(project: Path, home: Path, exe: str, route: str = "mcp", approve
     return changes, notes
 
 
-def opencode(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
+def opencode(
+    project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False, gate_stop: bool = False
+) -> Built:
+    if gate_stop:
+        raise LedgerError(
+            "opencode has no hook that can block a stop: --gate-stop is for claude-code, codex, gemini"
+        )
     changes: list[FileChange] = []
     if route != "cli":
         server = {"type": "local", "command": [exe, "mcp"], "enabled": True}
@@ -105,7 +116,9 @@ def opencode(project: Path, home: Path, exe: str, route: str = "mcp", approve: b
     return changes, notes
 
 
-def codex(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
+def codex(
+    project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False, gate_stop: bool = False
+) -> Built:
     changes: list[FileChange] = []
     if route != "cli":
         # The project's own config.toml: Codex reads it once the project is trusted.
@@ -115,10 +128,12 @@ def codex(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool
         after, line = ensure_server(before or "", str(config_path), SERVER, server, f"{exe} mcp")
         changes.append(FileChange(config_path, before, after, [line]))
     handler = {"type": "command", "command": hook_command(exe, "codex"), "timeout": 30}
+    # The Stop hook imports the rollout; with --gate-stop it also blocks a false "done".
+    stop = {**handler, "command": hook_command(exe, "codex") + " --gate-stop"} if gate_stop else handler
     hooks = [
         # Codex matches `source` as a regex: `compact` is harmless where a build lacks it.
         HookSpec("SessionStart", "startup|resume|clear|compact", handler),
-        HookSpec("Stop", None, handler),
+        HookSpec("Stop", None, stop),
     ]
     hooks_file, notes = json_change(project / ".codex" / "hooks.json", _hooks_edit(hooks, exe))
     changes.append(hooks_file)
@@ -178,7 +193,9 @@ def codex_hooks_trust(project: Path, home: Path) -> tuple[FileChange | None, str
     return FileChange(path, before, after, [line], approval=True), None
 
 
-def gemini(project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False) -> Built:
+def gemini(
+    project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False, gate_stop: bool = False
+) -> Built:
     handler = {
         "name": "todoledger",
         "type": "command",
@@ -193,6 +210,9 @@ def gemini(project: Path, home: Path, exe: str, route: str = "mcp", approve: boo
         # Gemini has no SessionStart after compressing: PreCompress resets the base.
         HookSpec("PreCompress", "*", handler),
     ]
+    if gate_stop:  # AfterAgent's "deny" sends the reason back as a new prompt
+        gate = {**handler, "name": "todoledger-gate", "command": hook_command(exe, "gemini") + " --gate-stop"}
+        hooks.append(HookSpec("AfterAgent", None, gate))
     server = {"command": exe, "args": ["mcp"]}
     hooks_edit = _hooks_edit(hooks, exe)
 

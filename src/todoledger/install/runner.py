@@ -24,7 +24,7 @@ from todoledger.install.files import FileChange, InstallResult, read_text, write
 AGENTS: tuple[str, ...] = registry.NAMES
 ROUTES = teach.ROUTES
 
-Builder = Callable[[Path, Path, str, str, bool], agents.Built]
+Builder = Callable[[Path, Path, str, str, bool, bool], agents.Built]
 
 
 def _spec(agent: str) -> registry.Agent:
@@ -43,6 +43,7 @@ def run(
     command: str = "todoledger",
     route: str = "mcp",
     approve: bool = False,
+    gate_stop: bool = False,
 ) -> InstallResult:
     """Merge todoledger's hooks/MCP entries into `agent`'s config files.
 
@@ -56,7 +57,7 @@ def run(
         raise LedgerError(f"unknown route {route!r}; choose one of: {', '.join(ROUTES)}")
     project, home = Path(project), Path(home)
     builder: Builder = getattr(agents, spec.installer)
-    changes, notes = builder(project, home, command, route, approve)
+    changes, notes = builder(project, home, command, route, approve, gate_stop)
     record = _load(home, project)
     mine: dict[str, Any] = record["agents"].get(agent, {"files": {}})
     files: dict[str, Any] = dict(mine["files"])

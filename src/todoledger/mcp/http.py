@@ -221,11 +221,14 @@ def create_app(
     allow_hosts: Iterable[str] = (),
     routes: Iterable[Route] = (),
     identities: dict[str, str] | None = None,
+    allow_checks: bool = False,
 ) -> tuple[ASGIApp, PlanTools]:
     """The ASGI app: MCP at /mcp plus any extra `routes` (the web board),
-    all behind the Host/Origin checks and the token(s)."""
+    all behind the Host/Origin checks and the token(s). Checks that arrive
+    here are untrusted (`todoledger trust`); none runs unless `allow_checks`."""
     check_exposure(host, token or ("tokens" if identities else None))
     server, tools = build_server(plan=plan)
+    tools.trusted_checks, tools.run_checks = False, allow_checks
     for route in routes:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(
             route.endpoint
@@ -259,6 +262,7 @@ def serve(
     routes: Iterable[Route] = (),
     started: Callable[[str], None] | None = None,
     tokens_file: str | None = None,
+    allow_checks: bool = False,
 ) -> None:
     """Serve MCP (and any extra `routes`, the board) until stopped; `started`
     gets the base URL once the server listens."""
@@ -268,7 +272,13 @@ def serve(
 
     identities = load_tokens(tokens_file) if tokens_file else None
     app, tools = create_app(
-        host=host, token=token, plan=plan, allow_hosts=allow_hosts, routes=routes, identities=identities
+        host=host,
+        token=token,
+        plan=plan,
+        allow_hosts=allow_hosts,
+        routes=routes,
+        identities=identities,
+        allow_checks=allow_checks,
     )
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token or identities else ""

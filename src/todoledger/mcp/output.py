@@ -18,7 +18,10 @@ _O: dict[str, Any] = {"type": "object"}
 
 
 def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required}
+    # Only the fields every result has are listed: each listed field costs tokens in
+    # every tools/list, and the others are named in the tool's description.
+    # (`properties` documents them here; the published schema names them as required.)
+    return {"type": "object", "required": [k for k in required if k in properties]}
 
 
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -53,4 +56,5 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         ["plan"], plan=_S, ready=_A, waits_on_cancelled=_A, claimed={"type": ["object", "null"]}, hint=_S
     ),
     "plan_update": _schema(["plan", "item"], plan=_S, item=_O, hint=_S),
+    "plan_verify": _schema(["plan", "receipts"], plan=_S, receipts=_A, skipped=_A, hint=_S),
 }

@@ -46,23 +46,20 @@ INSTRUCTIONS = (
     "completed only when it is really done, with evidence (test output, file, figure); "
     "partial or failing work stays in_progress. Add items you discover; cancel ones no longer "
     "needed. At session start or after compaction, call todoread and continue that plan "
-    "instead of starting anew. Sharing work: plan_next claim=true takes one ready item for you."
+    "instead of starting anew. Sharing work: plan_next claim=true takes one ready item for you. "
+    "If a reply returns a writer, pass it back as writer."
 )
 
 _PLAN = {"type": "string", "description": "Plan name (default: main)"}
-_WRITER = {
-    "type": "string",
-    "description": "Who writes (default: this MCP session; reuse the writer a result returns)",
-}
+_WRITER = {"type": "string"}  # default: this session (INSTRUCTIONS say to pass back a returned one)
 _STATUS = {"type": "string", "enum": list(STATUSES)}
 
 TOOLS: dict[str, dict[str, Any]] = {
     "todowrite": {
         "description": (
-            "Write your whole todo list; replaces your previous list (history is kept). Plan "
-            "multi-step work first; keep exactly one item in_progress; update as you go; mark "
-            "completed only when really done (evidence via plan_update). Items you leave out are "
-            "dropped (open ones cancelled): the reply names them. Returns your list and the ledger ids."
+            "Write your whole todo list (replaces your previous one; history is kept). Plan multi-step "
+            "work first; keep one item in_progress; update as you go; complete only when really done "
+            "(evidence via plan_update). Items you leave out are dropped (the reply names them)."
         ),
         "inputSchema": {
             "type": "object",
@@ -89,8 +86,8 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "todoread": {
         "description": (
-            "The plan, compact: counts, in progress, ready next, recently done; all=true lists "
-            "every item. Call at session start or after compaction and continue from it."
+            "The plan: counts, in progress, ready next, recently done (all=true: every item). Call at "
+            "session start or after compaction and continue from it."
         ),
         "inputSchema": {
             "type": "object",
@@ -99,24 +96,17 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "plan_next": {
         "description": (
-            "Ready items (dependencies done) by priority. claim=true atomically marks one "
-            "in_progress for you for a lease (default 30 min); each item goes to exactly one caller. "
-            "Any update you make to it renews the lease; renew=<id> extends it, release=<id> gives it "
-            "back. Finish it before claiming more."
+            "Ready items by priority. claim=true atomically starts one for you, leased (default 30 min; "
+            "your updates renew it; renew/release=<id>; token fences a lapsed claim). Finish it first."
         ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "claim": {"type": "boolean"},
                 "lease_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_LEASE_SECONDS},
-                "renew": {"type": "string", "description": "id of an item you claimed: extend its lease"},
-                "release": {"type": "string", "description": "id of an item you claimed: give it back"},
-                "token": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TOKEN,
-                    "description": "the claim's token (default: this session's)",
-                },
+                "renew": {"type": "string"},
+                "release": {"type": "string"},
+                "token": {"type": "integer", "minimum": 1},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                 "plan": _PLAN,
                 "writer": _WRITER,
@@ -125,10 +115,10 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "plan_update": {
         "description": (
-            "Change one item: status as you go; evidence when completed (what shows it is done); "
-            "notes; priority; content; depends_on/undepend (an item it waits for); parent; estimate "
-            "(15m, 2h); uses (resources held exclusively: server, gpu:0-3); needs_approval=true asks a "
-            "person to approve the item before any agent starts it."
+            "Change one item: status as you go; evidence when done; notes; depends_on/undepend (an id "
+            "it waits for); estimate (15m); uses (resources held alone: gpu:0-3); needs_approval (a "
+            "person first); check (gate: cmd:, http://, port:H:P, disk:P>=5G, file:P, metric:N>=V); "
+            "metrics (tok_s=60); force past unmet prerequisites; token of your claim."
         ),
         "inputSchema": {
             "type": "object",
@@ -145,17 +135,25 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "estimate": {"type": "string"},
                 "uses": {"type": "array", "items": {"type": "string"}},
                 "needs_approval": {"type": "boolean"},
-                "force": {"type": "boolean", "description": "start/complete despite unmet prerequisites"},
-                "token": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TOKEN,
-                    "description": "your claim's token (default: this session's): refused once reclaimed",
-                },
+                "force": {"type": "boolean"},
+                "token": {"type": "integer", "minimum": 1},
+                "check": {"type": "string"},
+                "metrics": {"type": "array", "items": {"type": "string"}},
                 "plan": _PLAN,
                 "writer": _WRITER,
             },
             "required": ["id"],
+        },
+    },
+    "plan_verify": {
+        "description": "Run the plan's checks (or those of ids); returns their receipts.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}},
+                "plan": _PLAN,
+                "writer": _WRITER,
+            },
         },
     },
 }
@@ -192,7 +190,9 @@ TEXT_LIMITS: dict[str, int] = {
     "estimate": 32,
     "renew": 64,
     "release": 64,
+    "check": MAX_NOTES_CHARS,
 }
+MAX_LISTED = 100  # strings in `metrics` or `ids`
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "boolean": (bool,),
@@ -246,8 +246,15 @@ def _check_value(name: str, value: Any, spec: dict[str, Any]) -> None:
         raise ToolInputError(f'"{name}" must be {_TYPE_NAMES[kind]}, not {_kind(value)}')
     if "enum" in spec and value not in spec["enum"]:
         raise ToolInputError(f'"{name}" must be one of {", ".join(spec["enum"])}, not {value!r}')
-    if ("minimum" in spec and value < spec["minimum"]) or ("maximum" in spec and value > spec["maximum"]):
-        raise ToolInputError(f'"{name}" must be between {spec["minimum"]} and {spec["maximum"]}, not {value}')
+    if kind == "integer":
+        low, high = spec.get("minimum", -MAX_TOKEN), spec.get("maximum", MAX_TOKEN)
+        if not low <= value <= high:
+            raise ToolInputError(f'"{name}" must be between {low} and {high}, not {value}')
+    if isinstance(value, list) and spec["items"]["type"] == "string":
+        if len(value) > MAX_LISTED:
+            raise ToolInputError(f'"{name}" has {len(value)} entries; the limit is {MAX_LISTED}')
+        if not all(isinstance(v, str) and v.strip() for v in value):
+            raise ToolInputError(f'"{name}" must be an array of non-empty strings')
     limit = TEXT_LIMITS.get(name)
     if isinstance(value, str) and limit is not None and len(value) > limit:
         raise ToolInputError(f'"{name}" is {len(value)} characters; the limit is {limit}')
@@ -315,7 +322,7 @@ def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
 
 
 class PlanTools:
-    """The four tools and two resources over one lazily opened `Ledger`.
+    """The five tools and two resources over one lazily opened `Ledger`.
 
     The store's connection is not shared between threads at once, so every
     call holds `lock`; the SDK runs these calls on worker threads.
@@ -328,6 +335,10 @@ class PlanTools:
         self._ledger: Any = None
         self._writable = False
         self._tokens: dict[tuple[str, str], int] = {}  # (writer, item): the token of its claim
+        # Checks written here are trusted (stdio: this machine's user); the HTTP
+        # server marks them untrusted and runs none unless started --allow-checks.
+        self.trusted_checks = True
+        self.run_checks = True
 
     def plan_or_default(self, plan: str | None) -> str:
         if plan:
@@ -353,6 +364,7 @@ class PlanTools:
             self._writable = True
         elif self._ledger is None:
             self._ledger = Ledger(path, create=False)
+        self._ledger.run_checks = self.run_checks
         return self._ledger
 
     def close(self) -> None:
@@ -551,16 +563,32 @@ class PlanTools:
         fields["uses"] = _uses_arg(args)
         force = bool(args.get("force"))
         token = args.get("token")
-        if all(v is None for v in fields.values()):
+        proof = self._proof(args)
+        if all(v is None for v in fields.values()) and not proof:
             raise ToolInputError(
                 "nothing to change: give status, evidence, notes, priority, content, depends_on, undepend,"
-                " parent, estimate, uses or needs_approval"
+                " parent, estimate, uses, needs_approval, check or metrics"
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
         return self.locked(
-            lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force, token)
+            lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force, token, proof)
         )
+
+    @staticmethod
+    def _proof(args: dict[str, Any]) -> dict[str, Any]:
+        """The gate and the numbers to record, checked before anything is written."""
+        from todoledger.core.checkspec import parse
+        from todoledger.verification import parse_metric
+
+        _blank(args, "check")
+        out: dict[str, Any] = {}
+        if args.get("check") is not None:
+            parse(args["check"])
+            out["check"] = args["check"]
+        if args.get("metrics"):
+            out["metrics"] = [parse_metric(m) for m in args["metrics"]]
+        return out
 
     def _plan_update(
         self,
@@ -571,10 +599,54 @@ class PlanTools:
         writer: str,
         force: bool,
         token: int | None = None,
+        proof: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         if not self._known(self.ledger(write=False), plan, explicit):
             raise LedgerError(f"no item {ref!r}: plan {plan!r} is empty (write it with todowrite)")
         lg = self.ledger(write=True)
+        recorded = self._record_proof(lg, plan, ref, writer, proof or {})
+        if all(v is None for v in fields.values()):
+            item = lg.get(ref, plan)
+            return {"plan": plan, "item": _compact(item, "status", "verification")} | recorded
+        try:
+            out = self._apply_update(lg, plan, ref, fields, writer, force, token)
+        except LedgerError as exc:
+            if not recorded:
+                raise
+            kept = " and ".join(k for k in ("check", "metrics") if k in recorded)
+            raise LedgerError(
+                f"{exc} (the {kept} you gave {'is' if len(recorded) == 1 else 'are'} recorded)"
+            ) from None
+        return out | recorded
+
+    def _record_proof(
+        self, lg: Any, plan: str, ref: str, writer: str, proof: dict[str, Any]
+    ) -> dict[str, Any]:
+        from todoledger import verification
+
+        out: dict[str, Any] = {}
+        if "check" in proof:
+            row = verification.add_check(
+                lg, ref, proof["check"], plan=plan, writer=writer, trusted=self.trusted_checks
+            )
+            out["check"] = {"id": row["id"], "spec": row["spec"], "trusted": row["trusted"]}
+            if not row["trusted"]:
+                out["check"]["hint"] = f"not run until a person approves it: todoledger trust {row['id']}"
+        if "metrics" in proof:
+            rows = verification.record_metrics(lg, ref, proof["metrics"], plan=plan, writer=writer)
+            out["metrics"] = [f"{r['name']}={r['value']:g} (run {r['run']})" for r in rows]
+        return out
+
+    def _apply_update(
+        self,
+        lg: Any,
+        plan: str,
+        ref: str,
+        fields: dict[str, Any],
+        writer: str,
+        force: bool,
+        token: int | None = None,
+    ) -> dict[str, Any]:
         status = fields["status"]
         kind = {"completed": "done", "in_progress": "start", "cancelled": "cancel"}.get(
             status or "", "update"
@@ -614,6 +686,43 @@ class PlanTools:
             others = _also_in_progress(lg, plan, writer, item["id"])
             if others:
                 out["hint"] = f"you also have {', '.join(others[:5])} in_progress; keep exactly one"
+        return out
+
+    # plan_verify -----------------------------------------------------------
+    def plan_verify(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+        args = check_arguments("plan_verify", args)
+        explicit = plan_name(args.get("plan"))
+        ids: list[str] = args.get("ids") or []
+        writer = self.writer_arg(args, writer)
+        plan = self.plan_or_default(explicit)
+        return self.locked(lambda: self._plan_verify(plan, explicit is not None, ids, writer))
+
+    def _plan_verify(self, plan: str, explicit: bool, ids: list[str], writer: str) -> dict[str, Any]:
+        from todoledger import verification
+        from todoledger.core.verification import tail
+
+        if not self._known(self.ledger(write=False), plan, explicit):
+            return {"plan": plan, "receipts": [], "hint": "empty: write your plan with todowrite"}
+        lg = self.ledger(write=True)
+        done = verification.verify(lg, ids, plan=plan, writer=writer, cwd=str(self.cwd) if self.cwd else None)
+        out: dict[str, Any] = {
+            "plan": plan,
+            "receipts": [
+                {
+                    "item": r["item"],
+                    "check": r["check"],
+                    "spec": r["spec"],
+                    "result": r["result"],
+                    "code": r["code"],
+                    "output": tail(r["output"], 300),
+                }
+                for r in done["receipts"]
+            ],
+        }
+        if done["skipped"]:
+            out["skipped"] = [{"check": s["id"], "item": s["item"], "why": s["why"]} for s in done["skipped"]]
+        if not done["receipts"] and not done["skipped"]:
+            out["hint"] = "no checks: add one with plan_update check"
         return out
 
     # resources -------------------------------------------------------------

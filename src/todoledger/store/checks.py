@@ -172,6 +172,15 @@ class CheckRepo:
             for r in self.db.query(sql + " ORDER BY seq", params)
         ]
 
+    def completed_by(self, writer: str) -> list[tuple[str, str]]:
+        """(plan, item) of items that `writer` or its subagents (`writer:...`) set to completed."""
+        rows = self.db.query(
+            "SELECT DISTINCT plan, item FROM events WHERE field = 'status' AND new = ? AND item IS NOT NULL"
+            " AND (writer = ? OR substr(writer, 1, ?) = ?)",
+            (json.dumps("completed"), writer, len(writer) + 1, writer + ":"),
+        )
+        return [(r[0], r[1]) for r in rows]
+
     def started_at(self, item: str) -> str | None:
         """When the item first went in_progress (its start), else None."""
         rows = self.db.query(
@@ -222,6 +231,15 @@ class CheckRepo:
                 (plan, sweep),
             )
         ]
+
+    def sweep_repeats(self, plan: str) -> dict[str, int]:
+        """item -> the repeats its sweep asks for, for every sweep combination of the plan."""
+        rows = self.db.query(
+            "SELECT si.item, s.definition FROM sweep_items si JOIN sweeps s"
+            " ON s.plan = si.plan AND s.name = si.sweep WHERE si.plan = ?",
+            (plan,),
+        )
+        return {r[0]: int(json.loads(r[1]).get("repeat", 1)) for r in rows}
 
     def count_holds(self, check_id: str, spec: str) -> int:
         rows = self.db.query(

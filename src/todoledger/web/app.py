@@ -79,8 +79,12 @@ class Board:
         token: str | None = None,
         name: str | None = None,
         cwd: Path | None = None,
+        allow_checks: bool = False,
     ) -> None:
         self.plan = plan
+        # A button is no way to run a command on this machine: checks run only
+        # where `serve --allow-checks` says so (a gate of `done` included).
+        self.allow_checks = allow_checks
         self.token = token
         self.cwd = cwd
         self.name = name if name and _NAME.fullmatch(name) else _user()
@@ -106,6 +110,7 @@ class Board:
                     if self._ledger is not None:
                         self._ledger.close()
                     self._ledger = Ledger(path, create=write)
+                    self._ledger.run_checks = self.allow_checks
             return fn(self._ledger)
 
     def close(self) -> None:

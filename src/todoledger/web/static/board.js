@@ -84,6 +84,8 @@
       });
       if (r.ok) {
         const html = await r.text();
+        // Someone started typing while the page was on its way: their input wins.
+        if (typing()) { deferred = true; return; }
         const y = window.scrollY;
         main.innerHTML = html;
         main.dataset.change = r.headers.get("x-change") || main.dataset.change;

@@ -1,0 +1,163 @@
+"""`todoledger demo --checks`: the seeds' assumptions as real checks, run
+against local stand-ins this module starts, and the draft-token sweep run over
+a stand-in benchmark script.
+
+Nothing here is the campaign's machines, and every text says so:
+- the disk: a temporary folder stands for /data. Its free space is whatever
+  this machine has, so the check asks for that plus the seeds' shortfall
+  (~5.4 TB estimated, 2.8 TB free: 2.6 TB short). It fails, as /data did. It
+  is the Verify item's own check, so nobody can complete that item by saying so.
+- the server: a local HTTP server on 127.0.0.1 answers `/health` for SGLang;
+- the benchmark script: a stand-in that asks that server for `/health` and
+  prints a SIMULATED tok/s: seeded noise around the figures of seed 001
+  (82 tok/s without speculation, 60 tok/s with the from-scratch drafter). The
+  seeds do not say which draft-token setting gave 60; the stand-in assumes the
+  16 tokens that were running (seed 000). The seeds give no figures for 10 or
+  5 draft tokens, so the sweep leaves them out.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from todoledger.core.ids import seeded
+from todoledger.demo import DEMO_PLAN, ID_SEED, REVIEWER
+
+if TYPE_CHECKING:
+    from todoledger.service import Ledger
+
+SWEEP = "draft_tokens"
+TB = 1024**4  # binary, as `df -h` and the checks' sizes
+SHORTFALL = (5.4 - 2.8) * TB  # seed 002: ~5.4 TB estimated, 2.8 TB free
+HEALTH_BODY = b"stand-in for the SGLang /health endpoint (todoledger demo --checks; a simulation)\n"
+DISK_ITEM = "Verify /data has room for the hidden states"
+SERVER_TEXT = "Stand-in: the SGLang /health endpoint answers (a local server, not the campaign's)"
+SCRIPT_TEXT = "Stand-in: the benchmark script runs against the server (a simulation, not benchmark_eagle3.py)"
+
+BENCH = '''"""SIMULATION, not a measurement: a stand-in for benchmark_eagle3.py (seed 000, msg 4346).
+
+Seed 001: 82 tok/s without speculation; 60 tok/s with the from-scratch drafter. The
+seeds do not say which draft-token setting gave 60; this stand-in assumes 16, the
+setting that was running (seed 000). They give no figure for other settings.
+"""
+import os, random, sys, urllib.request
+
+tokens, url = int(sys.argv[1]), sys.argv[2]
+with urllib.request.urlopen(url + "/health", timeout=10) as answer:
+    answer.read()
+FIGURES = {0: 82.0, 16: 60.0}
+if tokens not in FIGURES:
+    sys.exit(f"the seeds give no figure for {tokens} draft tokens")
+counter = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"runs-{tokens}")
+run = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+with open(counter, "w") as fh:
+    fh.write(str(run))
+value = FIGURES[tokens] * (1 + random.Random(f"{tokens}:{run}").gauss(0, 0.02))
+print(f"SIMULATION draft_tokens={tokens} run={run} tok_s={value:.1f}")
+'''
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        found = self.path.split("?")[0] == "/health"
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(HEALTH_BODY if found else b"not found\n")
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the demo prints its own lines
+        pass
+
+
+@contextmanager
+def stand_ins() -> Iterator[tuple[str, str]]:
+    """(url of the stand-in server, a temporary folder) while the block runs."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    folder = tempfile.mkdtemp(prefix="todoledger-demo-")
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", folder
+    finally:
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass
+class Ran:
+    receipts: list[dict[str, Any]]
+    sweep: dict[str, Any]
+
+
+def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
+    """Attach the checks, run them and the sweep against fresh stand-ins."""
+    from todoledger import sweeps
+    from todoledger import verification as v
+    from todoledger.core.model import LedgerError
+
+    if v.checks(lg, plan=plan) or sweeps.exists(lg, SWEEP, plan=plan):
+        raise LedgerError(
+            f"the demo's checks already ran in plan {plan!r} and their stand-ins are gone;"
+            " load a fresh copy: todoledger demo --checks --plan NEW"
+        )
+    with stand_ins() as (url, folder):
+        data = os.path.join(folder, "data")
+        os.makedirs(data)
+        script = os.path.join(folder, "bench_standin.py")
+        with open(script, "w", encoding="utf-8") as fh:
+            fh.write(BENCH)
+        run = f"{shlex.quote(sys.executable)} {shlex.quote(script)}"
+        free = shutil.disk_usage(data).free
+        need = free + SHORTFALL
+        items = {i["content"]: i["id"] for i in lg.show(plan)["items"]}
+        disk = next(i for text, i in items.items() if text.startswith(DISK_ITEM))
+        with seeded(ID_SEED + "-checks"):
+            v.add_check(
+                lg, disk, f"disk:{data}>={need / TB:.4f}T", plan=plan, writer=REVIEWER, role="assumption"
+            )
+            lg.update(
+                disk,
+                plan=plan,
+                writer=REVIEWER,
+                notes=(
+                    f"Stand-in check: {data} stands for /data; it asks for its free space plus the seeds'"
+                    " shortfall of 2.6 TB (~5.4 TB estimated, 2.8 TB free), so it fails as /data did."
+                ),
+            )
+            v.assume(lg, SERVER_TEXT, check=f"{url}/health", plan=plan, writer=REVIEWER)
+            v.assume(
+                lg,
+                SCRIPT_TEXT,
+                check=f"cmd:{run} 16 {url}",
+                options={"expect": r"tok_s=\d"},
+                plan=plan,
+                writer=REVIEWER,
+            )
+            verified = v.verify(lg, plan=plan, writer=REVIEWER, roles=("assumption",))
+            sweeps.add(
+                lg,
+                SWEEP,
+                template="Benchmark {draft_tokens} draft tokens (SIMULATED stand-in, seeded noise)",
+                params=["draft_tokens=16"],
+                baseline=["draft_tokens=0"],
+                run=f"{run} {{draft_tokens}} {url}",
+                metrics=[r"tok_s=tok_s=([0-9.]+)"],
+                repeat=3,
+                keep="tok_s>baseline",
+                timeout=60,
+                plan=plan,
+                writer=REVIEWER,
+            )
+            sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder)
+        return Ran(verified["receipts"], sweeps.results(lg, SWEEP, plan=plan))

@@ -1,0 +1,190 @@
+"""The Stop gate (`todoledger hook AGENT --gate-stop`): an agent cannot end its
+turn on a "done" whose gate fails or never ran. Real hook subprocesses, a real
+ledger file, real `file:` gates."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import subprocess_env, todoledger_bin
+from todoledger import Ledger
+from todoledger import verification as v
+from todoledger.core.model import LedgerError
+from todoledger.hooks.stop_gate import MAX_BLOCKS
+from todoledger.install import run
+
+
+def hook(env: dict[str, str], event: dict[str, Any], agent: str = "claude-code", gate: bool = True) -> str:
+    argv = [todoledger_bin(), "hook", agent] + (["--gate-stop"] if gate else [])
+    proc = subprocess.run(argv, input=json.dumps(event), capture_output=True, text=True, env=env, timeout=60)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    return proc.stdout
+
+
+def todowrite(session: str, todos: list[dict[str, str]], agent_id: str | None = None) -> dict[str, Any]:
+    event = {
+        "session_id": session,
+        "cwd": os.getcwd(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "TodoWrite",
+        "tool_input": {"todos": todos},
+    }
+    return {**event, "agent_id": agent_id} if agent_id else event
+
+
+def stop(session: str, active: bool = False, name: str = "Stop") -> dict[str, Any]:
+    return {"session_id": session, "cwd": os.getcwd(), "hook_event_name": name, "stop_hook_active": active}
+
+
+def todo(content: str, status: str) -> dict[str, str]:
+    return {"content": content, "status": status, "activeForm": content}
+
+
+@pytest.fixture
+def gated(ledger_env: Path, tmp_path: Path) -> tuple[dict[str, str], str, Path]:
+    """Session s1 lists a report gated on its file; the gate has failed once."""
+    env = subprocess_env(ledger_env)
+    assert hook(env, todowrite("s1", [todo("Write the report", "in_progress")])) == ""
+    report = tmp_path / "report.txt"
+    with Ledger() as lg:
+        item = lg.show()["items"][0]["id"]
+        v.add_check(lg, item, f"file:{report}")
+        assert v.verify(lg, [item])["receipts"][0]["result"] == "fails"
+    return env, item, report
+
+
+def test_blocks_once_with_the_items_and_their_failed_output(gated: tuple[dict[str, str], str, Path]) -> None:
+    env, item, report = gated
+    # A subagent of the session marks it completed: its writer is claude-code:s1:<agent>.
+    assert hook(env, todowrite("s1", [todo("Write the report", "completed")], agent_id="a7")) == ""
+    answer = json.loads(hook(env, stop("s1")))
+    assert answer["decision"] == "block"
+    assert item in answer["reason"] and "Write the report" in answer["reason"]
+    assert f"{report}: no such file" in answer["reason"]
+    assert "(failed)" in answer["reason"]
+    # Claude Code retries with stop_hook_active: it may stop now, so it never loops.
+    assert hook(env, stop("s1", active=True)) == ""
+
+
+def test_a_gate_that_never_ran_blocks_and_a_passing_one_lets_it_stop(
+    ledger_env: Path, tmp_path: Path
+) -> None:
+    env = subprocess_env(ledger_env)
+    hook(env, todowrite("s2", [todo("Build the wheel", "pending")]))
+    wheel = tmp_path / "dist.whl"
+    with Ledger() as lg:
+        item = lg.show()["items"][0]["id"]
+        v.add_check(lg, item, f"file:{wheel}")
+    hook(env, todowrite("s2", [todo("Build the wheel", "completed")]))
+    answer = json.loads(hook(env, stop("s2")))
+    assert "never run" in answer["reason"] and "(unverified)" in answer["reason"]
+    wheel.write_text("wheel")
+    with Ledger() as lg:
+        assert v.verify(lg, [item])["receipts"][0]["result"] == "holds"
+    assert hook(env, stop("s2")) == ""
+
+
+def test_never_blocks_a_session_that_completed_nothing_gated(gated: tuple[dict[str, str], str, Path]) -> None:
+    env, _, _ = gated
+    # Another session completes an ungated item: nothing to hold it back.
+    hook(env, todowrite("s9", [todo("Read the logs", "completed")]))
+    assert hook(env, stop("s9")) == ""
+    # The gated item is not completed yet: s1 may stop too.
+    assert hook(env, stop("s1")) == ""
+
+
+def test_without_the_opt_in_flag_the_stop_is_never_blocked(gated: tuple[dict[str, str], str, Path]) -> None:
+    env, _, _ = gated
+    hook(env, todowrite("s1", [todo("Write the report", "completed")]))
+    assert hook(env, stop("s1"), gate=False) == ""
+    assert json.loads(hook(env, stop("s1")))["decision"] == "block"
+
+
+def test_stops_blocking_after_three_in_a_row_and_counts_again_once_clean(
+    gated: tuple[dict[str, str], str, Path],
+) -> None:
+    env, item, report = gated
+    hook(env, todowrite("s1", [todo("Write the report", "completed")]))
+    answers = [hook(env, stop("s1")) for _ in range(MAX_BLOCKS + 2)]
+    assert [bool(a) for a in answers] == [True] * MAX_BLOCKS + [False, False]
+    # The count is kept in the ledger, per session (no file beside it).
+    with Ledger() as lg:
+        assert lg.cursors(["stop-gate:claude-code:s1"])["stop-gate:claude-code:s1"][0] == MAX_BLOCKS
+    report.write_text("done")
+    with Ledger() as lg:
+        v.verify(lg, [item])
+    assert hook(env, stop("s1")) == ""  # clean: the count starts over
+    report.unlink()
+    with Ledger() as lg:
+        v.verify(lg, [item])
+    assert json.loads(hook(env, stop("s1")))["decision"] == "block"
+
+
+def test_gemini_after_agent_denies_and_codex_stop_blocks(ledger_env: Path, tmp_path: Path) -> None:
+    env = subprocess_env(ledger_env)
+    missing = tmp_path / "nothing-here"
+    with Ledger() as lg:
+        gem_todos = [{"description": "Gemini's task", "status": "pending"}]
+        lg.write({"todos": gem_todos}, writer="gemini:g1", dialect="gemini")
+        lg.write(
+            {"plan": [{"step": "Codex's task", "status": "pending"}]}, writer="codex:c1", dialect="codex"
+        )
+        for entry in lg.show()["items"]:
+            v.add_check(lg, entry["id"], f"file:{missing}")
+    gem_event = {
+        "session_id": "g1",
+        "cwd": os.getcwd(),
+        "hook_event_name": "AfterTool",
+        "tool_name": "write_todos",
+        "tool_input": {"todos": [{"description": "Gemini's task", "status": "completed"}]},
+    }
+    assert hook(env, gem_event, agent="gemini") == ""
+    gem = json.loads(hook(env, stop("g1", name="AfterAgent"), agent="gemini"))
+    assert gem["decision"] == "deny" and "Gemini's task" in gem["reason"]
+    assert "Codex's task" not in gem["reason"]
+    assert hook(env, stop("g1", active=True, name="AfterAgent"), agent="gemini") == ""
+    with Ledger() as lg:
+        lg.write(
+            {"plan": [{"step": "Codex's task", "status": "completed"}]}, writer="codex:c1", dialect="codex"
+        )
+    codex_stop = {**stop("c1"), "transcript_path": None, "turn_id": "t1"}
+    answer = json.loads(hook(env, codex_stop, agent="codex"))
+    assert answer["decision"] == "block" and "Codex's task" in answer["reason"]
+
+
+def test_a_broken_ledger_never_breaks_the_agent(ledger_env: Path) -> None:
+    env = subprocess_env(ledger_env)
+    ledger_env.parent.mkdir(parents=True, exist_ok=True)
+    ledger_env.write_bytes(b"this is not a database")
+    assert hook(env, stop("s1")) == ""
+
+
+def test_install_gate_stop_adds_the_stop_hooks(tmp_path: Path) -> None:
+    project, home = tmp_path / "p", tmp_path / "h"
+    project.mkdir()
+    home.mkdir()
+    run("claude-code", project=project, home=home, gate_stop=True)
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    [group] = settings["hooks"]["Stop"]
+    assert group["hooks"][0]["command"] == "todoledger hook claude-code --gate-stop"
+    run("codex", project=project, home=home, gate_stop=True)
+    codex_hooks = json.loads((project / ".codex" / "hooks.json").read_text())
+    assert codex_hooks["hooks"]["Stop"][0]["hooks"][0]["command"] == "todoledger hook codex --gate-stop"
+    assert "todoledger" in tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]
+    run("gemini", project=project, home=home, gate_stop=True)
+    gemini = json.loads((project / ".gemini" / "settings.json").read_text())
+    assert gemini["hooks"]["AfterAgent"][0]["hooks"][0]["command"] == "todoledger hook gemini --gate-stop"
+    with pytest.raises(LedgerError, match="opencode has no hook"):
+        run("opencode", project=project, home=home, gate_stop=True)
+    # Without the flag, Claude Code gets no Stop hook at all.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    run("claude-code", project=plain, home=home)
+    assert "Stop" not in json.loads((plain / ".claude" / "settings.json").read_text())["hooks"]

@@ -4,7 +4,6 @@ asks here, so the service and its companions (verification, sweeps) agree."""
 
 from __future__ import annotations
 
-import getpass
 import os
 
 from todoledger.core.model import DEFAULT_PLAN
@@ -14,6 +13,13 @@ def default_writer() -> str:
     env = os.environ.get("TODOLEDGER_WRITER")
     if env:
         return env
+    # getpass.getuser() reads these first; importing getpass (termios, warnings) costs 1 ms a call
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        user = os.environ.get(name)
+        if user:
+            return f"cli:{user}"
+    import getpass
+
     try:
         return f"cli:{getpass.getuser()}"
     except Exception:  # getpass raises a bare KeyError/OSError without a passwd entry

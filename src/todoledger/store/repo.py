@@ -141,6 +141,10 @@ class Repo:
                     found[item].depends_on.append(blocker)
         return found
 
+    def has_checks(self, plan: str) -> bool:
+        """Has the plan any check (`store.checks` holds the rest of their SQL)?"""
+        return bool(self.db.query("SELECT 1 FROM checks WHERE plan = ? LIMIT 1", (plan,)))
+
     def exists(self, item_id: str) -> bool:
         return bool(self.db.query("SELECT 1 FROM items WHERE id = ?", (item_id,)))
 

@@ -13,11 +13,19 @@ def default_writer() -> str:
     env = os.environ.get("TODOLEDGER_WRITER")
     if env:
         return env
-    # getpass.getuser() reads these first; importing getpass (termios, warnings) costs 1 ms a call
+    # What getpass.getuser() does, without importing getpass (termios, warnings: 1 ms a call).
     for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
         user = os.environ.get(name)
         if user:
             return f"cli:{user}"
+    try:
+        import pwd
+
+        return f"cli:{pwd.getpwuid(os.getuid()).pw_name}"
+    except ImportError:  # no password database here (Windows): getpass knows what else to ask
+        pass
+    except KeyError:
+        return "cli"
     import getpass
 
     try:

@@ -37,7 +37,7 @@ else:
         def generate():
             if "__init__" in generated:
                 return
-            scope = {"_MISSING": _MISSING, "_set": object.__setattr__}
+            scope = {"_MISSING": _MISSING}
             params, body = [], []
             for name in names:
                 default = defaults.get(name, _MISSING)
@@ -52,11 +52,13 @@ else:
                 else:
                     params.append(name)
                     value = name
-                body.append(f"    _set(self, {name!r}, {value})" if frozen else f"    self.{name} = {value}")
+                # Frozen: straight into the instance's dict (object.__setattr__ per field is 3x slower).
+                body.append(f"    _d[{name!r}] = {value}" if frozen else f"    self.{name} = {value}")
             own = "(" + "".join(f"self.{n}, " for n in names) + ")"
             theirs = "(" + "".join(f"other.{n}, " for n in names) + ")"
             exec(
                 f"def __init__(self, {', '.join(params)}):\n"
+                + ("    _d = self.__dict__\n" if frozen and body else "")
                 + ("\n".join(body) or "    pass")
                 + "\n"
                 + "def __eq__(self, other):\n"

@@ -28,8 +28,12 @@ _SCALAR_FIELDS = frozenset(STATE_FIELDS) - {"depends_on"}
 _ANNOTATION_SQL = ", ".join(f"'{name}'" for name in sorted(ANNOTATIONS))
 
 
+# json.dumps with options builds an encoder per call; an import encodes several values per event.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def encode(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return None if value is None else _ENCODE(value)
 
 
 def decode(text: str | None) -> Any:

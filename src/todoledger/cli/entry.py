@@ -45,8 +45,9 @@ def _exit(code: int, console: bool) -> None:
     or when the flush fails (a closed pipe), it exits as usual."""
     if console:
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:
+                    stream.flush()
         except (OSError, ValueError):
             pass
         else:

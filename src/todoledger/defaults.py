@@ -13,7 +13,20 @@ def default_writer() -> str:
     env = os.environ.get("TODOLEDGER_WRITER")
     if env:
         return env
-    import getpass  # only here: its import (termios, pwd) is a cost every command would pay
+    # What getpass.getuser() does, without importing getpass (termios, warnings: 1 ms a call).
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        user = os.environ.get(name)
+        if user:
+            return f"cli:{user}"
+    try:
+        import pwd
+
+        return f"cli:{pwd.getpwuid(os.getuid()).pw_name}"
+    except ImportError:  # no password database here (Windows): getpass knows what else to ask
+        pass
+    except KeyError:
+        return "cli"
+    import getpass
 
     try:
         return f"cli:{getpass.getuser()}"

@@ -1326,12 +1326,21 @@ class Ledger:
         return out
 
     # checks (issue 8): the service lives in todoledger.verification ----------
+    # Most plans have no checks: for them one query answers, and the checks' modules
+    # (2 ms to import, on every agent call) stay unloaded. The answers are those of
+    # todoledger.verification for a plan without checks.
     def _verification(self, plan: str, items: list[Item]) -> dict[str, str | None]:
+        if not items or not self.repo.has_checks(plan):
+            from todoledger.core.verification import REPORTED
+
+            return {i.id: REPORTED if i.status == "completed" else None for i in items}
         from todoledger.verification import states
 
         return states(self, plan, [(i.id, i.status) for i in items])
 
     def _held(self, plan: str) -> frozenset[str]:
+        if not self.repo.has_checks(plan):
+            return frozenset()
         from todoledger.verification import held
 
         return held(self, plan)
@@ -1343,6 +1352,10 @@ class Ledger:
         force_reason = fields.pop("force_reason", None)
         if fields.get("status") != "completed":
             return None
+        if force_reason is None:
+            with self.store.read():
+                if not self.repo.has_checks(plan):
+                    return None  # no gates to run
         from todoledger.verification import gate_before_done
 
         try:
@@ -1356,7 +1369,7 @@ class Ledger:
 
     def _completion_warnings(self, plan: str, result: Merge) -> list[Finding]:
         completed = [s.item for s in result.sets if s.field == "status" and s.new == "completed"]
-        if not completed:
+        if not completed or not self.repo.has_checks(plan):
             return []
         from todoledger.verification import write_warnings
 

@@ -110,10 +110,26 @@ def _vocab_finding(it: Incoming, name: str) -> Finding | None:
     return Finding("error", field_where(it.where, name), f"bad-{name}", msg)
 
 
+def _plain(text: str) -> bool:
+    """ASCII, not blank, within the limit, no NUL and not looking cut: nothing to say about it."""
+    n = len(text)
+    stripped = text.rstrip()
+    return (
+        bool(stripped)
+        and n <= MAX_CONTENT_CHARS
+        and n not in CUT_LIMITS
+        and text.isascii()
+        and "\x00" not in text
+        and not stripped.endswith("...")
+    )
+
+
 def _content_findings(it: Incoming, key: str) -> list[Finding]:
     c = it.content
     if c is None:  # a patch that does not touch the text
         return []
+    if _plain(c):
+        return []  # the usual text, at once: an import lints thousands
     where = field_where(it.where, key)
     if not c.strip():
         return [Finding("error", where, "empty-content", f"{key} is empty")]

@@ -104,17 +104,33 @@ def normalise(text: str) -> str:
     return found
 
 
+_FEATURES: dict[str, tuple[str, list[str], frozenset[str]]] = {}
+
+
+def _features(text: str) -> tuple[str, list[str], frozenset[str]]:
+    """A text's normal form, its numbers and its words: each entry is scored
+    against every dropped item, call after call in an import."""
+    found = _FEATURES.get(text)
+    if found is None:
+        norm = normalise(text)
+        found = (norm, _NUMBER.findall(norm), frozenset(norm.split()))
+        if len(_FEATURES) >= 8192:
+            _FEATURES.clear()
+        _FEATURES[text] = found
+    return found
+
+
 def rewording_score(a: str, b: str, floor: float = REWORD_THRESHOLD) -> float:
     """Similarity of two texts in [0, 1]; 0 when their numbers differ, since
     "Benchmark 10 tokens" and "Benchmark 5 tokens" are different work, and
     0 below `floor`, which lets the cheap bounds skip the exact ratio."""
     from difflib import SequenceMatcher  # only fuzzy matching needs it; keep it off the hook path
 
-    na, nb = normalise(a), normalise(b)
-    if _NUMBER.findall(na) != _NUMBER.findall(nb):
+    na, numbers_a, wa = _features(a)
+    nb, numbers_b, wb = _features(b)
+    if numbers_a != numbers_b:
         return 0.0
     # A rewording keeps most of its words; unrelated lists rarely share half.
-    wa, wb = set(na.split()), set(nb.split())
     if len(wa & wb) * 2 < min(len(wa), len(wb)):
         return 0.0
     matcher = SequenceMatcher(None, na, nb, autojunk=False)

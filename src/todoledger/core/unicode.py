@@ -67,11 +67,15 @@ def unicode_findings(value: Any, where: list[str | int] | None = None) -> list[F
     return findings
 
 
+# One encoder for every payload: json.dumps with options would build one per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr).encode
+
+
 def _storable(value: Any) -> bool:
     """Whether every text in `value` encodes as UTF-8, at C speed: the JSON
     encoder copies lone surrogates through, and the encode refuses them."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+        text = _ENCODE(value)
     except (TypeError, ValueError, RecursionError):
         return False  # the walk tells what is wrong, if anything
     if text.isascii():

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 
-from todoledger.core.checkspec import Check
 from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from todoledger.core.checkspec import Check
 
 VERIFIED = "verified"
 UNVERIFIED = "unverified"

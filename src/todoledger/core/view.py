@@ -194,33 +194,35 @@ def build(doc: Mapping[str, Any]) -> PlanView:
 
 
 def _item(r: Mapping[str, Any], depth: int) -> ItemView:
-    verification = r.get("verification")
-    waits_on_cancelled = _ids(r.get("waits_on_cancelled"))
+    get = r.get
+    verification = get("verification")
+    waits_on_cancelled = _ids(get("waits_on_cancelled"))
+    # Positional, in ItemView's field order: `prime` builds one per item on every session start.
     return ItemView(
-        id=r["id"],
-        content=r["content"],
-        status=r["status"],
-        priority=r["priority"],
-        position=r.get("position", 0.0),
-        parent=r.get("parent"),
-        depth=depth,
-        depends_on=_ids(r.get("depends_on")),
-        blocked=bool(r.get("blocked")),
-        # Never "ready" while it waits for a cancelled item, whatever derived it.
-        ready=bool(r.get("ready")) and not waits_on_cancelled,
-        active_form=r.get("active_form"),
-        evidence=r.get("evidence"),
-        reason=r.get("reason"),
-        notes=r.get("notes"),
-        writer=r.get("updated_by") or "",
-        created_by=r.get("created_by") or "",
-        created_at=r.get("created_at") or "",
-        updated_at=r.get("updated_at") or "",
-        verification=verification if verification in VERIFICATIONS else None,
-        waits_on_cancelled=waits_on_cancelled,
-        estimate=r.get("estimate"),
-        uses=_ids(r.get("uses")),
-        needs_approval=bool(r.get("needs_approval")),
+        r["id"],
+        r["content"],
+        r["status"],
+        r["priority"],
+        get("position", 0.0),
+        get("parent"),
+        depth,
+        _ids(get("depends_on")),
+        bool(get("blocked")),
+        # ready: never while it waits for a cancelled item, whatever derived it.
+        bool(get("ready")) and not waits_on_cancelled,
+        get("active_form"),
+        get("evidence"),
+        get("reason"),
+        get("notes"),
+        get("updated_by") or "",  # writer
+        get("created_by") or "",
+        get("created_at") or "",
+        get("updated_at") or "",
+        verification if verification in VERIFICATIONS else None,
+        waits_on_cancelled,
+        get("estimate"),
+        _ids(get("uses")),
+        bool(get("needs_approval")),
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from todoledger.core.checkspec import parse
 from todoledger.core.model import LedgerError
 from todoledger.core.verification import CheckRow, Receipt
 
@@ -24,6 +23,8 @@ _RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at,
 
 
 def _check(row: Row) -> CheckRow | None:
+    from todoledger.core.checkspec import parse  # here: plans without checks never need it
+
     try:
         check = parse(row[4], json.loads(row[5]))
     except (LedgerError, ValueError):

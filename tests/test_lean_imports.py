@@ -1,0 +1,107 @@
+"""The agent verbs load only what their plan needs: a plan without checks
+answers every verification question with one query, and the checks' modules
+(checkspec, the verification service) stay unloaded. With a check, the same
+verbs load them and tell its real state."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from todoledger import verification
+from todoledger.service import Ledger
+
+CHECKS_MODULES = ("todoledger.verification", "todoledger.core.checkspec", "todoledger.store.checks")
+PROBE = (
+    "import json, sys\nfrom todoledger.cli.entry import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    f"loaded = [m for m in {CHECKS_MODULES!r} if m in sys.modules]\n"
+    "sys.stderr.write('LOADED ' + json.dumps(loaded) + '\\n')\nsys.exit(code)\n"
+)
+
+
+def probe(db: Path, *args: str) -> tuple[str, list[str]]:
+    env = {**os.environ, "TODOLEDGER_DB": str(db), "TODOLEDGER_WRITER": "agent:1"}
+    env.pop("TODOLEDGER_PLAN", None)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=db.parent,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stderr.rsplit("LOADED ", 1)[1])
+    return done.stdout, loaded
+
+
+def test_verbs_on_a_plan_without_checks_load_no_checks_module(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        first = lg.add("Build the drafter", writer="setup")
+        second = lg.add("Benchmark it", writer="setup", depends_on=[first["id"]])
+        lg.done(first["id"], writer="setup")
+    out, loaded = probe(db, "show", "--json")
+    assert loaded == []
+    states = {it["id"]: it["verification"] for it in json.loads(out)["items"]}
+    assert states == {first["id"]: "reported", second["id"]: None}
+    for args in (
+        ["next", "--json"],
+        ["prime"],
+        ["start", second["id"], "--json"],
+        ["done", second["id"], "--json"],
+    ):
+        _, loaded = probe(db, *args)
+        assert loaded == [], args
+    with Ledger(db) as lg:
+        assert lg.get(second["id"])["status"] == "completed"
+
+
+def test_a_plan_with_a_check_still_gets_its_checks(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        gated = lg.add("Write the report", writer="setup")
+        after = lg.add("Send it", writer="setup", depends_on=[gated["id"]])
+        verification.add_check(lg, gated["id"], f"file:{tmp_path / 'report.md'}")
+        lg.update(gated["id"], status="completed", writer="setup", force=True, force_reason="test setup")
+    out, loaded = probe(db, "show", "--json")
+    assert "todoledger.verification" in loaded
+    rows = {it["id"]: it for it in json.loads(out)["items"]}
+    assert rows[gated["id"]]["verification"] == "failed"  # its gate ran at the forced completion
+    assert rows[after["id"]]["ready"] is False  # held: its prerequisite is not verified
+    out, _ = probe(db, "next", "--json")
+    assert after["id"] not in [it["id"] for it in json.loads(out)]
+    (tmp_path / "report.md").write_text("done\n")
+    # `done` runs the gate of a checked item (no shortcut past it): the file now exists.
+    with Ledger(db) as lg:
+        lg.update(gated["id"], status="pending", writer="cli:setup")
+    _, loaded = probe(db, "done", gated["id"], "--json")
+    assert "todoledger.verification" in loaded
+    out, _ = probe(db, "show", "--json")
+    assert {it["id"]: it["verification"] for it in json.loads(out)["items"]}[gated["id"]] == "verified"
+
+
+def test_the_console_script_flushes_everything_before_it_exits(tmp_path: Path) -> None:
+    """The console script skips the interpreter's teardown (cli/entry.py `_exit`):
+    a large output must still arrive whole, through a pipe, with the exit code."""
+    from tests.conftest import todoledger_bin
+
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        lg.import_jsonl(
+            [json.dumps({"id": f"t{k:04d}", "content": f"item {k} " + "x" * 200}) for k in range(1000)]
+        )
+    env = {**os.environ, "TODOLEDGER_DB": str(db)}
+    env.pop("TODOLEDGER_PLAN", None)
+    done = subprocess.run([todoledger_bin(), "show", "--json"], capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0
+    assert len(json.loads(done.stdout)["items"]) == 1000
+    refused = subprocess.run(
+        [todoledger_bin(), "start", "nope", "--json"], capture_output=True, env=env, timeout=60
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.decode().startswith("Error: no item 'nope'")

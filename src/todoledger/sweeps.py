@@ -236,6 +236,13 @@ def _record_repeat(
         lg.repo.touch_plan(plan, at)
 
 
+def listing(lg: Ledger, *, plan: str | None = None) -> list[dict[str, str]]:
+    """The sweeps of a plan, oldest first: name and parent item."""
+    plan = plan or default_plan()
+    with lg.store.read():
+        return [{"name": n, "parent": p} for n, p in CheckRepo(lg.store).sweeps_of(plan)]
+
+
 def results(lg: Ledger, name: str, *, plan: str | None = None) -> dict[str, Any]:
     """Per combination and metric: median/min/max/spread, ratio to the baseline, verdict, flags."""
     plan = plan or default_plan()

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult, Implementation
 
 from tests.test_cli import run, run_json
-from tests.test_mcp import refuse, stdio_params
+from tests.test_mcp import TOKEN, refuse, server, stdio_params  # noqa: F401  (server: a fixture)
 
 GATED = "Run the 4-GPU concurrency benchmark (37K samples)"
 
@@ -135,3 +135,32 @@ def test_nothing_is_asked_when_nothing_waits_and_an_agent_cannot_name_a_person(l
     assert person.asked == []
     assert "names a person" in said
     assert run_json(ledger_env, "show")["items"][0]["status"] == "in_progress"
+
+
+def test_over_stateless_http_the_question_rides_the_retry(server: str, ledger_env: Path) -> None:  # noqa: F811
+    """`todoledger serve`, the 2026 revision over HTTP: no session, so the
+    question comes back as an InputRequiredResult and the answer with the retry."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    item = gated(ledger_env)
+    person = Person("accept")
+
+    async def main() -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as hc,
+            Client(
+                streamable_http_client(server, http_client=hc),
+                client_info=Implementation(name="web-agent", version="1"),
+                elicitation_callback=person,
+            ) as c,
+        ):
+            assert c.session.protocol_version == "2026-07-28"
+            result = await c.call_tool("plan_update", {"id": item, "status": "in_progress"})
+            assert not result.is_error, result.content
+            return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+    got = anyio.run(main)
+    assert got["item"]["status"] == "in_progress" and len(person.asked) == 1
+    (approval,) = approvals(ledger_env, item)
+    assert approval["writer"].startswith("mcp-user:web-agent:")

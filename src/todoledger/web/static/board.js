@@ -243,10 +243,11 @@
         const xs = chart.traces.flatMap((t) => (t.across ? [] : t.x));
         const traces = chart.traces.map((t) => {
           const across = t.across && xs.length > 0;
-          const x = across ? [xs.reduce((a, b) => (a < b ? a : b)), xs.reduce((a, b) => (a > b ? a : b))] : t.x;
+          // A baseline measured at one point spans every x of the chart (numbers or categories).
+          const x = across ? [...new Set(xs)] : t.x;
           const trace = {
             type: "scatter", mode: across ? "lines" : "lines+markers", name: t.name, x,
-            y: across ? [t.y[0], t.y[0]] : t.y,
+            y: across ? x.map(() => t.y[0]) : t.y,
             line: { dash: t.baseline ? "dash" : "solid", color: PALETTE[t.group % PALETTE.length] },
             marker: { color: PALETTE[t.group % PALETTE.length] },
             customdata: t.y.map((y, i) => [t.lo[i], t.hi[i], t.n[i]]),
@@ -263,8 +264,8 @@
           return trace;
         });
         const layout = {
-          title: { text: `${chart.metric} against ${chart.x}` }, height: 360,
-          margin: { l: 60, r: 20, t: 50, b: 50 },
+          title: { text: `${chart.metric} against ${chart.x}` }, height: 400,
+          margin: { l: 60, r: 20, t: 50, b: 50 }, legend: { orientation: "h", y: -0.25 },
           xaxis: { title: { text: chart.x }, type: chart.numeric ? "linear" : "category" },
           yaxis: { title: { text: chart.metric } },
         };

@@ -441,3 +441,93 @@ def test_a_plan_longer_than_the_first_rows_fills_in_and_keeps_the_order(
     page.wait_for_selector(".row .content a:text('Inserted after step 3')")
     page.wait_for_selector('.row[data-id="it250"].st-cancelled', state="attached")
     assert page_order(page) == [r["id"] for r in run_json(ledger_env, "show")["items"]]
+
+
+def test_sweeps_page_table_matches_results_and_charts_draw(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    from tests.test_sweeps import BENCH
+
+    (ledger_env.parent / "bench.py").write_text(BENCH)
+    run(ledger_env, "add", "Not a sweep")
+    page.goto(f"{served.base}/plan?plan=main")
+    live(page)
+    assert page.locator("header nav >> text=Sweeps").count() == 0  # no sweep yet, no link
+    run(
+        ledger_env,
+        *("sweep", "add", "draft", "--template", "Benchmark {draft_tokens} draft tokens at C={concurrency}"),
+        *("--param", "draft_tokens=16,10,5", "--param", "concurrency=1,4", "--baseline", "draft_tokens=0"),
+        *("--run", "python3 bench.py {draft_tokens} {concurrency}", "--repeat", "3"),
+        *("--metric", "tok_s=$.tok_s", "--metric", r"accept_len=accept_len: ([\d.]+)"),
+        *("--keep", "tok_s>baseline*1.1"),
+    )
+    run(ledger_env, "sweep", "run", "draft")
+    result = run_json(ledger_env, "sweep", "results", "draft")
+    page.goto(f"{served.base}/plan?plan=main")
+    page.click("header nav >> text=Sweeps")
+    page.wait_for_selector('body[data-page="sweeps"]')
+    live(page)
+    # The table: every row of `sweep results`, its numbers exactly, its verdict and flags.
+    shown = page.eval_on_selector_all(
+        ".sweep[data-sweep=draft] table.sweep-table tbody tr",
+        """rows => rows.map(r => ({params: JSON.parse(r.dataset.params), metric: r.dataset.metric,
+            baseline: r.classList.contains('baseline'),
+            values: Object.fromEntries([...r.querySelectorAll('td[data-value]')].map(
+                td => [td.className, td.dataset.value === '' ? null : Number(td.dataset.value)])),
+            verdict: r.querySelector('.verdict').textContent, flags: r.querySelector('.flags').textContent}))""",
+    )
+    assert len(shown) == len(result["rows"]) == 16  # (3 x 2 + 2 baselines) x 2 metrics
+    for got, want in zip(shown, result["rows"], strict=True):
+        assert (got["params"], got["metric"], got["baseline"]) == (
+            want["params"],
+            want["metric"],
+            want["baseline"],
+        )
+        assert got["values"] == {k: want[k] for k in ("n", "median", "min", "max", "spread", "ratio")}
+        assert (got["verdict"], got["flags"]) == (want["verdict"] or "", ", ".join(want["flags"]))
+    # ...and independently: the medians are those of the runs the script logged itself.
+    import statistics
+
+    logged: dict[tuple[str, str], list[float]] = {}
+    for line in (ledger_env.parent / "runs.log").read_text().splitlines():
+        r = json.loads(line)
+        logged.setdefault((str(r["draft"]), str(r["conc"])), []).append(r["tok_s"])
+    tok = [g for g in shown if g["metric"] == "tok_s"]
+    assert len(tok) == len(logged) == 8
+    for g in tok:
+        runs = logged[(g["params"]["draft_tokens"], g["params"]["concurrency"])]
+        assert (g["values"]["n"], g["values"]["median"]) == (3, statistics.median(runs))
+        assert (g["values"]["min"], g["values"]["max"]) == (min(runs), max(runs))
+    # The charts: one per metric, a line per concurrency and a dashed baseline per concurrency.
+    for k, metric in enumerate(("tok_s", "accept_len")):
+        chart = f"#sweep-0-{k}"
+        page.wait_for_selector(f"{chart} .main-svg")
+        assert page.locator(f"{chart} .scatterlayer .trace").count() == 4
+        traces = page.evaluate(f"document.querySelector('{chart}').data.map(t => [t.name, t.line.dash])")
+        assert sorted(traces) == [
+            ["baseline concurrency=1", "dash"],
+            ["baseline concurrency=4", "dash"],
+            ["concurrency=1", "solid"],
+            ["concurrency=4", "solid"],
+        ]
+        assert metric in (page.locator(f"{chart} .gtitle").text_content() or "")
+    # Live: a sweep added from the CLI appears without a reload; its agent-written text stays text.
+    page.evaluate("window.__still_this_page = true")
+    run(
+        ledger_env,
+        *("sweep", "add", "xss", "--template", "<script>alert(1)</script> {label}"),
+        *("--param", "label=<img src=x onerror=alert(2)>,plain", "--run", "python3 -c 'print(7)' {label}"),
+        *("--metric", r"v=(\d+)"),
+    )
+    run(ledger_env, "sweep", "run", "xss")
+    page.wait_for_selector("#sweep-1-0 .main-svg")
+    assert page.evaluate("window.__still_this_page") is True
+    cells = page.eval_on_selector_all(
+        ".sweep[data-sweep=xss] td.params", "tds => tds.map(t => t.textContent)"
+    )
+    assert cells == ["label=<img src=x onerror=alert(2)>", "label=plain"]
+    ticks = page.eval_on_selector_all("#sweep-1-0 .xtick text", "ts => ts.map(t => t.textContent)")
+    assert "<img src=x onerror=alert(2)>" in ticks
+    assert page.locator("main img").count() == 0 and page.dialogs == []
+    page.locator(".sweep[data-sweep=draft]").scroll_into_view_if_needed()
+    shot(page, "sweeps")

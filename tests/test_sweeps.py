@@ -66,6 +66,8 @@ def test_sweep_expands_runs_and_summarises(ledger_env: Path, tmp_path: Path, ben
     with Ledger() as lg:
         made = define(lg)
         assert len(made["items"]) == 8  # 3 x 2 combinations + 2 baselines (one per concurrency)
+        assert sweeps.listing(lg) == [{"name": "draft", "parent": made["parent"]}]
+        assert sweeps.listing(lg, plan="other") == []
         contents = [i["content"] for i in made["items"]]
         assert contents[0] == "Benchmark 16 draft tokens at C=1"
         assert contents[-1] == "Benchmark 0 draft tokens at C=4 (baseline)"

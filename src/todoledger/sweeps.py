@@ -241,6 +241,13 @@ def exists(lg: Ledger, name: str, *, plan: str | None = None) -> bool:
         return CheckRepo(lg.store).sweep(plan or default_plan(), name) is not None
 
 
+def listing(lg: Ledger, *, plan: str | None = None) -> list[dict[str, str]]:
+    """The sweeps of a plan, oldest first: name and parent item."""
+    plan = plan or default_plan()
+    with lg.store.read():
+        return [{"name": n, "parent": p} for n, p in CheckRepo(lg.store).sweeps_of(plan)]
+
+
 def results(lg: Ledger, name: str, *, plan: str | None = None) -> dict[str, Any]:
     """Per combination and metric: median/min/max/spread, ratio to the baseline, verdict, flags."""
     plan = plan or default_plan()

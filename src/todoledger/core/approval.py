@@ -1,6 +1,6 @@
 """People, agents and approvals: pure, no I/O.
 
-Writers `cli:...` and `web:...` (and the bare `cli`) are people; every
+Writers `cli:...`, `web:...`, `mcp-user:...` (and the bare `cli`) are people; every
 other writer (hooks, MCP sessions, imports) is an agent. An item that needs
 approval may not be started, claimed or completed by an agent until a
 person approves it; an approval holds for the item as it was approved, so
@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
-PEOPLE_PREFIXES = ("cli:", "web:")
+# `mcp-user:<client>:<session>`: the person at an MCP client, who answered the
+# client's own approval prompt (an elicitation) during an agent's tool call.
+PEOPLE_PREFIXES = ("cli:", "web:", "mcp-user:")
 # What an approval of an item covers: a change to any of these asks again.
 APPROVED_FIELDS = ("content", "parent", "depends_on", "estimate", "uses")
 

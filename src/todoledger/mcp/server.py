@@ -15,10 +15,20 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, Field
 
 from todoledger import __version__
 from todoledger.core.model import LedgerError
@@ -84,11 +94,98 @@ def _error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def _tool(name: str, method: ToolMethod) -> Tool:
-    async def call(ctx: Context[Any, Any]) -> CallToolResult:
+# Approval asked from inside a tool call ------------------------------------
+# When an agent's plan_update (start, complete) or plan_next claim would be
+# refused because the item waits for a person's approval, and the client
+# declared form elicitation, the server asks the client's user. A yes is an
+# approval by that person, recorded as `mcp-user:<client>:<session>`: who
+# answered is the client's user (the client shows the question to a person,
+# not to the model), and the name keeps the channel visible in the history.
+# No, cancel, an error or a client without elicitation: the usual refusal.
+ASKING_TOOLS = ("plan_update", "plan_next")
+INPUT_REQUIRED_VERSION = "2026-07-28"  # from here the question rides an InputRequiredResult
+APPROVAL_KEY = "todoledger_approval"
+
+
+class Approval(BaseModel):
+    approve: bool = Field(description="Approve this item as it stands", title="Approve")
+
+
+def person_writer(ctx: Context[Any, Any]) -> str:
+    """The client's user, for this session: `mcp-user:<client>:<session>`."""
+    return "mcp-user:" + session_writer(ctx).removeprefix("mcp:")
+
+
+def _can_elicit(ctx: Context[Any, Any]) -> bool:
+    caps = ctx.client_capabilities
+    found = caps.elicitation if caps is not None else None
+    # A bare `elicitation: {}` (before modes existed) means form support; url-only does not.
+    return found is not None and (found.form is not None or found.url is None)
+
+
+def _question_text(q: dict[str, str], writer: str) -> str:
+    from todoledger.core.sanitize import for_terminal
+
+    return (
+        f"The agent {for_terminal(writer)} asks to {q['verb']} {q['id']} in plan {for_terminal(q['plan'])}:"
+        f" {for_terminal(q['content'])[:300]!r}. It needs a person's approval. Approve it as it stands?"
+    )
+
+
+def _accepted(answer: Any) -> bool:
+    """An elicitation answer (a model or its JSON form) that says yes."""
+    if isinstance(answer, BaseModel):
+        answer = answer.model_dump(by_alias=True)
+    if not isinstance(answer, dict) or answer.get("action") != "accept":
+        return False
+    content = answer.get("content")
+    return isinstance(content, dict) and content.get("approve") is True
+
+
+async def ask_approval(
+    ctx: Context[Any, Any], tools: PlanTools, name: str, args: Any, writer: str
+) -> InputRequiredResult | None:
+    """Ask the client's user to approve the item this call would be refused
+    for; record a yes. An InputRequiredResult is the question (2026-07-28),
+    to be answered in the client's retry; None: run the call."""
+    if name not in ASKING_TOOLS or not _can_elicit(ctx):
+        return None
+    question = await anyio.to_thread.run_sync(tools.approval_question, name, args, writer)
+    if question is None:
+        return None
+    message = _question_text(question, writer)
+    version = ctx.protocol_version
+    if version is not None and is_version_at_least(version, INPUT_REQUIRED_VERSION):
+        state = json.dumps(question, sort_keys=True)
+        answer = (ctx.input_responses or {}).get(APPROVAL_KEY)
+        if answer is None or ctx.request_state != state:  # first round, or an answer to another question
+            request = ElicitRequest(
+                params=ElicitRequestFormParams(
+                    message=message, requested_schema=render_elicitation_schema(Approval)
+                )
+            )
+            return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=state)
+        accepted = _accepted(answer)
+    else:
+        try:
+            result = await ctx.elicit(message, Approval)
+        except Exception:  # the client could not ask (no back-channel, a bad answer): not approved
+            logger.warning("approval prompt for %s failed", question["id"], exc_info=True)
+            return None
+        accepted = result.action == "accept" and result.data.approve
+    if accepted:
+        await anyio.to_thread.run_sync(tools.approve_from_client, question, person_writer(ctx))
+    return None
+
+
+def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
+    async def call(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         args = _raw_arguments(ctx)
         try:
             args, writer = with_identity(ctx, args, session_writer(ctx))
+            asked = await ask_approval(ctx, tools, name, args, writer)
+            if asked is not None:
+                return asked
             data = await anyio.to_thread.run_sync(method, args, writer)
         except LedgerError as exc:
             return _error(str(exc))
@@ -120,7 +217,7 @@ def build_server(*, plan: str | None = None, cwd: Path | None = None) -> tuple[M
         "todoledger",
         instructions=INSTRUCTIONS,
         version=__version__,
-        tools=[_tool(name, getattr(tools, name)) for name in TOOLS],
+        tools=[_tool(name, getattr(tools, name), tools) for name in TOOLS],
         log_level="WARNING",
     )
 

@@ -744,9 +744,74 @@ class PlanTools:
     @staticmethod
     def writer_arg(args: dict[str, Any], session_writer: str) -> str:
         """The writer the agent names (checked with the other arguments), else the session's."""
+        from todoledger.core.approval import is_person
+
         _blank(args, "writer")
         given: str | None = args.get("writer")
+        if given and is_person(given):
+            # A person's writer would let the agent start what waits for a person's approval.
+            raise ToolInputError(f"writer {given!r} names a person; an agent writes as itself (mcp:...)")
         return given or session_writer
+
+    # approval asked from inside a call (elicitation) -----------------------
+    def approval_question(self, tool: str, args: Any, writer: str) -> dict[str, str] | None:
+        """The item this call would be refused for because it waits for a
+        person's approval: {plan, id, content, verb}; else None (the call runs
+        as usual and says what is wrong itself)."""
+        try:
+            if tool == "plan_update":
+                args = check_arguments(tool, args)
+                if args.get("status") not in ("in_progress", "completed"):
+                    return None
+                verb = "start" if args["status"] == "in_progress" else "complete"
+            elif tool == "plan_next":
+                args = check_arguments(tool, args)
+                if not args.get("claim"):
+                    return None
+                verb = "claim"
+            else:
+                return None
+            writer = self.writer_arg(args, writer)
+            explicit = plan_name(args.get("plan"))
+        except LedgerError:
+            return None
+        plan = self.plan_or_default(explicit)
+        return self.locked(lambda: self._approval_question(plan, tool, args, verb))
+
+    def _approval_question(
+        self, plan: str, tool: str, args: dict[str, Any], verb: str
+    ) -> dict[str, str] | None:
+        lg = self.ledger(write=False)
+        if plan not in [p["plan"] for p in lg.plans()]:
+            return None
+        waiting = set(lg.approvals(plan)["waiting"])
+        if tool == "plan_update":
+            try:
+                item = lg.get(args["id"], plan)
+            except LedgerError:
+                return None
+            if item["id"] not in waiting or item["status"] == args["status"]:
+                return None
+        else:
+            ready = lg.next(plan, limit=SHOWN)
+            # An agent's claim skips what waits for a person: ask only when nothing else is ready.
+            if not ready or any(r["id"] not in waiting for r in ready):
+                return None
+            item = ready[0]
+        return {"plan": plan, "id": item["id"], "content": item["content"], "verb": verb}
+
+    def approve_from_client(self, question: dict[str, str], person: str) -> None:
+        """Record the client's user's approval of the item they were shown, as
+        `person`; refused when the item changed while they were asked."""
+
+        def approve() -> None:
+            lg = self.ledger(write=True)
+            item = lg.get(question["id"], question["plan"])
+            if item["content"] != question["content"]:
+                raise LedgerError(f"{item['id']} changed while you were asked; not approved")
+            lg.approve(item["id"], plan=question["plan"], writer=person)
+
+        self.locked(approve)
 
 
 def _uses_arg(args: dict[str, Any]) -> list[str] | None:

@@ -206,6 +206,15 @@ class CheckRepo:
         )
         return (rows[0][0], json.loads(rows[0][1])) if rows else None
 
+    def sweeps_of(self, plan: str) -> list[tuple[str, str]]:
+        """(name, parent item) of each sweep of a plan, oldest first."""
+        return [
+            (r[0], r[1])
+            for r in self.db.query(
+                "SELECT name, parent FROM sweeps WHERE plan = ? ORDER BY at, name", (plan,)
+            )
+        ]
+
     def add_sweep_item(
         self,
         plan: str,

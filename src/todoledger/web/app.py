@@ -28,12 +28,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from todoledger import sweeps
 from todoledger.core.model import LedgerError
 from todoledger.core.schedule import split_uses
 from todoledger.core.timefmt import now
 from todoledger.core.view import PlanView, build
 from todoledger.service import Ledger, default_plan, locate
-from todoledger.web import pages
+from todoledger.web import pages, sweeps_page
 from todoledger.web.live import Hub
 
 T = TypeVar("T")
@@ -127,6 +128,7 @@ class Board:
             Route("/timeline", self.page_timeline, name="board_timeline"),
             Route("/approvals", self.page_approvals, name="board_approvals"),
             Route("/sessions", self.page_sessions, name="board_sessions"),
+            Route("/sweeps", self.page_sweeps, name="board_sweeps"),
             Route("/events", self.events, name="board_events"),
             Route("/static/{name}", self.static, name="board_static"),
             Route("/api/action", self.action, methods=["POST"], name="board_action"),
@@ -144,16 +146,17 @@ class Board:
     ) -> Response:
         plan = request.query_params.get("plan") or self.plan or default_plan()
 
-        def render(lg: Ledger) -> tuple[str, str, int]:
+        def render(lg: Ledger) -> tuple[str, str, int, bool]:
             title, body = build_body(lg, plan)
-            return title, body, int(lg.last_change())
+            has_sweeps = kind != "plans" and lg.exists and bool(sweeps.listing(lg, plan=plan))
+            return title, body, int(lg.last_change()), has_sweeps
 
         status = 200
         try:
-            title, body, change = await run_in_threadpool(self.locked, render)
+            title, body, change, has_sweeps = await run_in_threadpool(self.locked, render)
         except LedgerError as exc:
             title, body, change = "not found", f"<h1>Not found</h1><p>{pages.esc(exc)}</p>", 0
-            status = 404
+            status, has_sweeps = 404, False
         if request.headers.get("x-fragment") == "1":  # the live script swaps the content only
             return HTMLResponse(
                 body, status_code=status, headers=SECURITY_HEADERS | {"x-change": str(change)}
@@ -168,6 +171,7 @@ class Board:
             who=self.name,
             scripts=scripts,
             version=self.version,
+            sweeps=has_sweeps,
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
@@ -285,6 +289,14 @@ class Board:
             return f"Sessions {plan}", pages.sessions(_view(lg, plan), lg.writers(plan))
 
         return await self._page(request, "sessions", body)
+
+    async def page_sweeps(self, request: Request) -> Response:
+        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+            listed = sweeps.listing(lg, plan=plan) if lg.exists else []
+            found = [(entry, sweeps.results(lg, entry["name"], plan=plan)) for entry in listed]
+            return f"Sweeps {plan}", sweeps_page.page(plan, found)
+
+        return await self._page(request, "sweeps", body, scripts=("/static/plotly.min.js",))
 
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]

@@ -51,13 +51,16 @@ def page(
     who: str,
     scripts: Sequence[str] = (),
     version: str = "",
+    sweeps: bool = False,
 ) -> str:
-    """A whole page: the fragment `body` inside the frame the live script refreshes."""
+    """A whole page: the fragment `body` inside the frame the live script refreshes.
+    `sweeps`: the plan has sweeps, so its navigation links their page."""
     nav = ['<a href="/">Plans</a>']
     if plan is not None:
+        shown = (*PAGES, ("sweeps", "Sweeps")) if sweeps or kind == "sweeps" else PAGES
         nav += [
             f'<a href="{url("/" + name, plan=plan)}" class="{"here" if name == kind else ""}">{label}</a>'
-            for name, label in PAGES
+            for name, label in shown
         ]
     extra = "".join(f'<script defer src="{esc(src)}?v={esc(version)}"></script>' for src in scripts)
     return (

@@ -232,7 +232,53 @@
     window.Plotly.react(chart, traces, layout, { displaylogo: false, responsive: true });
   }
 
+  // Sweeps: each metric against the first parameter; the server laid the
+  // traces out (texts escaped for Plotly already), the script only draws them.
+  const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+  function drawSweeps() {
+    if (!window.Plotly) return;
+    for (const block of document.querySelectorAll("script.sweep-data")) {
+      const data = JSON.parse(block.textContent);
+      data.charts.forEach((chart, k) => {
+        const el = document.getElementById(`${block.dataset.for}-${k}`);
+        if (!el) return;
+        const xs = chart.traces.flatMap((t) => (t.across ? [] : t.x));
+        const traces = chart.traces.map((t) => {
+          const across = t.across && xs.length > 0;
+          // A baseline measured at one point spans every x of the chart (numbers or categories).
+          const x = across ? [...new Set(xs)] : t.x;
+          const trace = {
+            type: "scatter", mode: across ? "lines" : "lines+markers", name: t.name, x,
+            y: across ? x.map(() => t.y[0]) : t.y,
+            line: { dash: t.baseline ? "dash" : "solid", color: PALETTE[t.group % PALETTE.length] },
+            marker: { color: PALETTE[t.group % PALETTE.length] },
+            customdata: t.y.map((y, i) => [t.lo[i], t.hi[i], t.n[i]]),
+            hovertemplate: across
+              ? `${t.name}: %{y}<extra></extra>`
+              : "%{x}: median %{y}<br>min %{customdata[0]}, max %{customdata[1]}, n %{customdata[2]}<extra>" + t.name + "</extra>",
+          };
+          if (!across) {
+            trace.error_y = {
+              type: "data", symmetric: false,
+              array: t.hi.map((h, i) => h - t.y[i]), arrayminus: t.lo.map((l, i) => t.y[i] - l),
+            };
+          }
+          return trace;
+        });
+        const layout = {
+          title: { text: `${chart.metric} against ${chart.x}` }, height: 400,
+          margin: { l: 60, r: 20, t: 50, b: 50 }, legend: { orientation: "h", y: -0.25 },
+          xaxis: { title: { text: chart.x }, type: chart.numeric ? "linear" : "category" },
+          yaxis: { title: { text: chart.metric } },
+        };
+        window.Plotly.react(el, traces, layout, { displaylogo: false, responsive: true });
+      });
+    }
+  }
+
   afterRender();
+  drawSweeps();
+  document.addEventListener("board:refreshed", drawSweeps);
   const list = main.querySelector(".items[data-sync]");
   if (list) {
     // The page carries the first rows; the rest come once it has painted.

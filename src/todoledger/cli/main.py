@@ -684,13 +684,15 @@ def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> Non
         if not loaded.created:
             say(f"(demo plans {', '.join(loaded.plans)} already loaded; --reset rebuilds them)")
         for out in loaded.outcomes:
-            say("\n".join(out.lines(lg)))
+            for line in out.lines(lg):
+                say(line)
         for shown in loaded.plans:
             click.echo()
             render.plan(lg.view(shown), None)
         if ran is not None:
             _show_demo_checks(ran, name)
-        say(f"\nledger: {where(lg)}")
+        click.echo()
+        say(f"ledger: {where(lg)}")
         click.echo(
             f"The story and its findings: todoledger report {name}   todoledger report {loaded.plans[-1]}"
         )

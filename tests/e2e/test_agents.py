@@ -25,6 +25,7 @@ from tests.e2e.agents import (
     AGENTS,
     BIN,
     CLAUDE,
+    GEMINI,
     PLAN,
     RUN_TIMEOUT,
     Agent,
@@ -273,11 +274,31 @@ class GatingModel(FakeModel):
         return super().answer(api, path, body)
 
 
+def blocked_once(session: Session, writer: str) -> None:
+    """The session completed the gated item; its first stop was blocked with the
+    gate's reason sent back to the model; the retry was let through and the run ended."""
+    assert session.run.returncode == 0, session.why()
+    fake = session.fake
+    assert isinstance(fake, GatingModel) and fake.gated, session.why()
+    item = fake.gated[0]
+    got = {i["id"]: i for i in session.ledger["items"]}[item]
+    assert got["status"] == "completed" and got["created_by"].startswith(writer), got
+    turns = [r for r in fake.agent_requests() if r.answered == "text"]  # each ends a turn
+    blocked = [r for r in turns if BLOCKED in r.text()]
+    assert len(blocked) == 1, session.why()
+    assert item in blocked[0].text() and GATED in blocked[0].text() and GATE in blocked[0].text()
+    # The first stop was blocked, the second (stop_hook_active) ended the run: no loop.
+    assert turns.index(blocked[0]) == 1 and len(turns) == 2, session.why()
+    # The mirror's one log line is its warning about that completion, not an error.
+    logged = hook_errors(session).splitlines()
+    assert len(logged) == 1 and f"warning: {item}: reported completed" in logged[0], logged
+
+
 def test_claude_stop_gate_blocks_a_done_whose_gate_fails(tmp_path: Path) -> None:
     """`install claude-code --gate-stop`: the session completes its item (the native
-    task list, mirrored by the hook as the session's writer) whose gate fails; the
-    Stop hook blocks, Claude Code sends the reason to the model as a new turn, and
-    the retry (stop_hook_active) is let through: the run ends after one block."""
+    task list, mirrored by the hook as the session's writer) whose gate never ran;
+    the Stop hook blocks, Claude Code sends the reason to the model as "Stop hook
+    feedback", and the retry (stop_hook_active) is let through."""
     steps = [
         Step("ToolSearch", {"query": "select:TaskCreate,TaskUpdate"}),
         Step("TaskCreate", {"subject": GATED, "description": "the disk check"}),
@@ -290,25 +311,22 @@ def test_claude_stop_gate_blocks_a_done_whose_gate_fails(tmp_path: Path) -> None
     session = start_session(
         CLAUDE, tmp_path, steps, env=CLAUDE.native_env, flags=("--gate-stop",), model=model
     )
-    assert session.run.returncode == 0, session.why()
-    fake = session.fake
-    assert isinstance(fake, GatingModel) and fake.gated, session.why()
-    item = fake.gated[0]
-    answered = [r.answered for r in fake.agent_requests()]
-    assert answered[:3] == ["ToolSearch", "TaskCreate", "TaskUpdate"], session.why()
-    got = {i["id"]: i for i in session.ledger["items"]}[item]
-    assert got["status"] == "completed" and got["created_by"].startswith("claude-code:"), got
-    # The model's turn ended with text; the Stop hook blocked it and its reason came back.
-    turns = [r for r in fake.agent_requests() if r.answered == "text"]
-    blocked = [r for r in turns if BLOCKED in r.text()]
-    assert len(blocked) == 1, session.why()
-    reason = blocked[0].text()
-    assert item in reason and GATED in reason and GATE in reason, session.why()
-    # It was the first stop that was blocked, and the retry was let through: no loop.
-    assert turns.index(blocked[0]) == 1 and len(turns) == 2, session.why()
-    # The mirror's one log line is its warning about that completion, not an error.
-    logged = hook_errors(session).splitlines()
-    assert len(logged) == 1 and f"warning: {item}: reported completed" in logged[0], logged
+    blocked_once(session, "claude-code:")
+
+
+def test_gemini_after_agent_gate_blocks_a_done_whose_gate_fails(tmp_path: Path) -> None:
+    """`install gemini --gate-stop`: AfterAgent's "deny" sends the reason back as a new prompt."""
+    todo = {"description": GATED, "status": "in_progress"}
+    steps = [
+        Step("write_todos", {"todos": [todo]}),
+        Step("write_todos", {"todos": [{**todo, "status": "completed"}]}),
+    ]
+
+    def model(scratch: Scratch, steps: list[Step]) -> GatingModel:
+        return GatingModel(steps, scratch=scratch, gate_before=1)
+
+    session = start_session(GEMINI, tmp_path, steps, flags=("--gate-stop",), model=model)
+    blocked_once(session, "gemini:")
 
 
 @pytest.mark.xfail(

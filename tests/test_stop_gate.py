@@ -188,3 +188,43 @@ def test_install_gate_stop_adds_the_stop_hooks(tmp_path: Path) -> None:
     plain.mkdir()
     run("claude-code", project=plain, home=home)
     assert "Stop" not in json.loads((plain / ".claude" / "settings.json").read_text())["hooks"]
+
+
+def test_a_completion_through_mcp_plan_update_in_the_transcript_blocks(
+    ledger_env: Path, tmp_path: Path
+) -> None:
+    """With no native list the agent completes items through todoledger's MCP tools:
+    their writer is the MCP server's, so the session's transcript says what it completed."""
+    env = subprocess_env(ledger_env)
+    with Ledger() as lg:
+        item = lg.add("Verify /data has space for 25K samples", writer="mcp:claude-code:ab12cd34")["id"]
+        v.add_check(lg, item, "cmd:false")
+        lg.update(
+            item, status="completed", writer="mcp:claude-code:ab12cd34", force=True, force_reason="seed"
+        )
+    call = {
+        "type": "tool_use",
+        "id": "toolu_9",
+        "name": "mcp__todoledger__plan_update",
+        "input": {"id": item, "status": "completed"},
+    }
+    reply = {"plan": "main", "item": {"id": item, "content": "Verify /data", "status": "completed"}}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_9",
+        "content": [{"type": "text", "text": json.dumps(reply)}],
+    }
+    transcript = tmp_path / "s9.jsonl"
+    transcript.write_text(
+        json.dumps({"type": "assistant", "message": {"content": [call]}})
+        + "\n"
+        + json.dumps({"type": "user", "message": {"content": [result]}})
+        + "\n"
+    )
+    event = {**stop("s9"), "transcript_path": str(transcript)}
+    answer = json.loads(hook(env, event))
+    assert answer["decision"] == "block" and item in answer["reason"] and "cmd:false" in answer["reason"]
+    # Another session, whose transcript completed nothing, is let stop.
+    other = tmp_path / "s10.jsonl"
+    other.write_text(json.dumps({"type": "assistant", "message": {"content": [call]}}) + "\n")
+    assert hook(env, {**stop("s10"), "transcript_path": str(other)}) == ""

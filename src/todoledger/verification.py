@@ -592,14 +592,18 @@ def sweep_repeats(lg: Ledger, plan: str) -> dict[str, int]:
         return _repo(lg).sweep_repeats(plan)
 
 
-def unproven_by(lg: Ledger, writer: str) -> list[dict[str, Any]]:
-    """Items that `writer` (or its subagents, `writer:...`) completed, still
-    completed, whose gates fail, never ran or went stale: what a Stop gate names."""
+def unproven_by(lg: Ledger, writer: str, also: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Items that `writer` (or its subagents, `writer:...`) completed, and the items
+    `also` names (the session's completions through MCP), still completed, whose
+    gates fail, never ran or went stale: what a Stop gate names."""
     out: list[dict[str, Any]] = []
     with lg.store.read():
         repo = _repo(lg)
         by_plan: dict[str, list[str]] = {}
-        for plan, item in repo.completed_by(writer):
+        pairs_done = set(repo.completed_by(writer))
+        extra = lg.repo.items_by_id(sorted(set(also)), deps=False)
+        pairs_done |= {(it.plan, it.id) for it in extra.values()}
+        for plan, item in sorted(pairs_done):
             by_plan.setdefault(plan, []).append(item)
         for plan, ids in by_plan.items():
             gates: dict[str, list[CheckRow]] = {}

@@ -329,11 +329,6 @@ def test_gemini_after_agent_gate_blocks_a_done_whose_gate_fails(tmp_path: Path) 
     blocked_once(session, "gemini:")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the gate names what the hook's session writer (claude-code:<session>) completed; "
-    "a completion through the MCP server is written as mcp:claude-code:<process>, which it never sees",
-)
 def test_claude_stop_gate_blocks_a_done_made_through_mcp(tmp_path: Path) -> None:
     """Current Claude models have no native list: the MCP tools are the list. A
     completion through todoledger's todowrite of a gated item should block the stop too."""

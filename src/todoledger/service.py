@@ -211,25 +211,24 @@ class Ledger:
         plan = plan or default_plan()
         if writer is not None:
             with self._transaction():
-                items = self.repo.items(plan)
-                if items:
-                    self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items})
+                rows = self.repo.item_rows(plan)
+                if rows:
+                    self.repo.save_base(plan, writer, {r["id"]: _seen(r) for r in rows})
                 revision = self.repo.revision(plan)
-                verified = self._verification(plan, items)
+                verified = self._verification(plan, [(r["id"], r["status"]) for r in rows])
         else:
             with self.store.read():
-                items = self.repo.items(plan)
+                rows = self.repo.item_rows(plan)
                 revision = self.repo.revision(plan)
-                verified = self._verification(plan, items)
-        derived = graph.derive(items, _held(verified))
-        waiting = graph.cancelled_blockers(items)
-        rows = []
-        for it in items:
-            row = it.as_dict()
-            row["blocked"], row["ready"] = derived[it.id]
-            row["waits_on_cancelled"] = waiting.get(it.id, [])
-            row["verification"] = verified[it.id]
-            rows.append(row)
+                verified = self._verification(plan, [(r["id"], r["status"]) for r in rows])
+        links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
+        derived = graph.derive_links(links, _held(verified))
+        waiting = graph.cancelled_links(links)
+        for row in rows:
+            item_id = row["id"]
+            row["blocked"], row["ready"] = derived[item_id]
+            row["waits_on_cancelled"] = waiting.get(item_id, [])
+            row["verification"] = verified[item_id]
         return {"plan": plan, "revision": revision, "items": rows}
 
     def view(self, plan: str | None = None, *, writer: str | None = None) -> PlanView:
@@ -1329,14 +1328,15 @@ class Ledger:
     # Most plans have no checks: for them one query answers, and the checks' modules
     # (2 ms to import, on every agent call) stay unloaded. The answers are those of
     # todoledger.verification for a plan without checks.
-    def _verification(self, plan: str, items: list[Item]) -> dict[str, str | None]:
+    def _verification(self, plan: str, items: list[tuple[str, str]]) -> dict[str, str | None]:
+        """Per (id, status) of the plan's items, its verification state."""
         if not items or not self.repo.has_checks(plan):
             from todoledger.core.verification import REPORTED
 
-            return {i.id: REPORTED if i.status == "completed" else None for i in items}
+            return {i: REPORTED if status == "completed" else None for i, status in items}
         from todoledger.verification import states
 
-        return states(self, plan, [(i.id, i.status) for i in items])
+        return states(self, plan, items)
 
     def _held(self, plan: str) -> frozenset[str]:
         if not self.repo.has_checks(plan):
@@ -1536,6 +1536,10 @@ def _epoch(at: str) -> float:
     import datetime as dt
 
     return dt.datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+
+
+def _seen(row: dict[str, Any]) -> Seen:
+    return Seen(row["content"], row["status"], row["priority"], row["active_form"])
 
 
 def _compact_row(item: Item) -> dict[str, Any]:

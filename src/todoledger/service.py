@@ -11,7 +11,6 @@ It is also the public Python API:
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -31,6 +30,7 @@ from todoledger.core.model import (
     OPEN_STATUSES,
     PRIORITIES,
     REMOVED,
+    REPORTED,
     STATE_FIELDS,
     STATUSES,
     Finding,
@@ -215,14 +215,14 @@ class Ledger:
                 if rows:
                     self.repo.save_base(plan, writer, {r["id"]: _seen(r) for r in rows})
                 revision = self.repo.revision(plan)
-                verified = self._verification(plan, [(r["id"], r["status"]) for r in rows])
+                verified, held = self._verification(plan, [(r["id"], r["status"]) for r in rows])
         else:
             with self.store.read():
                 rows = self.repo.item_rows(plan)
                 revision = self.repo.revision(plan)
-                verified = self._verification(plan, [(r["id"], r["status"]) for r in rows])
+                verified, held = self._verification(plan, [(r["id"], r["status"]) for r in rows])
         links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
-        derived = graph.derive_links(links, _held(verified))
+        derived = graph.derive_links(links, held)
         waiting = graph.cancelled_links(links)
         for row in rows:
             item_id = row["id"]
@@ -1328,15 +1328,18 @@ class Ledger:
     # Most plans have no checks: for them one query answers, and the checks' modules
     # (2 ms to import, on every agent call) stay unloaded. The answers are those of
     # todoledger.verification for a plan without checks.
-    def _verification(self, plan: str, items: list[tuple[str, str]]) -> dict[str, str | None]:
-        """Per (id, status) of the plan's items, its verification state."""
+    def _verification(
+        self, plan: str, items: list[tuple[str, str]]
+    ) -> tuple[dict[str, str | None], frozenset[str]]:
+        """Per (id, status) of the plan's items, its verification state; and the
+        items held back as unfinished (`core.verification.held`): none without checks."""
         if not items or not self.repo.has_checks(plan):
-            from todoledger.core.verification import REPORTED
-
-            return {i: REPORTED if status == "completed" else None for i, status in items}
+            return {i: REPORTED if status == "completed" else None for i, status in items}, frozenset()
+        from todoledger.core.verification import held
         from todoledger.verification import states
 
-        return states(self, plan, items)
+        verified = states(self, plan, items)
+        return verified, held(verified)
 
     def _held(self, plan: str) -> frozenset[str]:
         if not self.repo.has_checks(plan):
@@ -1552,12 +1555,6 @@ def _list_items(items: list[Item], limit: int = 3) -> str:
     return ", ".join(shown) + more
 
 
-def _held(verified: dict[str, str | None]) -> frozenset[str]:
-    from todoledger.core.verification import held
-
-    return held(verified)
-
-
 def _validate(name: str, value: Any) -> Any:
     check_text(name, value)
     if isinstance(value, str) and "\x00" in value:  # PostgreSQL text cannot hold it: refused on every backend
@@ -1578,6 +1575,8 @@ def _validate(name: str, value: Any) -> Any:
     ):
         raise LedgerError(f"{name} must be text of at most {MAX_NOTES_CHARS} characters")
     elif name == "position":
+        import math  # only here: not loaded by every read
+
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise LedgerError(f"position must be a finite number, not {value!r}")
         value = float(value)

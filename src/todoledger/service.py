@@ -11,7 +11,6 @@ It is also the public Python API:
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -31,6 +30,7 @@ from todoledger.core.model import (
     OPEN_STATUSES,
     PRIORITIES,
     REMOVED,
+    REPORTED,
     STATE_FIELDS,
     STATUSES,
     Finding,
@@ -211,25 +211,24 @@ class Ledger:
         plan = plan or default_plan()
         if writer is not None:
             with self._transaction():
-                items = self.repo.items(plan)
-                if items:
-                    self.repo.save_base(plan, writer, {i.id: Seen.of(i) for i in items})
+                rows = self.repo.item_rows(plan)
+                if rows:
+                    self.repo.save_base(plan, writer, {r["id"]: _seen(r) for r in rows})
                 revision = self.repo.revision(plan)
-                verified = self._verification(plan, items)
+                verified, held = self._verification(plan, [(r["id"], r["status"]) for r in rows])
         else:
             with self.store.read():
-                items = self.repo.items(plan)
+                rows = self.repo.item_rows(plan)
                 revision = self.repo.revision(plan)
-                verified = self._verification(plan, items)
-        derived = graph.derive(items, _held(verified))
-        waiting = graph.cancelled_blockers(items)
-        rows = []
-        for it in items:
-            row = it.as_dict()
-            row["blocked"], row["ready"] = derived[it.id]
-            row["waits_on_cancelled"] = waiting.get(it.id, [])
-            row["verification"] = verified[it.id]
-            rows.append(row)
+                verified, held = self._verification(plan, [(r["id"], r["status"]) for r in rows])
+        links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
+        derived = graph.derive_links(links, held)
+        waiting = graph.cancelled_links(links)
+        for row in rows:
+            item_id = row["id"]
+            row["blocked"], row["ready"] = derived[item_id]
+            row["waits_on_cancelled"] = waiting.get(item_id, [])
+            row["verification"] = verified[item_id]
         return {"plan": plan, "revision": revision, "items": rows}
 
     def view(self, plan: str | None = None, *, writer: str | None = None) -> PlanView:
@@ -1329,14 +1328,18 @@ class Ledger:
     # Most plans have no checks: for them one query answers, and the checks' modules
     # (2 ms to import, on every agent call) stay unloaded. The answers are those of
     # todoledger.verification for a plan without checks.
-    def _verification(self, plan: str, items: list[Item]) -> dict[str, str | None]:
+    def _verification(
+        self, plan: str, items: list[tuple[str, str]]
+    ) -> tuple[dict[str, str | None], frozenset[str]]:
+        """Per (id, status) of the plan's items, its verification state; and the
+        items held back as unfinished (`core.verification.held`): none without checks."""
         if not items or not self.repo.has_checks(plan):
-            from todoledger.core.verification import REPORTED
-
-            return {i.id: REPORTED if i.status == "completed" else None for i in items}
+            return {i: REPORTED if status == "completed" else None for i, status in items}, frozenset()
+        from todoledger.core.verification import held
         from todoledger.verification import states
 
-        return states(self, plan, [(i.id, i.status) for i in items])
+        verified = states(self, plan, items)
+        return verified, held(verified)
 
     def _held(self, plan: str) -> frozenset[str]:
         if not self.repo.has_checks(plan):
@@ -1538,6 +1541,10 @@ def _epoch(at: str) -> float:
     return dt.datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
 
 
+def _seen(row: dict[str, Any]) -> Seen:
+    return Seen(row["content"], row["status"], row["priority"], row["active_form"])
+
+
 def _compact_row(item: Item) -> dict[str, Any]:
     return {"id": item.id, "content": item.content, "status": item.status, "priority": item.priority}
 
@@ -1546,12 +1553,6 @@ def _list_items(items: list[Item], limit: int = 3) -> str:
     shown = [f"{it.id} {short(it.content, 40)!r} ({it.status})" for it in items[:limit]]
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return ", ".join(shown) + more
-
-
-def _held(verified: dict[str, str | None]) -> frozenset[str]:
-    from todoledger.core.verification import held
-
-    return held(verified)
 
 
 def _validate(name: str, value: Any) -> Any:
@@ -1574,6 +1575,8 @@ def _validate(name: str, value: Any) -> Any:
     ):
         raise LedgerError(f"{name} must be text of at most {MAX_NOTES_CHARS} characters")
     elif name == "position":
+        import math  # only here: not loaded by every read
+
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise LedgerError(f"position must be a finite number, not {value!r}")
         value = float(value)

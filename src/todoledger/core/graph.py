@@ -57,7 +57,11 @@ def check_new_parent(item: str, parent: str, parent_of: Callable[[str], str | No
 def unmet(blocker: Item) -> bool:
     """A prerequisite holds only once completed: a cancelled one did not
     happen, so what waits for it waits until someone re-points the link."""
-    return blocker.status != "completed"
+    return unmet_status(blocker.status)
+
+
+def unmet_status(status: str) -> bool:
+    return status != "completed"
 
 
 def derive(items: Sequence[Item], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
@@ -69,35 +73,49 @@ def derive(items: Sequence[Item], held: frozenset[str] = frozenset()) -> dict[st
     `held`: items that count as unmet whatever their status (checked but
     not verified, from `core.verification.held`).
     """
-    by_id: Mapping[str, Item] = {i.id: i for i in items}
-    open_children: set[str] = {i.parent for i in items if i.parent and i.status in OPEN_STATUSES}
-    direct = {i.id: any(b in by_id and (unmet(by_id[b]) or b in held) for b in i.depends_on) for i in items}
+    return derive_links([(i.id, i.parent, i.status, i.depends_on) for i in items], held)
+
+
+# An item's links as `derive_links` and `cancelled_links` read them: (id, parent, status, depends_on).
+Links = tuple[str, str | None, str, Sequence[str]]
+
+
+def derive_links(items: Sequence[Links], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
+    """`derive` over bare links: `Ledger.show` builds no `Item` only to read these four fields."""
+    by_id: Mapping[str, Links] = {i[0]: i for i in items}
+    open_children: set[str] = {i[1] for i in items if i[1] and i[2] in OPEN_STATUSES}
+    direct = {i[0]: any(b in by_id and (unmet_status(by_id[b][2]) or b in held) for b in i[3]) for i in items}
     memo: dict[str, bool] = {}
 
     def blocked(item_id: str, depth: int = 0) -> bool:
         if item_id in memo:
             return memo[item_id]
-        item = by_id[item_id]
+        parent = by_id[item_id][1]
         result = direct[item_id]
-        if not result and item.parent is not None and item.parent in by_id and depth < 64:
-            result = blocked(item.parent, depth + 1)
+        if not result and parent is not None and parent in by_id and depth < 64:
+            result = blocked(parent, depth + 1)
         memo[item_id] = result
         return result
 
     out: dict[str, tuple[bool, bool]] = {}
-    for i in items:
-        b = blocked(i.id)
-        out[i.id] = (b, i.status == "pending" and not b and i.id not in open_children)
+    for item_id, _, status, _ in items:
+        b = blocked(item_id)
+        out[item_id] = (b, status == "pending" and not b and item_id not in open_children)
     return out
 
 
 def cancelled_blockers(items: Sequence[Item]) -> dict[str, list[str]]:
     """Items that wait for a cancelled item, and which: shown until someone
     removes or re-points the dependency."""
-    cancelled = {i.id for i in items if i.status == "cancelled"}
+    return cancelled_links([(i.id, i.parent, i.status, i.depends_on) for i in items])
+
+
+def cancelled_links(items: Sequence[Links]) -> dict[str, list[str]]:
+    """`cancelled_blockers` over bare links."""
+    cancelled = {i[0] for i in items if i[2] == "cancelled"}
     out: dict[str, list[str]] = {}
-    for i in items:
-        gone = [b for b in i.depends_on if b in cancelled]
-        if gone and i.status in OPEN_STATUSES:
-            out[i.id] = gone
+    for item_id, _, status, depends_on in items:
+        gone = [b for b in depends_on if b in cancelled]
+        if gone and status in OPEN_STATUSES:
+            out[item_id] = gone
     return out

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed", "cancelled")
 PRIORITIES: tuple[str, ...] = ("high", "medium", "low")
 OPEN_STATUSES: frozenset[str] = frozenset({"pending", "in_progress"})
+# The verification of a completed item without checks: its writer says so (`core.verification`).
+REPORTED = "reported"
 PRIORITY_RANK: dict[str, int] = {"high": 0, "medium": 1, "low": 2}
 DEFAULT_PRIORITY = "medium"
 DEFAULT_PLAN = "main"

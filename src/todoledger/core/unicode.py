@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 
-from todoledger.core.jsonload import json_path
 from todoledger.core.model import Finding, LedgerError
 
 TYPE_CHECKING = False
@@ -48,6 +47,9 @@ def unicode_findings(value: Any, where: list[str | int] | None = None) -> list[F
     """An error finding for every key or string in a JSON value that cannot be stored."""
     if value is None or _storable(value):
         return []
+    # Only here: `jsonload` (and its `math`, `re`) stays unloaded on reads, which check no text.
+    from todoledger.core.jsonload import json_path
+
     findings: list[Finding] = []
     stack: list[tuple[Any, list[str | int]]] = [(value, list(where or []))]
     while stack:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 
+from todoledger.core.model import REPORTED as REPORTED  # here, as its vocabulary; in model for `show`
 from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
@@ -28,7 +29,6 @@ VERIFIED = "verified"
 UNVERIFIED = "unverified"
 STALE = "stale"
 FAILED = "failed"
-REPORTED = "reported"
 RESULTS: tuple[str, ...] = ("holds", "fails", "error")
 ROLES: tuple[str, ...] = ("gate", "assumption")  # what people add; `verify` runs these
 ALL_ROLES: tuple[str, ...] = (*ROLES, "run")  # "run": a sweep combination's command, run by `sweep run`

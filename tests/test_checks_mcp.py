@@ -159,3 +159,55 @@ def test_checks_over_http_are_untrusted_and_serve_runs_none_without_allow_checks
     finally:
         stop_server(proc)
     assert marker.exists() and not local.exists()
+
+
+def test_plan_update_overrides_a_failing_gate_only_with_a_reason(ledger_env: Path) -> None:
+    """MCP's way past a failing gate is `done --force --reason`'s: force and reason,
+    recorded in history. A refusal names the tool's arguments, not the CLI's flags."""
+    with Ledger() as lg:
+        gated = lg.add("Server is up")["id"]
+        v.add_check(lg, gated, "cmd:false")
+        dropped = lg.add("Benchmark on the old box")["id"]
+
+    async def main() -> None:
+        async with stdio(ledger_env, name="codex") as c:
+            said = await refuse(c, "plan_update", {"id": gated, "status": "completed", "force": True})
+            assert said.endswith("overriding a failing gate needs force true with a reason"), said
+            assert "--" not in said
+            before = snapshot(ledger_env)  # the refused override left the gate's receipt, nothing else
+            for args in (
+                {"status": "completed", "reason": "checked on the box"},  # no force: no override
+                {"status": "in_progress", "force": True, "reason": "checked on the box"},
+                {"notes": "x", "reason": "why"},
+            ):
+                said = await refuse(c, "plan_update", {"id": gated, **args})
+                assert said.startswith('"reason" says why an item is cancelled or completed past'), said
+            blank = {"id": gated, "status": "completed", "force": True, "reason": " "}
+            assert await refuse(c, "plan_update", blank) == '"reason" must not be empty'
+            assert snapshot(ledger_env) == before
+            done = await call(
+                c,
+                "plan_update",
+                {"id": gated, "status": "completed", "force": True, "reason": "checked on the box"},
+            )
+            assert done["item"]["status"] == "completed"
+            assert done["hint"] == "completed past its gate on your reason (kept in history); it shows failed"
+            # A cancellation's reason is the same argument; notes stay notes.
+            cancelled = await call(
+                c,
+                "plan_update",
+                {"id": dropped, "status": "cancelled", "reason": "the box is gone", "notes": "see ops log"},
+            )
+            assert cancelled["item"]["status"] == "cancelled"
+
+    anyio.run(main)
+    with Ledger() as lg:
+        forced = [e for e in lg.history(item=gated) if e["field"] == "forced"]
+        assert len(forced) == 1
+        assert forced[0]["new"]["past"] == "gates" and forced[0]["new"]["reason"] == "checked on the box"
+        assert [(g["spec"], g["result"]) for g in forced[0]["new"]["gates"]] == [("cmd:false", "fails")]
+        assert forced[0]["writer"].startswith("mcp:codex:")
+        rows = {i["id"]: i for i in lg.show()["items"]}
+        assert rows[gated]["verification"] == "failed"  # overridden, not verified
+        row = lg.get(dropped)
+        assert (row["reason"], row["notes"]) == ("the box is gone", "see ops log")

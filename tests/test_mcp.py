@@ -539,7 +539,7 @@ def test_markdown_is_escaped_and_reasons_are_told_once(ledger_env: Path) -> None
             assert not re.search(r"(?<!\\)[<>\[\]`]", text)
             assert "&lt;img src=x onerror=alert(1)&gt;" in body
             cancelled = await call(
-                c, "plan_update", {"id": item, "status": "cancelled", "notes": "not needed"}
+                c, "plan_update", {"id": item, "status": "cancelled", "reason": "not needed"}
             )
             assert cancelled["item"]["status"] == "cancelled"
             assert "\u202e" not in (await refuse(c, "todoread", {"plan": "main\u202e"}))

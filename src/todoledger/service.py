@@ -135,6 +135,9 @@ class Ledger:
         # False where requests come from elsewhere (`serve` without --allow-checks):
         # then no check runs, neither by `verify` nor as the gate of `done`.
         self.run_checks = True
+        # How a refusal names the override of a failing gate: the CLI's flags here;
+        # the MCP tools name their own arguments.
+        self.override = "--force with --reason"
         self._writes: list[Writes] | None = None
         self._batching = False  # inside `batch()`: one transaction holds many writes
 
@@ -1365,9 +1368,7 @@ class Ledger:
             return gate_before_done(self, plan, ref, writer, force_reason)
         except LedgerError as refusal:
             if force and force_reason is None:  # forcing past a gate takes a reason, recorded with it
-                raise LedgerError(
-                    f"{refusal}; overriding a failing gate needs --force with --reason"
-                ) from None
+                raise LedgerError(f"{refusal}; overriding a failing gate needs {self.override}") from None
             raise
 
     def _completion_warnings(self, plan: str, result: Merge) -> list[Finding]:

@@ -424,7 +424,7 @@ def gate_before_done(
             raise LedgerError(f"{item.id} {state}: gate {gate.check.text()} {receipt.line()}")
         raise LedgerError(
             f"{item.id} not completed: gate {untrusted[0].check.text()} is not trusted"
-            f" (todoledger trust {untrusted[0].id}, or --force --reason)"
+            f" (todoledger trust {untrusted[0].id}, or {lg.override})"
         )
     skipped = "untrusted" if lg.run_checks else "not run"
     forced = {

@@ -143,7 +143,9 @@ class Reader:
         self.found: set[str] = set()
 
     def wants(self, line: bytes) -> bool:
-        return any(m in line for m in self.markers) or bool(self.calls and self.answer and self.answer in line)
+        return any(m in line for m in self.markers) or bool(
+            self.calls and self.answer and self.answer in line
+        )
 
     def take(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -193,7 +195,11 @@ class Codex(Reader):
             self.reply(self.calls.get(str(payload.get("call_id"))), reply_of(output))
         elif kind == "item_completed":
             item = payload.get("item")
-            if not isinstance(item, dict) or item.get("type") != "McpToolCall" or item.get("server") != SERVER:
+            if (
+                not isinstance(item, dict)
+                or item.get("type") != "McpToolCall"
+                or item.get("server") != SERVER
+            ):
                 return
             result = item.get("result")
             if item.get("status") != "completed" or not isinstance(result, dict) or result.get("isError"):

@@ -118,7 +118,8 @@ TOOLS: dict[str, dict[str, Any]] = {
             "Change one item: status as you go; evidence when done; notes; depends_on/undepend (an id "
             "it waits for); estimate (15m); uses (resources held alone: gpu:0-3); needs_approval (a "
             "person first); check (gate: cmd:, http://, port:H:P, disk:P>=5G, file:P, metric:N>=V); "
-            "metrics (tok_s=60); force past unmet prerequisites; token of your claim."
+            "metrics (tok_s=60); force past unmet prerequisites, or with reason past a failing gate; "
+            "reason: why, kept in history (cancelled, or a forced completion); token of your claim."
         ),
         "inputSchema": {
             "type": "object",
@@ -136,6 +137,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "uses": {"type": "array", "items": {"type": "string"}},
                 "needs_approval": {"type": "boolean"},
                 "force": {"type": "boolean"},
+                "reason": {"type": "string"},
                 "token": {"type": "integer", "minimum": 1},
                 "check": {"type": "string"},
                 "metrics": {"type": "array", "items": {"type": "string"}},
@@ -185,6 +187,7 @@ TEXT_LIMITS: dict[str, int] = {
     "content": MAX_CONTENT_CHARS,
     "evidence": MAX_NOTES_CHARS,
     "notes": MAX_NOTES_CHARS,
+    "reason": MAX_NOTES_CHARS,
     "writer": MAX_WRITER_CHARS,
     "plan": MAX_PLAN_CHARS,
     "estimate": 32,
@@ -312,6 +315,10 @@ def _also_in_progress(lg: Any, plan: str, writer: str, item_id: str) -> list[str
     ]
 
 
+def _verification(lg: Any, plan: str, item_id: str) -> str | None:
+    return next((it["verification"] for it in lg.show(plan)["items"] if it["id"] == item_id), None)
+
+
 def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
     out = {"id": item["id"], "content": item["content"]}
     for name in fields:
@@ -365,6 +372,7 @@ class PlanTools:
         elif self._ledger is None:
             self._ledger = Ledger(path, create=False)
         self._ledger.run_checks = self.run_checks
+        self._ledger.override = "force true with a reason"
         return self._ledger
 
     def close(self) -> None:
@@ -562,6 +570,7 @@ class PlanTools:
         }
         fields["uses"] = _uses_arg(args)
         force = bool(args.get("force"))
+        fields.update(_reason_arg(args, force))
         token = args.get("token")
         proof = self._proof(args)
         if all(v is None for v in fields.values()) and not proof:
@@ -652,7 +661,7 @@ class PlanTools:
             status or "", "update"
         )
         if status == "cancelled":
-            fields["reason"] = fields.pop("notes", None) or "cancelled"  # the why, once
+            fields["reason"] = fields.get("reason") or "cancelled"
         if token is None and self._tokens:
             # A claim made in this session fences this session's updates of its item.
             token = self._tokens.get((writer, lg.get(ref, plan)["id"]))
@@ -680,7 +689,10 @@ class PlanTools:
                 "needs_approval",
             ),
         }
-        if status == "completed" and not item.get("evidence"):
+        state = _verification(lg, plan, item["id"]) if fields.get("force_reason") else None
+        if state not in (None, "verified"):
+            out["hint"] = f"completed past its gate on your reason (kept in history); it shows {state}"
+        elif status == "completed" and not item.get("evidence"):
             out["hint"] = "add evidence: what shows it is done"
         elif status == "in_progress":
             others = _also_in_progress(lg, plan, writer, item["id"])
@@ -812,6 +824,24 @@ class PlanTools:
             lg.approve(item["id"], plan=question["plan"], writer=person)
 
         self.locked(approve)
+
+
+def _reason_arg(args: dict[str, Any], force: bool) -> dict[str, str]:
+    """`reason` is the why kept in history: of a cancellation (the item's reason),
+    or of a forced completion past a failing gate (recorded with the override,
+    as `done --force --reason`)."""
+    _blank(args, "reason")
+    reason = args.get("reason")
+    if reason is None:
+        return {}
+    if args.get("status") == "cancelled":
+        return {"reason": reason}
+    if args.get("status") == "completed" and force:
+        return {"force_reason": reason}
+    raise ToolInputError(
+        '"reason" says why an item is cancelled or completed past a failing gate: give it with'
+        " status cancelled, or with status completed and force true"
+    )
 
 
 def _uses_arg(args: dict[str, Any]) -> list[str] | None:

@@ -25,6 +25,7 @@ from tests.e2e.agents import (
     AGENTS,
     BIN,
     CLAUDE,
+    CODEX,
     GEMINI,
     PLAN,
     RUN_TIMEOUT,
@@ -343,3 +344,89 @@ def test_claude_stop_gate_blocks_a_done_made_through_mcp(tmp_path: Path) -> None
     assert session.run.returncode == 0, session.why()
     assert [i["status"] for i in session.ledger["items"] if i["content"] == GATED] == ["completed"]
     assert any(BLOCKED in r.text() for r in session.fake.agent_requests()), session.why()
+
+
+def gated_item(scratch: Scratch) -> str:
+    """The item a person added with its gate before the session: the agent completes it."""
+    added = todoledger(scratch, "add", GATED, "--done-when", GATE, "--json")
+    assert added.returncode == 0, added.describe()
+    item: str = json.loads(added.stdout)["id"]
+    return item
+
+
+def told_once(session: Session, item: str) -> str:
+    """The stop was blocked once: the next request to the model carries the gate's
+    reason (naming the item, its text, the gate and its output), and the retry ended
+    the run. Returns that request's text."""
+    assert session.run.returncode == 0, session.why()
+    turns = [r for r in session.fake.agent_requests() if r.answered == "text"]  # each ends a turn
+    blocked = [r for r in turns if BLOCKED in r.text()]
+    assert len(blocked) == 1, session.why()
+    told = blocked[0].text()
+    assert item in told and GATED in told and GATE in told and "(failed)" in told, told[-3000:]
+    assert turns.index(blocked[0]) == 1 and len(turns) == 2, session.why()
+    return told
+
+
+def test_codex_stop_gate_blocks_a_done_made_through_mcp(tmp_path: Path) -> None:
+    """`install codex --gate-stop`: Codex offers no native list, so the agent works
+    through todoledger's MCP tools. plan_update's completion is refused by the gate
+    (an error reply in the rollout); todowrite then reports the item completed. The
+    Stop hook reads the rollout (`transcript_path`) for those replies, and its
+    "block" sends the gate's output back to the model; the retry ends the run."""
+    gated: list[str] = []
+
+    def model(scratch: Scratch, _: list[Step]) -> FakeModel:
+        gated.append(gated_item(scratch))
+        return FakeModel(
+            [
+                *CODEX.find_mcp,
+                Step(("todoledger", "plan_update"), {"id": gated[0], "status": "completed"}),
+                Step(TODOWRITE, {"todos": [{"content": GATED, "status": "completed"}]}),
+            ]
+        )
+
+    session = start_session(CODEX, tmp_path, [], flags=("--gate-stop",), model=model)
+    item = gated[0]
+    told_once(session, item)
+    # The refusal went back to the model as the tool's output, then the report landed.
+    refused = f"{item} not completed: gate {GATE} fails"
+    assert any(refused in r.text() for r in session.fake.agent_requests()), session.why()
+    [row] = [i for i in session.ledger["items"] if i["content"] == GATED]
+    assert (row["id"], row["status"], row["verification"]) == (item, "completed", "failed"), row
+    assert row["updated_by"].startswith("mcp:"), row  # the MCP server's writer: no session in it
+    logged = hook_errors(session).splitlines()
+    assert logged == [], logged
+
+
+def test_gemini_after_agent_gate_blocks_a_done_forced_through_mcp(tmp_path: Path) -> None:
+    """`install gemini --gate-stop`: the agent forces its item past the failing gate
+    over MCP (plan_update force=true with reason: refused without the reason, then
+    recorded with it). AfterAgent reads the chat file (`transcript_path`) for the
+    reply and denies: the gate's output comes back as a new prompt."""
+    gated: list[str] = []
+    why = "the disk was checked by hand"
+
+    def model(scratch: Scratch, _: list[Step]) -> FakeModel:
+        gated.append(gated_item(scratch))
+        update = {"id": gated[0], "status": "completed", "force": True}
+        return FakeModel(
+            [
+                Step(("todoledger", "plan_update"), update),
+                Step(("todoledger", "plan_update"), {**update, "reason": why}),
+            ]
+        )
+
+    session = start_session(GEMINI, tmp_path, [], flags=("--gate-stop",), model=model)
+    item = gated[0]
+    told_once(session, item)
+    needs = "overriding a failing gate needs force true with a reason"
+    assert any(needs in r.text() for r in session.fake.agent_requests()), session.why()
+    [row] = [i for i in session.ledger["items"] if i["content"] == GATED]
+    assert (row["id"], row["status"], row["verification"]) == (item, "completed", "failed"), row
+    shown = todoledger(session.scratch, "history", item, "--json")
+    forced = [e for e in json.loads(shown.stdout) if e["field"] == "forced"]
+    assert [(e["new"]["past"], e["new"]["reason"]) for e in forced] == [("gates", why)], shown.describe()
+    assert forced[0]["writer"].startswith("mcp:gemini"), forced
+    logged = hook_errors(session).splitlines()
+    assert logged == [], logged

@@ -12,8 +12,8 @@ One reading for the three transcripts, each a line-per-record file:
   assistant line, answered by `tool_result` blocks (`is_error`) of a later line;
 - Codex rollout JSONL (the Stop hook's `transcript_path`): `function_call` items
   named `mcp__todoledger__<tool>` (older) or `<tool>` in namespace
-  `mcp__todoledger` (0.17x), answered by `function_call_output` (a string: the
-  reply's JSON, after "Wall time: ...\\nOutput:\\n" in 0.17x, or a list of content
+  `mcp__todoledger` (0.17x), answered by `function_call_output` (the reply's
+  text, after "Wall time: ...\\nOutput:" in 0.17x, as a string or as content
   items); 0.17x also writes an `item_completed` event whose `McpToolCall` item
   holds the reply with `isError` and `structuredContent`;
 - Gemini CLI chat JSONL (AfterAgent's `transcript_path`): message records whose
@@ -118,13 +118,13 @@ def reply_of(output: Any) -> Any:
     Codex's "Wall time: ...\\nOutput:\\n<text>", Gemini's `<untrusted_context>`
     wrapping, or MCP content blocks (`[{"type": "text", "text": ...}]`, also as a
     JSON string)."""
-    if isinstance(output, list):
-        output = "".join(b["text"] for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
+    if isinstance(output, list):  # Codex 0.17x: ["Wall time: ...\nOutput:", <the text>]
+        output = "\n".join(b["text"] for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
     if not isinstance(output, str):
         return None
     text = output.strip()
     if text.startswith("Wall time:"):
-        text = text.partition("\nOutput:\n")[2].strip()
+        text = text.partition("\nOutput:")[2].strip()
     if text.startswith("<untrusted_context") and text.endswith("</untrusted_context>"):
         text = text[text.find(">") + 1 : -len("</untrusted_context>")].strip()
     value = _load(text) if text[:1] in ("{", "[") else None

@@ -119,7 +119,9 @@ def reply_of(output: Any) -> Any:
     wrapping, or MCP content blocks (`[{"type": "text", "text": ...}]`, also as a
     JSON string)."""
     if isinstance(output, list):  # Codex 0.17x: ["Wall time: ...\nOutput:", <the text>]
-        output = "\n".join(b["text"] for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
+        output = "\n".join(
+            b["text"] for b in output if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
     if not isinstance(output, str):
         return None
     text = output.strip()
@@ -176,7 +178,7 @@ class Claude(Reader):
 
 
 class Codex(Reader):
-    markers = (f"mcp__{SERVER}".encode(), f'"server":"{SERVER}"'.encode())
+    markers = (f"mcp__{SERVER}".encode(), b"McpToolCall")  # the call (or its namespace); the event
     answer = b"function_call_output"
 
     def take(self, record: dict[str, Any]) -> None:

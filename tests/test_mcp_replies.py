@@ -4,11 +4,12 @@ transcripts (hooks/mcp_replies.py), on what the real agents wrote.
 tests/data/transcripts/ holds whole transcripts that the real agents wrote in
 tests/e2e/test_agents.py's Stop-gate runs: Codex 0.171.0's rollout (a
 plan_update refused by its gate, then a todowrite that reports the item
-completed) and Gemini CLI 0.61.0's chat file (a forced plan_update refused for
-want of a reason, then accepted with one). The Claude Code lines are the
-shapes its JSONL has (tests/test_stop_gate.py drives the same through the hook).
-Variants below are made from those real lines: an error flag set, lines left
-out, garbage and a cut line added, the file made huge.
+completed), Gemini CLI 0.61.0's chat file (a forced plan_update refused for
+want of a reason, then accepted with one) and Claude Code 2.1.332's JSONL (a
+todowrite that reports the item completed; its lines over 10 KB, attachments
+and request shapes holding no tool call, left out). Variants below are made
+from those real lines: an error flag set, lines left out, garbage and a cut
+line added, the file made huge.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ CODEX = DATA / "codex-0.171.0-rollout-mcp-stop-gate.jsonl"
 CODEX_ITEM = "71t80w"  # what its todowrite reported completed
 GEMINI = DATA / "gemini-0.61.0-chat-mcp-after-agent.jsonl"
 GEMINI_ITEM = "6kpv1k"  # what its second plan_update completed
+CLAUDE = DATA / "claude-code-2.1.332-mcp-stop-gate.jsonl"
+CLAUDE_ITEM = "0w3nvz"  # what its todowrite reported completed
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -164,32 +167,15 @@ def test_gemini_older_single_document_chat_file(tmp_path: Path) -> None:
     assert completions("gemini", str(path)) == set()
 
 
-def claude_lines(item: str, *, error: bool = False) -> list[dict[str, Any]]:
-    call = {
-        "type": "tool_use",
-        "id": "toolu_01",
-        "name": "mcp__todoledger__plan_update",
-        "input": {"id": item, "status": "completed", "force": True, "reason": "seen"},
-    }
-    reply = {"plan": "main", "item": {"id": item, "content": "Verify disk", "status": "completed"}}
-    result: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": "toolu_01",
-        "content": [{"type": "text", "text": json.dumps(reply)}],
-    }
-    if error:
-        result["is_error"] = True
-    return [
-        {"type": "assistant", "message": {"role": "assistant", "content": [call]}},
-        {"type": "user", "message": {"role": "user", "content": [result]}},
-    ]
-
-
-def test_claude_a_failed_reply_counts_nothing(tmp_path: Path) -> None:
-    assert completions("claude-code", write(tmp_path / "ok.jsonl", claude_lines("abc123"))) == {"abc123"}
-    assert (
-        completions("claude-code", write(tmp_path / "no.jsonl", claude_lines("abc123", error=True))) == set()
-    )
+def test_claude_code_jsonl_and_a_failed_reply(tmp_path: Path) -> None:
+    assert completions("claude-code", str(CLAUDE)) == {CLAUDE_ITEM}
+    records = lines(CLAUDE)
+    for r in records:
+        content = (r.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result":
+                block["is_error"] = True
+    assert completions("claude-code", write(tmp_path / "c.jsonl", records)) == set()
 
 
 # --- broken and huge files -------------------------------------------------------
@@ -204,12 +190,12 @@ GARBAGE = [
 
 @pytest.mark.parametrize(
     ("agent", "path", "item"),
-    [("codex", CODEX, CODEX_ITEM), ("gemini", GEMINI, GEMINI_ITEM), ("claude-code", None, "abc123")],
+    [("codex", CODEX, CODEX_ITEM), ("gemini", GEMINI, GEMINI_ITEM), ("claude-code", CLAUDE, CLAUDE_ITEM)],
 )
 def test_garbage_and_a_cut_last_line_are_passed_over(
-    tmp_path: Path, agent: str, path: Path | None, item: str
+    tmp_path: Path, agent: str, path: Path, item: str
 ) -> None:
-    real = path.read_bytes() if path else b"".join(json.dumps(r).encode() + b"\n" for r in claude_lines(item))
+    real = path.read_bytes()
     body = b"".join(GARBAGE) + real + b"".join(GARBAGE) + real[: len(real) // 2]  # ends mid-line
     target = tmp_path / "t.jsonl"
     target.write_bytes(body)
@@ -278,6 +264,7 @@ def test_tool_names(name: Any, namespace: Any, tool: str | None) -> None:
     [
         ("codex", CODEX, CODEX_ITEM, "Stop", "block"),
         ("gemini", GEMINI, GEMINI_ITEM, "AfterAgent", "deny"),
+        ("claude-code", CLAUDE, CLAUDE_ITEM, "Stop", "block"),
     ],
 )
 def test_the_hook_blocks_on_what_the_real_transcript_completed(

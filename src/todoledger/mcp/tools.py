@@ -118,8 +118,8 @@ TOOLS: dict[str, dict[str, Any]] = {
             "Change one item: status as you go; evidence when done; notes; depends_on/undepend (an id "
             "it waits for); estimate (15m); uses (resources held alone: gpu:0-3); needs_approval (a "
             "person first); check (gate: cmd:, http://, port:H:P, disk:P>=5G, file:P, metric:N>=V); "
-            "metrics (tok_s=60); force past unmet prerequisites, or with reason past a failing gate; "
-            "reason: why, kept in history (cancelled, or a forced completion); token of your claim."
+            "metrics (tok_s=60); force past unmet prerequisites; reason (kept in history): why it is "
+            "cancelled, or why force passes a failing gate; token of your claim."
         ),
         "inputSchema": {
             "type": "object",

@@ -10,7 +10,10 @@ beside a reference measured in the same run, with its target.
 4. a 2,000-item list rewritten with all new items / the first write of 2,000 items;
 5. an 8 MB transcript line read in 1 KB blocks / in the default blocks (linear join);
 (`report` of a 2,000-call session: bench_ingest.py; its growth: bench_report.py)
-6. the hook against a ledger another process holds: its time / the agents' 5 s kill limit.
+6. the hook against a ledger another process holds: its time / the agents' 5 s kill limit;
+7. the Stop gate over an 80 MB transcript (the real e2e transcripts repeated: it reads the
+   last 64 MB for todoledger's MCP replies), per agent: its time against Gemini's 5 s kill
+   limit, and beside the same hook given no transcript (all repeats printed).
 """
 
 from __future__ import annotations
@@ -93,6 +96,11 @@ def main() -> None:
 
         results.append(line("8 MB line in 1 KB blocks / in default blocks", _long_line(Path(tmp)), 10.0))
         results.append(line("hook with the ledger held by another process", _busy_hook(Path(tmp)), 5.0, " s"))
+        for agent, event, sample in STOP_GATE_SAMPLES:
+            big, bare = _stop_gate(Path(tmp), agent, event, sample)
+            spread = f"  (runs {', '.join(f'{b:.2f}' for b in big)} s; no transcript {', '.join(f'{b:.2f}' for b in bare)} s)"
+            results.append(line(f"Stop gate {agent}, 80 MB transcript", max(big), 2.5, " s"))
+            print(f"{'':<58} {min(big) / min(bare):8.3f}x  of the hook without one" + spread)
     sys.exit(0 if all(results) else 1)
 
 
@@ -152,6 +160,45 @@ def _busy_hook(tmp: Path) -> float:
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
+
+
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "data" / "transcripts"
+STOP_GATE_SAMPLES = [
+    ("claude-code", "Stop", "claude-code-2.1.332-mcp-stop-gate.jsonl"),
+    ("codex", "Stop", "codex-0.171.0-rollout-mcp-stop-gate.jsonl"),
+    ("gemini", "AfterAgent", "gemini-0.61.0-chat-mcp-after-agent.jsonl"),
+]
+
+
+def _stop_gate(
+    tmp: Path, agent: str, event_name: str, sample: str, repeat: int = 3
+) -> tuple[list[float], list[float]]:
+    """Seconds of `todoledger hook AGENT --gate-stop` with an 80 MB transcript and
+    without one, measured alternately (the ledger holds one gated item)."""
+    from todoledger import verification
+    from todoledger.service import Ledger
+
+    db = tmp / f"gate-{agent}" / ".todoledger" / "ledger.db"
+    db.parent.mkdir(parents=True)
+    with Ledger(db) as lg:
+        item = lg.add("Verify disk", writer="setup")["id"]
+        verification.add_check(lg, item, "cmd:false")
+    real = (TRANSCRIPTS / sample).read_bytes()
+    path = tmp / f"{agent}.jsonl"
+    with path.open("wb") as fh:
+        for _ in range((80 << 20) // len(real) + 1):
+            fh.write(real)
+    env = dict(os.environ, TODOLEDGER_DB=str(db))
+    hook = [str(BIN / "todoledger"), "hook", agent, "--gate-stop"]
+    base = {"session_id": "s1", "cwd": str(tmp), "hook_event_name": event_name, "stop_hook_active": False}
+    big: list[float] = []
+    bare: list[float] = []
+    for _ in range(repeat):
+        for event, into in (({**base, "transcript_path": str(path)}, big), (base, bare)):
+            start = time.perf_counter()
+            subprocess.run(hook, input=json.dumps(event), text=True, env=env, check=True, capture_output=True)
+            into.append(time.perf_counter() - start)
+    return big, bare
 
 
 if __name__ == "__main__":

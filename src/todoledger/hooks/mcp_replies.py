@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024  # read at most the last 64 MB: the hook has seconds, not minutes
 SERVER = "todoledger"  # the server name `todoledger install` writes
 TOOLS = frozenset({"todowrite", "plan_update"})  # the tools whose replies complete items
+_CALL = f"{SERVER}__".encode()  # in mcp__todoledger__T (and todoledger__T)
+_NAMESPACE = f"mcp__{SERVER}".encode()  # Codex's namespace, or the start of mcp__todoledger__T
+_GEMINI_CALL = f"mcp_{SERVER}_".encode()
 
 
 def completions(agent: str, path: str) -> set[str]:
@@ -137,17 +140,14 @@ class Reader:
     """What a transcript's lines say: calls waiting for their reply (call id ->
     tool) and the items found completed."""
 
-    markers: tuple[bytes, ...] = ()
-    answer: bytes = b""  # a line that may answer a waiting call
-
     def __init__(self) -> None:
         self.calls: dict[str, str] = {}
         self.found: set[str] = set()
 
     def wants(self, line: bytes) -> bool:
-        return any(m in line for m in self.markers) or bool(
-            self.calls and self.answer and self.answer in line
-        )
+        """Whether the line may hold a todoledger call or its answer: byte tests
+        only, so that the other lines (nearly all) are never parsed."""
+        raise NotImplementedError
 
     def take(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -162,8 +162,8 @@ class Reader:
 
 
 class Claude(Reader):
-    markers = (f"{SERVER}__".encode(),)
-    answer = b"tool_use_id"
+    def wants(self, line: bytes) -> bool:
+        return (_CALL in line and b"tool_use" in line) or bool(self.calls and b"tool_use_id" in line)
 
     def take(self, record: dict[str, Any]) -> None:
         message = record.get("message")
@@ -178,8 +178,12 @@ class Claude(Reader):
 
 
 class Codex(Reader):
-    markers = (f"mcp__{SERVER}".encode(), b"McpToolCall")  # the call (or its namespace); the event
-    answer = b"function_call_output"
+    def wants(self, line: bytes) -> bool:
+        return (
+            (_NAMESPACE in line and b'"function_call"' in line)  # the call, in its namespace or named so
+            or b"McpToolCall" in line  # the event with the call and its reply
+            or bool(self.calls and b"function_call_output" in line)
+        )
 
     def take(self, record: dict[str, Any]) -> None:
         payload = record.get("payload", record)  # rollouts before the {timestamp, type, payload} envelope
@@ -213,7 +217,8 @@ class Codex(Reader):
 
 
 class Gemini(Reader):
-    markers = (f"mcp_{SERVER}_".encode(), f"{SERVER}__".encode())
+    def wants(self, line: bytes) -> bool:
+        return b"toolCalls" in line and (_GEMINI_CALL in line or _CALL in line)
 
     def take(self, record: dict[str, Any]) -> None:
         update = record.get("$set")

@@ -61,7 +61,11 @@ def completions(agent: str, path: str) -> set[str]:
                     if isinstance(record, dict):
                         reader.take(record)
     except (OSError, RecursionError, ValueError):
-        pass
+        pass  # unreadable: what was found so far
+    except Exception as exc:  # a shape no reader foresaw must not cost the agent its stop
+        from todoledger.hooks import log
+
+        log(f"stop gate: reading {path}: {type(exc).__name__}: {exc}")
     return reader.found
 
 

@@ -103,7 +103,9 @@ def npm_package(root: Path, name: str, version: str, command: str, file: str, sa
     `said`), and the link in node_modules/.bin. Returns the link."""
     folder = root / "node_modules" / name
     (folder / file).parent.mkdir(parents=True, exist_ok=True)
-    (folder / "package.json").write_text(json.dumps({"name": name, "version": version, "bin": {command: file}}))
+    (folder / "package.json").write_text(
+        json.dumps({"name": name, "version": version, "bin": {command: file}})
+    )
     script = folder / file
     script.write_text(f"#!/bin/sh\ntouch '{root / 'ran'}'\necho '{said}'\n")
     script.chmod(0o755)

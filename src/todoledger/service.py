@@ -10,7 +10,6 @@ It is also the public Python API:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -494,6 +493,8 @@ class Ledger:
             return [e.as_dict() for e in self.repo.events(plan, item_id)]
 
     def ops(self, plan: str | None = None) -> list[dict[str, Any]]:
+        import json  # here: the agents' verbs never load it (core/jsontext.py)
+
         plan = plan or default_plan()
         with self.store.read():
             return [
@@ -1226,6 +1227,8 @@ class Ledger:
     # export / import -------------------------------------------------------
     def export(self, plan: str | None = None) -> Iterator[str]:
         """JSON Lines, one item a line in plan order, keys sorted: diffs well in git."""
+        import json
+
         plan = plan or default_plan()
         with self.store.read():
             items = self.repo.items(plan)
@@ -1246,6 +1249,8 @@ class Ledger:
     ) -> dict[str, Any]:
         """Make the plan's items match an export; unchanged items cost nothing,
         so importing the same file twice changes nothing."""
+        import json
+
         plan = plan or default_plan()
         writer = writer or default_writer()
         records: list[dict[str, Any]] = []

@@ -230,6 +230,32 @@ class Ledger:
             row["verification"] = verified[item_id]
         return {"plan": plan, "revision": revision, "items": rows}
 
+    def show_json(self, plan: str | None = None, *, writer: str | None = None) -> str:
+        """`show` as compact JSON text, byte for byte `jsontext.compact(show(...))`,
+        written from the rows without building the dicts (`core.itemjson`)."""
+        from todoledger.core.itemjson import plan_text
+        from todoledger.store.repo import decode
+
+        plan = plan or default_plan()
+        with self._transaction() if writer is not None else self.store.read():
+            rows, deps = self.repo.item_tuples(plan)
+            if writer is not None and rows:
+                seen = {r[0]: Seen(r[2], r[3], r[4], r[5]) for r in rows}
+                self.repo.save_base(plan, writer, seen)
+            revision = self.repo.revision(plan)
+            verified, held = self._verification(plan, [(r[0], r[3]) for r in rows])
+        links = [(r[0], r[6], r[3], deps.get(r[0], ())) for r in rows]
+        return plan_text(
+            plan,
+            revision,
+            rows,
+            deps,
+            graph.derive_links(links, held),
+            graph.cancelled_links(links),
+            verified,
+            decode,
+        )
+
     def view(self, plan: str | None = None, *, writer: str | None = None) -> PlanView:
         """The plan as every reader shows it (`core.view`): counts, in progress,
         ready next, blocked, recently completed, each item with its depth."""

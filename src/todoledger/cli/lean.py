@@ -153,7 +153,11 @@ def _show(opts: Options, _: list[str]) -> None:
     plan, writer = opts.get("plan"), opts.get("writer")
     with _ledger(create=False) as lg:
         if opts.get("json"):
-            _emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
+            if sys.stdout.isatty():
+                _emit(lg.show(plan, writer=writer))  # indented, for a person
+            else:  # the same text as _emit(lg.show(...)), without building the dicts
+                sys.stdout.write(lg.show_json(plan, writer=writer) + "\n")
+                sys.stdout.flush()
             return
         from todoledger.cli import render_plain
 

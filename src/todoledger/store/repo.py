@@ -200,6 +200,11 @@ class Repo:
                 row["depends_on"] = deps.get(row["id"], [])
         return rows
 
+    def item_tuples(self, plan: str) -> tuple[list[Row], dict[str, list[str]]]:
+        """The plan's rows as the database gives them (`ITEM_COLUMNS`, plan order) and
+        each item's blockers: `show --json` writes its text straight from these."""
+        return self._plan_rows(plan), self._plan_deps(plan)
+
     def items_by_id(self, ids: Sequence[str], *, deps: bool = True) -> dict[str, Item]:
         found: dict[str, Item] = {}
         for chunk in _chunks(list(ids)):

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from todoledger.core.jsontext import compact, encoder
+from todoledger.core.jsontext import compact, encoder, loads
 
 SCALARS = (
     st.none()
@@ -22,9 +22,11 @@ SCALARS = (
 )
 VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=5)
-    | st.tuples(inner, inner)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -43,7 +45,7 @@ def test_the_text_is_json_dumps_byte_for_byte(value: Any) -> None:
     [
         "\x1b[2J\u2028\u202e\x7f\ud800",
         {"position": 1e-05, "big": 1e300, "tiny": 5e-324, "neg": -0.0, "n": math.nan, "i": math.inf},
-        {1: "int key", 2.5: "float key", True: "bool key", None: "null key"},
+        {1: "int key", 2.5: "float key", False: "bool key", None: "null key"},
     ],
 )
 def test_corner_cases(value: Any) -> None:
@@ -67,3 +69,18 @@ def test_what_json_refuses_is_refused_the_same_way() -> None:
 def test_a_default_is_used_as_json_uses_it() -> None:
     value = {"when": object, "set": {3}}
     assert encoder(repr)(value) == reference(value, default=repr)
+
+
+@given(VALUES, st.sampled_from(["", " ", "\n\t ", "\r\n"]))
+def test_loads_reads_what_json_loads_reads(value: Any, space: str) -> None:
+    text = space + reference(value) + space
+    ours, theirs = loads(text), json.loads(text)
+    assert reference(ours) == reference(theirs)  # NaN != NaN: compared as text
+
+
+@pytest.mark.parametrize("bad", ["", "  ", "[1,", '{"a" 1}', "[1] x", "nul", '"\x01"', "[1]]"])
+def test_loads_refuses_what_json_loads_refuses(bad: str) -> None:
+    with pytest.raises(ValueError):
+        json.loads(bad)
+    with pytest.raises(ValueError):
+        loads(bad)

@@ -11,8 +11,6 @@ It is also the public Python API:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, nullcontext
 
 from todoledger.core import graph
 from todoledger.core.describe import short
@@ -38,6 +36,7 @@ from todoledger.core.model import (
     ParsedWrite,
 )
 from todoledger.core.record import dataclass, field
+from todoledger.core.scoped import contextmanager, nullcontext
 from todoledger.core.timefmt import now, shift
 from todoledger.core.unicode import check_text
 from todoledger.defaults import default_plan as default_plan
@@ -46,6 +45,7 @@ from todoledger.store.repo import Lease, Repo, Writes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
     from pathlib import Path
     from types import TracebackType
     from typing import Any

@@ -6,16 +6,15 @@ same transaction, so state and history cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-
-from todoledger.core.jsontext import compact
+from todoledger.core.jsontext import compact, loads
 from todoledger.core.merge import Seen
 from todoledger.core.model import ANNOTATIONS, CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
 from todoledger.core.record import dataclass
+from todoledger.core.scoped import contextmanager
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
     from todoledger.store.base import Row, Store
@@ -63,11 +62,7 @@ def encode(value: Any) -> str | None:
 
 
 def decode(text: str | None) -> Any:
-    if text is None:
-        return None
-    import json  # here: the agents' verbs mostly decode nothing (core/jsontext.py)
-
-    return json.loads(text)
+    return None if text is None else loads(text)
 
 
 def _item(row: Row) -> Item:

@@ -13,6 +13,7 @@ for them (`_json.encode_basestring`); everything else through
 from __future__ import annotations
 
 from todoledger.core.jsontext import compact
+from todoledger.core.model import STATE_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,30 +25,12 @@ try:
 except ImportError:  # no C accelerator
     _string = compact
 
-# The keys of an item in `Ledger.show`, in their order (`Item.as_dict` and the derived four).
+# The keys of an item in `Ledger.show`, in their order: `Item.as_dict`'s, then the derived four.
 ITEM_KEYS = (
     "id",
-    "content",
-    "status",
-    "priority",
-    "active_form",
-    "parent",
-    "position",
-    "depends_on",
-    "evidence",
-    "reason",
-    "notes",
-    "estimate",
-    "uses",
-    "needs_approval",
-    "created_by",
-    "updated_by",
-    "created_at",
-    "updated_at",
-    "blocked",
-    "ready",
-    "waits_on_cancelled",
-    "verification",
+    *STATE_FIELDS,
+    *("created_by", "updated_by", "created_at", "updated_at"),
+    *("blocked", "ready", "waits_on_cancelled", "verification"),
 )
 
 

@@ -142,3 +142,26 @@ def test_the_agent_verbs_load_no_heavy_standard_module(tmp_path: Path) -> None:
         done = subprocess.run(probe, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
         assert done.returncode == 0, (args, done.stderr)
         assert done.stderr.rsplit("LOADED ", 1)[1].split() == [], args
+
+
+def test_a_console_write_leaves_the_wal_for_the_next_call(tmp_path: Path) -> None:
+    """The console script ends a lean verb with `os._exit` and leaves the ledger
+    open: closing it would checkpoint and delete the WAL (three fsyncs), and the
+    next call would create it again. What the verb wrote is committed: the next
+    process reads it, and the ledger checks whole."""
+    from tests.conftest import todoledger_bin
+
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        first = lg.add("Build the drafter", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(db), "TODOLEDGER_WRITER": "agent:1"}
+    env.pop("TODOLEDGER_PLAN", None)
+    for args in (["start", first["id"], "--json"], ["add", "Benchmark it", "--json"]):
+        done = subprocess.run([todoledger_bin(), *args], capture_output=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "ledger.db-wal").exists()  # not checkpointed away on the way out
+    shown = subprocess.run([todoledger_bin(), "show", "--json"], capture_output=True, env=env, timeout=60)
+    items = {it["content"]: it["status"] for it in json.loads(shown.stdout)["items"]}
+    assert items == {"Build the drafter": "in_progress", "Benchmark it": "pending"}
+    checked = subprocess.run([todoledger_bin(), "check"], capture_output=True, text=True, env=env, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

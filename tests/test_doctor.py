@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,61 @@ def test_agents_on_path_but_not_installed(machine: dict[str, Path]) -> None:
     }
     assert len(problems(report, "warning")) == 4
     assert all(p["fix"].startswith("todoledger install ") for a in report["agents"] for p in a["problems"])
+
+
+def npm_package(root: Path, name: str, version: str, command: str, file: str, said: str) -> Path:
+    """An npm install as npm lays it out: the package's folder with its manifest,
+    the command's file (a script that leaves a mark when it runs and prints
+    `said`), and the link in node_modules/.bin. Returns the link."""
+    folder = root / "node_modules" / name
+    (folder / file).parent.mkdir(parents=True, exist_ok=True)
+    (folder / "package.json").write_text(
+        json.dumps({"name": name, "version": version, "bin": {command: file}})
+    )
+    script = folder / file
+    script.write_text(f"#!/bin/sh\ntouch '{root / 'ran'}'\necho '{said}'\n")
+    script.chmod(0o755)
+    link = root / "node_modules" / ".bin" / command
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(Path("..") / name / file)
+    return link
+
+
+def test_a_version_comes_from_the_manifest_that_declares_the_binary(machine: dict[str, Path]) -> None:
+    """An npm install's version is read from the manifest npm wrote with the very
+    file on PATH: no agent process runs (a node CLI takes seconds to say it)."""
+    root = machine["home"] / "npm"
+    link = npm_package(root, "@google/gemini-cli", "0.61.0", "gemini", "bundle/gemini.js", "0.61.0")
+    (machine["bin"] / "gemini").symlink_to(link)
+    _, report = doctor(machine)
+    gemini = agent(report, "gemini")
+    assert gemini["version"] == "0.61.0"
+    assert gemini["version_from"] == str(root / "node_modules" / "@google" / "gemini-cli" / "package.json")
+    assert not (root / "ran").exists()
+
+
+@pytest.mark.parametrize("case", ["another package", "not its command", "a nearer manifest", "a copy"])
+def test_a_manifest_that_may_not_be_the_binarys_is_not_believed(case: str, machine: dict[str, Path]) -> None:
+    """Whenever the manifest is not certainly the binary's, the binary itself is
+    asked, and what it says is what doctor reports."""
+    root = machine["home"] / "npm"
+    name = "@google/gemini-cli" if case != "another package" else "gemini-wrapper"
+    link = npm_package(root, name, "0.55.0", "gemini", "bundle/gemini.js", "0.61.0")
+    folder = root / "node_modules" / name
+    if case == "not its command":
+        data = json.loads((folder / "package.json").read_text())
+        data["bin"] = {"gemini": "bundle/other.js"}
+        (folder / "package.json").write_text(json.dumps(data))
+    elif case == "a nearer manifest":
+        (folder / "bundle" / "package.json").write_text('{"type": "module"}')
+    if case == "a copy":
+        shutil.copy2(folder / "bundle" / "gemini.js", machine["bin"] / "gemini")
+    else:
+        (machine["bin"] / "gemini").symlink_to(link)
+    _, report = doctor(machine)
+    gemini = agent(report, "gemini")
+    assert (gemini["version"], gemini["version_from"]) == ("0.61.0", "--version")
+    assert (root / "ran").exists()
 
 
 def test_native_todo_tools_follow_version_and_environment(machine: dict[str, Path]) -> None:
@@ -259,6 +316,12 @@ def test_real_agents(machine: dict[str, Path]) -> None:
     assert code == 1
     versions = {a["name"]: a["version"] for a in report["agents"]}
     assert all(versions.values()), versions
+    # The truth about each binary: what it says itself, wherever doctor read it from.
+    for name, path in REAL.items():
+        said = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=120)
+        found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", said.stdout)
+        assert found is not None, said
+        assert versions[{"claude": "claude-code"}.get(name, name)] == found.group(0)
     assert "Codex ignores this project's .codex/ (server and hooks) until the project is trusted" in problems(
         report, "error"
     )

@@ -105,3 +105,63 @@ def test_the_console_script_flushes_everything_before_it_exits(tmp_path: Path) -
     )
     assert refused.returncode == 1
     assert refused.stderr.decode().startswith("Error: no item 'nope'")
+
+
+HEAVY_STDLIB = ("json", "re", "contextlib", "enum", "datetime", "_strptime", "dataclasses", "typing")
+STDLIB_PROBE = (
+    "import sys\nfrom todoledger.cli.entry import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    f"loaded = [m for m in {HEAVY_STDLIB!r} if m in sys.modules]\n"
+    "sys.stderr.write('LOADED ' + ' '.join(loaded) + '\\n')\nsys.exit(code)\n"
+)
+
+
+def test_the_agent_verbs_load_no_heavy_standard_module(tmp_path: Path) -> None:
+    """`json` (its regular expressions), `re`, `contextlib`, `datetime` each cost
+    the agents' verbs a good part of a bare interpreter's start: none is loaded
+    by reading the plan, claiming, adding, starting or finishing an item."""
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        first = lg.add("Build the drafter", writer="setup", uses=["gpu"], estimate="2h")
+        second = lg.add("Benchmark it", writer="setup", depends_on=[first["id"]])
+        third = lg.add("Write it up", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(db), "TODOLEDGER_WRITER": "agent:1"}
+    env.pop("TODOLEDGER_PLAN", None)
+    for args in (
+        ["show", "--json"],
+        ["show", "--json", "--writer", "agent:1"],
+        ["next", "--json"],
+        ["prime"],
+        ["show"],
+        ["next", "--claim", "--json"],
+        ["add", "Another", "--json"],
+        ["start", second["id"], "--json", "--force"],
+        ["done", third["id"], "--evidence", "written", "--json"],
+    ):
+        probe = [sys.executable, "-c", STDLIB_PROBE, *args]
+        done = subprocess.run(probe, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+        assert done.returncode == 0, (args, done.stderr)
+        assert done.stderr.rsplit("LOADED ", 1)[1].split() == [], args
+
+
+def test_a_console_write_leaves_the_wal_for_the_next_call(tmp_path: Path) -> None:
+    """The console script ends a lean verb with `os._exit` and leaves the ledger
+    open: closing it would checkpoint and delete the WAL (three fsyncs), and the
+    next call would create it again. What the verb wrote is committed: the next
+    process reads it, and the ledger checks whole."""
+    from tests.conftest import todoledger_bin
+
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        first = lg.add("Build the drafter", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(db), "TODOLEDGER_WRITER": "agent:1"}
+    env.pop("TODOLEDGER_PLAN", None)
+    for args in (["start", first["id"], "--json"], ["add", "Benchmark it", "--json"]):
+        done = subprocess.run([todoledger_bin(), *args], capture_output=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "ledger.db-wal").exists()  # not checkpointed away on the way out
+    shown = subprocess.run([todoledger_bin(), "show", "--json"], capture_output=True, env=env, timeout=60)
+    items = {it["content"]: it["status"] for it in json.loads(shown.stdout)["items"]}
+    assert items == {"Build the drafter": "in_progress", "Benchmark it": "pending"}
+    checked = subprocess.run([todoledger_bin(), "check"], capture_output=True, text=True, env=env, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -22,6 +22,7 @@ class Agent:
     reader: str  # module reading those transcripts
     docs: str  # where its integration is described
     binary: str  # the command on PATH (`doctor` runs `<binary> --version`)
+    package: str  # its npm package: `doctor` reads the version from its manifest when that is the binary's
     instructions: str  # the project file it reads for instructions (install adds a marked block)
     native_todo: tuple[str, ...]  # its own todo tools, where a build still has them
     tool_prefix: str  # how the model sees our MCP tools: prefix + tool name
@@ -39,6 +40,7 @@ AGENTS: tuple[Agent, ...] = (
         reader="todoledger.ingest.claude",
         docs="README.md#claude-code-mirror-the-native-list",
         binary="claude",
+        package="@anthropic-ai/claude-code",
         instructions="CLAUDE.md",
         native_todo=("TodoWrite", "TaskCreate", "TaskUpdate"),
         tool_prefix="mcp__todoledger__",
@@ -54,6 +56,7 @@ AGENTS: tuple[Agent, ...] = (
         reader="todoledger.ingest.opencode",
         docs="README.md#setting-up-each-agent-todoledger-install",
         binary="opencode",
+        package="opencode-ai",
         instructions="AGENTS.md",
         native_todo=("todowrite",),
         tool_prefix="todoledger_",
@@ -68,6 +71,7 @@ AGENTS: tuple[Agent, ...] = (
         reader="todoledger.ingest.codex",
         docs="README.md#setting-up-each-agent-todoledger-install",
         binary="codex",
+        package="@openai/codex",
         instructions="AGENTS.md",
         native_todo=("update_plan",),
         tool_prefix="mcp__todoledger__",
@@ -82,6 +86,7 @@ AGENTS: tuple[Agent, ...] = (
         reader="todoledger.ingest.gemini",
         docs="README.md#setting-up-each-agent-todoledger-install",
         binary="gemini",
+        package="@google/gemini-cli",
         instructions="GEMINI.md",
         native_todo=("write_todos",),
         tool_prefix="mcp_todoledger_",

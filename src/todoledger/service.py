@@ -10,10 +10,7 @@ It is also the public Python API:
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, nullcontext
 
 from todoledger.core import graph
 from todoledger.core.describe import short
@@ -39,6 +36,7 @@ from todoledger.core.model import (
     ParsedWrite,
 )
 from todoledger.core.record import dataclass, field
+from todoledger.core.scoped import contextmanager, nullcontext
 from todoledger.core.timefmt import now, shift
 from todoledger.core.unicode import check_text
 from todoledger.defaults import default_plan as default_plan
@@ -47,6 +45,7 @@ from todoledger.store.repo import Lease, Repo, Writes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
     from pathlib import Path
     from types import TracebackType
     from typing import Any
@@ -233,6 +232,32 @@ class Ledger:
             row["waits_on_cancelled"] = waiting.get(item_id, [])
             row["verification"] = verified[item_id]
         return {"plan": plan, "revision": revision, "items": rows}
+
+    def show_json(self, plan: str | None = None, *, writer: str | None = None) -> str:
+        """`show` as compact JSON text, byte for byte `jsontext.compact(show(...))`,
+        written from the rows without building the dicts (`core.itemjson`)."""
+        from todoledger.core.itemjson import plan_text
+        from todoledger.store.repo import decode
+
+        plan = plan or default_plan()
+        with self._transaction() if writer is not None else self.store.read():
+            rows, deps = self.repo.item_tuples(plan)
+            if writer is not None and rows:
+                seen = {r[0]: Seen(r[2], r[3], r[4], r[5]) for r in rows}
+                self.repo.save_base(plan, writer, seen)
+            revision = self.repo.revision(plan)
+            verified, held = self._verification(plan, [(r[0], r[3]) for r in rows])
+        links = [(r[0], r[6], r[3], deps.get(r[0], ())) for r in rows]
+        return plan_text(
+            plan,
+            revision,
+            rows,
+            deps,
+            graph.derive_links(links, held),
+            graph.cancelled_links(links),
+            verified,
+            decode,
+        )
 
     def view(self, plan: str | None = None, *, writer: str | None = None) -> PlanView:
         """The plan as every reader shows it (`core.view`): counts, in progress,
@@ -497,6 +522,8 @@ class Ledger:
             return [e.as_dict() for e in self.repo.events(plan, item_id)]
 
     def ops(self, plan: str | None = None) -> list[dict[str, Any]]:
+        import json  # here: the agents' verbs never load it (core/jsontext.py)
+
         plan = plan or default_plan()
         with self.store.read():
             return [
@@ -1229,6 +1256,8 @@ class Ledger:
     # export / import -------------------------------------------------------
     def export(self, plan: str | None = None) -> Iterator[str]:
         """JSON Lines, one item a line in plan order, keys sorted: diffs well in git."""
+        import json
+
         plan = plan or default_plan()
         with self.store.read():
             items = self.repo.items(plan)
@@ -1249,6 +1278,8 @@ class Ledger:
     ) -> dict[str, Any]:
         """Make the plan's items match an export; unchanged items cost nothing,
         so importing the same file twice changes nothing."""
+        import json
+
         plan = plan or default_plan()
         writer = writer or default_writer()
         records: list[dict[str, Any]] = []

@@ -36,7 +36,8 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
         say("agents: none found on PATH or configured in this project")
     for a in report.agents:
         where = a.path or "not on PATH"
-        say(f"{a.label}: {a.version or 'version unknown'} ({where})")
+        read = f", from {a.version_from}" if a.version and a.version_from != "--version" else ""
+        say(f"{a.label}: {a.version or 'version unknown'} ({where}{read})")
         say(f"  native todo tools: {a.native_todo}" + (f" ({a.native_why})" if a.native_why else ""))
         server = f"{a.server} ({' '.join(a.server_command or [])})" if a.server else "not configured"
         say(f"  todoledger server: {server}; approved: {a.approved}")
@@ -53,8 +54,8 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
             say(f"  fix: {p.fix}")
     t = report.timings
     say(
-        f"time: {t['total_s']:.2f} s (agents' --version {t['agents_version_s']:.2f} s, "
-        f"server start {t['server_s']:.2f} s, doctor itself {t['own_s']:.2f} s)"
+        f"time: {t['total_s']:.2f} s (the agents' own processes {t['agents_s']:.2f} s; "
+        f"todoledger {t['own_s']:.2f} s, of which its server's start {t['server_s']:.2f} s)"
     )
     say("broken: see the errors above" if report.broken else "ok" if not problems else "ok, with warnings")
     sys.exit(1 if report.broken else 0)

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     if args and args[0] in LEAN_VERBS:
         from todoledger.cli.lean import run
 
-        code = run(args)
+        code = run(args, console=argv is None)
         if code is not None:
             _exit(code, argv is None)
     from todoledger.cli.main import cli
@@ -41,8 +41,9 @@ def _exit(code: int, console: bool) -> None:
     """Run from the console script, a lean command is finished once its output is
     flushed: tearing the interpreter down (freeing every module and object one by
     one) would cost a fifth of the command again. Nothing registers exit handlers
-    on these paths; the ledger is closed already. Called as a function (tests),
-    or when the flush fails (a closed pipe), it exits as usual."""
+    on these paths, and what a verb wrote is committed. Called as a function (tests),
+    or when the flush fails (a closed pipe), it exits as usual. A lean verb
+    leaves its ledger open for this exit (`cli/lean.py`, `_Opened`)."""
     if console:
         try:
             for stream in (sys.stdout, sys.stderr):

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 
 def dumps(data: object) -> str:
-    # The C encoder only runs without indent; indent only for a person at a terminal.
+    # Without indent, the C encoder, reached without importing `json` (core/jsontext.py);
+    # indent only for a person at a terminal.
     if sys.stdout.isatty():
+        import json
+
         return json.dumps(data, ensure_ascii=False, indent=2)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    from todoledger.core.jsontext import compact
+
+    return compact(data)

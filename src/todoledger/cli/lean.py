@@ -46,8 +46,10 @@ VERBS = frozenset(SPECS)
 PRIORITIES = ("high", "medium", "low")
 
 
-def run(args: list[str]) -> int | None:
-    """Run the verb in `args`; None when the click command must take it."""
+def run(args: list[str], *, console: bool = False) -> int | None:
+    """Run the verb in `args`; None when the click command must take it.
+    `console`: the process ends with `os._exit` once this returns (see `_Opened`)."""
+    global KEEP_OPEN
     parsed = parse(args)
     if parsed is None:
         return None
@@ -60,6 +62,7 @@ def run(args: list[str]) -> int | None:
         opts["plan"] = os.environ["TODOLEDGER_PLAN"]  # click's envvar for --plan
     from todoledger.core.model import LedgerError
 
+    KEEP_OPEN = console
     try:
         VERB_RUNNERS[verb](opts, positional)
     except LedgerError as exc:
@@ -143,17 +146,48 @@ def _emit(data: Any) -> None:
     sys.stdout.flush()
 
 
-def _ledger(create: bool = True) -> Any:
-    from todoledger.service import Ledger
+# Set by the console script (`cli/entry.py`), whose process ends with `os._exit`
+# as soon as the verb's output is out.
+KEEP_OPEN = False
 
-    return Ledger(create=create)
+
+class _Opened:
+    """The ledger for one verb, closed at the end of the `with` block, except
+    in the console script: closing SQLite's last connection checkpoints the
+    WAL into the database and deletes it (three fsyncs), and the next call's
+    first commit creates it again (one more, of the folder), which made a
+    write verb wait for five fsyncs instead of the one of its commit. The
+    commit is synced before the verb answers (synchronous=FULL), so what it
+    wrote is durable either way; the next process reads the WAL as SQLite
+    does after any process that ended without closing, and a later commit
+    checkpoints it once it is long (wal_autocheckpoint)."""
+
+    def __init__(self, create: bool) -> None:
+        from todoledger.service import Ledger
+
+        self.ledger = Ledger(create=create)
+
+    def __enter__(self) -> Any:
+        return self.ledger
+
+    def __exit__(self, *exc: object) -> None:
+        if not KEEP_OPEN:
+            self.ledger.close()
+
+
+def _ledger(create: bool = True) -> _Opened:
+    return _Opened(create)
 
 
 def _show(opts: Options, _: list[str]) -> None:
     plan, writer = opts.get("plan"), opts.get("writer")
     with _ledger(create=False) as lg:
         if opts.get("json"):
-            _emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
+            if sys.stdout.isatty():
+                _emit(lg.show(plan, writer=writer))  # indented, for a person
+            else:  # the same text as _emit(lg.show(...)), without building the dicts
+                sys.stdout.write(lg.show_json(plan, writer=writer) + "\n")
+                sys.stdout.flush()
             return
         from todoledger.cli import render_plain
 

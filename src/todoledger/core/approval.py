@@ -14,8 +14,6 @@ once it no longer hashes the same.
 
 from __future__ import annotations
 
-import json
-
 from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
@@ -55,6 +53,7 @@ def plan_snapshot(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def plan_hash(snapshot: Sequence[Mapping[str, Any]]) -> str:
     import hashlib  # here: OpenSSL's start-up costs the hook path (which asks is_person) 2 ms
+    import json  # and `json` costs `start`/`done` (which ask is_person) more
 
     text = json.dumps(list(snapshot), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -6,9 +6,14 @@ can never disagree with them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-
 from todoledger.core.model import OPEN_STATUSES, CycleError, Item
+
+TYPE_CHECKING = False  # `collections.abc` costs the agents' verbs start-up: the checker's only
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+
+    # An item's links as `derive_links` and `cancelled_links` read them: (id, parent, status, depends_on).
+    Links = tuple[str, str | None, str, Sequence[str]]
 
 
 def find_path(start: str, goal: str, edges: Callable[[str], Iterable[str]]) -> list[str] | None:
@@ -74,10 +79,6 @@ def derive(items: Sequence[Item], held: frozenset[str] = frozenset()) -> dict[st
     not verified, from `core.verification.held`).
     """
     return derive_links([(i.id, i.parent, i.status, i.depends_on) for i in items], held)
-
-
-# An item's links as `derive_links` and `cancelled_links` read them: (id, parent, status, depends_on).
-Links = tuple[str, str | None, str, Sequence[str]]
 
 
 def derive_links(items: Sequence[Links], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:

@@ -13,8 +13,12 @@ next one, the same way on every run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+
+from todoledger.core.scoped import contextmanager
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 # Crockford-style alphabet without look-alikes (i, l, o, u), lowercase for typing.
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"

@@ -13,8 +13,6 @@ result in one transaction. The rules (see docs/ARCHITECTURE.md):
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, Incoming, Item
@@ -22,6 +20,7 @@ from todoledger.core.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 MERGED_FIELDS = ("content", "status", "priority", "active_form")
@@ -29,7 +28,7 @@ REWORD_THRESHOLD = 0.72
 # A dropped item and an added entry that are each other's only candidate pair up from here.
 PAIR_THRESHOLD = 0.5
 STATUS_RANK = {"pending": 0, "in_progress": 1, "completed": 2, "cancelled": 2}
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER: Any = None  # re.compile(r"\d+(?:\.\d+)?") at its first use: `re` costs the agents' verbs start-up
 
 
 @dataclass(frozen=True)
@@ -110,8 +109,13 @@ _FEATURES: dict[str, tuple[str, list[str], frozenset[str]]] = {}
 def _features(text: str) -> tuple[str, list[str], frozenset[str]]:
     """A text's normal form, its numbers and its words: each entry is scored
     against every dropped item, call after call in an import."""
+    global _NUMBER
     found = _FEATURES.get(text)
     if found is None:
+        if _NUMBER is None:
+            import re
+
+            _NUMBER = re.compile(r"\d+(?:\.\d+)?")
         norm = normalise(text)
         found = (norm, _NUMBER.findall(norm), frozenset(norm.split()))
         if len(_FEATURES) >= 8192:

@@ -47,9 +47,39 @@ def normalise(value: str | int | float) -> str:
 
 def shift(at: str, seconds: float) -> str:
     """`at` (as `now()` writes it) moved by `seconds`: a lease's expiry."""
-    import calendar
-
-    whole = calendar.timegm(time.strptime(at[:19], "%Y-%m-%dT%H:%M:%S"))
+    whole = epoch(at[:19])
     millis = int(at[20:23]) if len(at) >= 23 and at[19] == "." else 0
     total = whole * 1000 + millis + round(seconds * 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(total // 1000)) + f".{total % 1000:03d}Z"
+
+
+def epoch(text: str) -> int:
+    """Seconds since 1970 of `YYYY-MM-DDTHH:MM:SS` in UTC, as
+    `calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))` gives them,
+    without `time.strptime`: its first call imports `datetime`, `locale`,
+    `calendar` and compiles a dozen patterns, which `next --claim` paid on
+    every call. ValueError for what is not such a time."""
+    if (
+        len(text) != 19
+        or text[4] != "-"
+        or text[7] != "-"
+        or text[10] != "T"
+        or text[13] != ":"
+        or text[16] != ":"
+    ):
+        raise ValueError(f"not a time: {text!r}")
+    year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days_in = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+    if not (
+        1 <= month <= 12 and 1 <= day <= days_in[month - 1] and hour < 24 and minute < 60 and second < 62
+    ):
+        raise ValueError(f"not a time: {text!r}")
+    # Days from 1970-01-01 to the date (the proleptic Gregorian calendar, as timegm counts).
+    y = year - (month <= 2)
+    era = y // 400
+    of_era = y - era * 400
+    of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+    return days * 86400 + hour * 3600 + minute * 60 + second

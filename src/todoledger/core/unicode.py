@@ -9,8 +9,7 @@ string failed at the write with UnicodeEncodeError. Every entry point asks
 
 from __future__ import annotations
 
-import json
-
+from todoledger.core.jsontext import encoder
 from todoledger.core.model import Finding, LedgerError
 
 TYPE_CHECKING = False
@@ -70,7 +69,7 @@ def unicode_findings(value: Any, where: list[str | int] | None = None) -> list[F
 
 
 # One encoder for every payload: json.dumps with options would build one per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr).encode
+_ENCODE = encoder(repr)
 
 
 def _storable(value: Any) -> bool:

@@ -19,12 +19,14 @@ Lean on purpose: `prime` runs on the hook path (no `dataclasses`/`typing`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from todoledger.core.model import PRIORITY_RANK, STATUSES
 from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from typing import Any
 
     from todoledger.core.schedule import Schedule
@@ -121,12 +123,12 @@ class PlanView:
 
     plan: str
     revision: int
-    items: tuple[ItemView, ...]  # plan order
+    items: Items  # plan order
     counts: dict[str, int]  # status -> number of items, in the vocabulary's order, only those present
-    in_progress: tuple[ItemView, ...]  # plan order
-    ready: tuple[ItemView, ...]  # what to do next: by priority, then plan order
-    blocked: tuple[ItemView, ...]  # pending items waiting for others (or for a cancelled item)
-    recent: tuple[ItemView, ...]  # completed items, last completed first
+    in_progress: Items  # plan order
+    ready: Items  # what to do next: by priority, then plan order
+    blocked: Items  # pending items waiting for others (or for a cancelled item)
+    recent: Items  # completed items, last completed first
 
     def schedule(self) -> Schedule:
         """The critical path of the open work and the sets of ready items that
@@ -157,38 +159,88 @@ class PlanView:
         return out
 
 
+class Items(Sequence[ItemView]):
+    """Some of a plan's items in a fixed order, each made into its `ItemView`
+    when it is first read: `prime` (every session start) shows a dozen items of
+    a plan that may hold thousands, and building a view of each cost more than
+    the rest of it. Read as a tuple (iterate, index, slice, len); one item is
+    the same `ItemView` wherever it is read from."""
+
+    __slots__ = ("_make", "_rows")
+
+    def __init__(self, rows: list[Mapping[str, Any]], make: Callable[[Mapping[str, Any]], ItemView]) -> None:
+        self._rows, self._make = rows, make
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:  # an item, or a tuple of them for a slice
+        if isinstance(index, slice):
+            return tuple(map(self._make, self._rows[index]))
+        return self._make(self._rows[index])
+
+    def __iter__(self) -> Iterator[ItemView]:
+        return map(self._make, self._rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Items | tuple):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Items({list(self)!r})"
+
+
 def build(doc: Mapping[str, Any]) -> PlanView:
     """The view of a plan from `Ledger.show`'s document ({"plan", "revision", "items"})."""
     rows: list[Mapping[str, Any]] = list(doc["items"])
     parents = {r["id"]: r.get("parent") for r in rows}
+    made: dict[int, ItemView] = {}
 
-    def depth(item_id: str) -> int:
-        n, parent = 0, parents.get(item_id)
-        while parent in parents and n < MAX_DEPTH:
-            n, parent = n + 1, parents[parent]
-        return n
+    def make(r: Mapping[str, Any]) -> ItemView:
+        key = id(r)
+        view = made.get(key)
+        if view is None:
+            n, parent = 0, parents.get(r["id"])
+            while parent in parents and n < MAX_DEPTH:
+                n, parent = n + 1, parents[parent]
+            view = made[key] = _item(r, n)
+        return view
 
-    items = tuple(_item(r, depth(r["id"])) for r in rows)
     present: dict[str, int] = {}
-    for it in items:
-        present[it.status] = present.get(it.status, 0) + 1
+    for r in rows:
+        present[r["status"]] = present.get(r["status"], 0) + 1
     # A fixed order: a summary that reshuffles when an agent reorders its list is noise.
     counts = {s: present.pop(s) for s in STATUSES if s in present} | present
+    # As `_item` reads them: ready, never while it waits for a cancelled item.
     ready = sorted(
-        (it for it in items if it.ready), key=lambda it: (PRIORITY_RANK.get(it.priority, 1), it.position)
+        (r for r in rows if r.get("ready") and not r.get("waits_on_cancelled")),
+        key=lambda r: (PRIORITY_RANK.get(r["priority"], 1), r.get("position", 0.0)),
     )
     return PlanView(
         plan=doc["plan"],
         revision=doc["revision"],
-        items=items,
+        items=Items(rows, make),
         counts=counts,
-        in_progress=tuple(it for it in items if it.status == "in_progress"),
-        ready=tuple(ready),
-        blocked=tuple(it for it in items if it.status == "pending" and (it.blocked or it.waits_on_cancelled)),
-        recent=tuple(
+        in_progress=Items([r for r in rows if r["status"] == "in_progress"], make),
+        ready=Items(ready, make),
+        blocked=Items(
+            [
+                r
+                for r in rows
+                if r["status"] == "pending" and (r.get("blocked") or r.get("waits_on_cancelled"))
+            ],
+            make,
+        ),
+        recent=Items(
             sorted(
-                (it for it in items if it.status == "completed"), key=lambda it: it.updated_at, reverse=True
-            )
+                (r for r in rows if r["status"] == "completed"),
+                key=lambda r: r.get("updated_at") or "",
+                reverse=True,
+            ),
+            make,
         ),
     )
 

@@ -17,16 +17,19 @@ import shutil
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from todoledger import agents as registry
 from todoledger.install import jsonc, probe
 from todoledger.install.agents import SERVER
 from todoledger.install.entries import is_our_command
 from todoledger.install.files import read_text
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -42,6 +45,7 @@ class AgentReport:
     label: str
     path: str | None  # where its binary is on PATH
     version: str | None = None
+    version_from: str | None = None  # "--version", or the npm manifest that declares the binary
     native_todo: str = "unknown"  # "on" | "off" | "unknown"
     native_why: str = ""
     server: str | None = None  # the config file holding our server, if any
@@ -81,42 +85,60 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
     started = time.perf_counter()
     reports = [_inspect(spec, project, home, env) for spec in registry.AGENTS]
     shown = [r for r in reports if r.path is not None or r.configured]
-    with ThreadPoolExecutor(max_workers=max(1, len(shown))) as pool:
-        versions = list(pool.map(lambda r: probe.version(str(r.path)) if r.path else None, shown))
-    version_seconds = max((v.seconds for v in versions if v is not None), default=0.0)
-    for report, found in zip(shown, versions, strict=True):
+    # The agents' own processes (`--version` where no manifest gives it, `codex app-server`)
+    # and our server's start run side by side. Todoledger's own time is all but the
+    # stretch in which only the agents' processes were still running.
+    commands = sorted({tuple(r.server_command) for r in shown if r.server_command}) if check_server else []
+    side_by_side = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, 2 * len(shown) + 1)) as pool:
+        served = pool.submit(
+            lambda: [(c, probe.mcp_server(list(c), project), time.perf_counter()) for c in commands]
+        )
+        asked = [pool.submit(_timed, _version, r) for r in shown]
+        trust = [
+            pool.submit(_timed, probe.codex_hooks, str(r.path), project, {**env, "HOME": str(home)})
+            if r.name == "codex" and r.path and r.hooks
+            else None
+            for r in shown
+        ]
+        versions = [f.result() for f in asked]
+        listed = [None if f is None else f.result() for f in trust]
+        checks = served.result()
+    agents_done = max([side_by_side, *(t for _, t in versions), *(t for _, t in filter(None, listed))])
+    server_done = checks[-1][2] if checks else side_by_side
+    agents_only = max(0.0, agents_done - server_done)
+    version_seconds = max((v.seconds for v, _ in versions if v is not None), default=0.0)
+    for report, (found, _), codex, hooks in zip(shown, versions, trust, listed, strict=True):
         if found is not None:
-            report.version = found.text
+            report.version, report.version_from = found.text, found.source
             if found.error:
                 report.problems.append(Problem("warning", found.error, f"check that `{report.path}` runs"))
         _native(report, project, env, found)
-        if report.name == "codex" and report.path and report.hooks:
-            _codex_hook_trust(report, project, home, env)
+        if codex is not None:
+            _codex_hook_trust(report, hooks[0] if hooks else None)
     servers: list[dict[str, Any]] = []
     server_seconds = 0.0
-    if check_server:
-        commands = {tuple(r.server_command) for r in shown if r.server_command}
-        for command in sorted(commands):
-            check = probe.mcp_server(list(command), project)
-            server_seconds += check.seconds
-            servers.append(asdict(check))
-            if not check.ok:
-                for r in shown:
-                    if r.server_command and tuple(r.server_command) == command:
-                        r.problems.append(
-                            Problem(
-                                "error",
-                                f"the todoledger MCP server does not start for {r.label}: {check.error}",
-                                f"todoledger install {r.name} --command {_here()}",
-                            )
+    for command, check, _ in checks:
+        server_seconds += check.seconds
+        servers.append(asdict(check))
+        if not check.ok:
+            for r in shown:
+                if r.server_command and tuple(r.server_command) == command:
+                    r.problems.append(
+                        Problem(
+                            "error",
+                            f"the todoledger MCP server does not start for {r.label}: {check.error}",
+                            f"todoledger install {r.name} --command {_here()}",
                         )
+                    )
     ledger, problems = _ledger(project)
     total = time.perf_counter() - started
     timings = {
         "total_s": round(total, 3),
-        "agents_version_s": round(version_seconds, 3),
-        "server_s": round(server_seconds, 3),
-        "own_s": round(max(0.0, total - version_seconds - server_seconds), 3),
+        "agents_s": round(agents_done - side_by_side, 3),  # their processes, side by side (wall time)
+        "agents_version_s": round(version_seconds, 3),  # the slowest version probe
+        "server_s": round(server_seconds, 3),  # our server started and asked: todoledger's own
+        "own_s": round(max(0.0, total - agents_only), 3),  # all but the time only the agents ran
     }
     return Report(str(project), shown, servers, ledger, problems, timings)
 
@@ -298,9 +320,20 @@ def _codex(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> No
         )
 
 
-def _codex_hook_trust(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
-    """Ask Codex itself (`codex app-server`, `hooks/list`) whether it trusts our hooks."""
-    listed = probe.codex_hooks(str(r.path), project, {**env, "HOME": str(home)})
+def _timed(call: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """The call's result and the moment it returned."""
+    return call(*args), time.perf_counter()
+
+
+def _version(r: AgentReport) -> probe.Version | None:
+    if r.path is None:
+        return None
+    spec = registry.find(r.name)
+    return probe.version(r.path, spec.package if spec else None)
+
+
+def _codex_hook_trust(r: AgentReport, listed: list[dict[str, Any]] | None) -> None:
+    """What Codex itself (`codex app-server`, `hooks/list`) says of our hooks' trust."""
     ours = [h for h in listed or [] if is_our_command(h.get("command"), "todoledger")]
     if not ours:
         return  # Codex does not list them (an untrusted project, an older build): the warning stays

@@ -1,5 +1,6 @@
-"""What `doctor` runs: an agent's `--version`, and our MCP server started the
-way an agent starts it, asked for its tools over a real MCP exchange.
+"""What `doctor` runs: an agent's `--version` (or, when that is certain to be
+the same install, its npm manifest), and our MCP server started the way an
+agent starts it, asked for its tools over a real MCP exchange.
 
 Plain JSON-RPC over stdio (one JSON message a line, as the MCP stdio
 transport frames them) rather than the SDK's client: doctor stays fast, and
@@ -28,6 +29,7 @@ class Version:
     text: str | None  # the version string, None if the command did not give one
     error: str | None = None
     seconds: float = 0.0
+    source: str = "--version"  # or the package.json it was read from
 
     def at_least(self, *wanted: int) -> bool | None:
         found = VERSION.search(self.text or "")
@@ -37,8 +39,16 @@ class Version:
         return have >= tuple(wanted) + (0,) * (3 - len(wanted))
 
 
-def version(binary: str, timeout: float = 30.0) -> Version:
+def version(binary: str, package: str | None = None, timeout: float = 30.0) -> Version:
+    """The binary's version: from the manifest of `package` when that manifest
+    declares this very file as its command (`manifest_version`), else from
+    running `binary --version`. Node CLIs take seconds to print it."""
     start = time.perf_counter()
+    if package is not None:
+        declared = manifest_version(binary, package)
+        if declared is not None:
+            text, manifest = declared
+            return Version(text, None, time.perf_counter() - start, str(manifest))
     try:
         done = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
@@ -53,6 +63,40 @@ def version(binary: str, timeout: float = 30.0) -> Version:
             None, f"`{binary} --version` exited {done.returncode}: {' '.join(line)[:200]}", elapsed
         )
     return Version(found.group(0), None, elapsed)
+
+
+def manifest_version(binary: str, package: str) -> tuple[str, Path] | None:
+    """(version, manifest) of the npm package `package` when the file that
+    `binary` resolves to (through npm's links) is a command that package's
+    manifest declares: npm wrote that file and that manifest in one install,
+    so the manifest's version is the binary's. None whenever that is not
+    certain (another package, a nearer manifest, a file the manifest does not
+    name, a copy outside any package): then the caller runs `--version`."""
+    try:
+        target = Path(binary).resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    folder = target.parent
+    for _ in range(4):  # bin/claude.exe, bundle/gemini.js, dist/bin/x: the owning package is near
+        if (folder / "package.json").is_file():
+            break
+        folder = folder.parent
+    else:
+        return None
+    manifest = folder / "package.json"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("name") != package or not isinstance(data.get("version"), str):
+        return None
+    bins = data.get("bin")
+    declared = list(bins.values()) if isinstance(bins, dict) else [bins]
+    found = VERSION.search(data["version"])
+    for command in declared:
+        if isinstance(command, str) and found is not None and (folder / command).resolve() == target:
+            return found.group(0), manifest
+    return None
 
 
 @dataclass

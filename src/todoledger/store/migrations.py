@@ -6,10 +6,10 @@ its own spelling for an auto-numbered key.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from todoledger.store.base import Store as Executor
 
 

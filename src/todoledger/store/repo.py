@@ -6,16 +6,15 @@ same transaction, so state and history cannot drift apart.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-
+from todoledger.core.jsontext import compact, loads
 from todoledger.core.merge import Seen
 from todoledger.core.model import ANNOTATIONS, CREATED, PRIORITY_RANK, REMOVED, STATE_FIELDS, Event, Item
 from todoledger.core.record import dataclass
+from todoledger.core.scoped import contextmanager
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
     from todoledger.store.base import Row, Store
@@ -29,8 +28,9 @@ _SCALAR_FIELDS = frozenset(STATE_FIELDS) - {"depends_on"}
 _ANNOTATION_SQL = ", ".join(f"'{name}'" for name in sorted(ANNOTATIONS))
 
 
-# json.dumps with options builds an encoder per call; an import encodes several values per event.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# The text json.dumps(ensure_ascii=False, separators=(",", ":")) gives, without importing
+# `json` (core/jsontext.py): readers that decode nothing never load it.
+_ENCODE = compact
 
 _LEASE_COLUMNS = "item, plan, holder, token, seconds, claimed_at, expires_at"
 
@@ -62,7 +62,7 @@ def encode(value: Any) -> str | None:
 
 
 def decode(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    return None if text is None else loads(text)
 
 
 def _item(row: Row) -> Item:
@@ -82,7 +82,7 @@ def _item(row: Row) -> Item:
         row[9],  # reason
         row[10],  # notes
         row[15],  # estimate
-        [] if row[16] is None else json.loads(row[16]) or [],  # uses
+        [] if row[16] is None else decode(row[16]) or [],  # uses
         bool(row[17]),  # needs_approval
         row[11],  # created_by
         row[12],  # updated_by
@@ -180,7 +180,7 @@ class Repo:
                 "reason": r[9],
                 "notes": r[10],
                 "estimate": r[15],
-                "uses": [] if r[16] is None else json.loads(r[16]) or [],
+                "uses": [] if r[16] is None else decode(r[16]) or [],
                 "needs_approval": bool(r[17]),
                 "created_by": r[11],
                 "updated_by": r[12],
@@ -194,6 +194,11 @@ class Repo:
             for row in rows:
                 row["depends_on"] = deps.get(row["id"], [])
         return rows
+
+    def item_tuples(self, plan: str) -> tuple[list[Row], dict[str, list[str]]]:
+        """The plan's rows as the database gives them (`ITEM_COLUMNS`, plan order) and
+        each item's blockers: `show --json` writes its text straight from these."""
+        return self._plan_rows(plan), self._plan_deps(plan)
 
     def items_by_id(self, ids: Sequence[str], *, deps: bool = True) -> dict[str, Item]:
         found: dict[str, Item] = {}

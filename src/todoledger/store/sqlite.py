@@ -6,18 +6,18 @@ from __future__ import annotations
 # datetime adapters (the ledger stores text) and costs every agent call 1.8 ms to import
 # `datetime`. The classes are the same objects (`_sqlite3.Error is sqlite3.Error`).
 import _sqlite3 as sqlite3
-import contextlib
 import errno
 import os
 import time
-from collections.abc import Iterator, Sequence
 
 from todoledger.core.model import BusyError, LedgerError
+from todoledger.core.scoped import contextmanager
 from todoledger.core.timefmt import now
 from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
     from typing import Any
 
     from todoledger.store.base import Row
@@ -117,7 +117,7 @@ class SQLiteStore:
         for statement in statements:
             self.conn.execute(statement)
 
-    @contextlib.contextmanager
+    @contextmanager
     def write(self) -> Iterator[None]:
         if self._depth:
             self._depth += 1
@@ -181,7 +181,7 @@ class SQLiteStore:
         finally:
             self.conn.execute(f"PRAGMA busy_timeout={int(self.busy_ms)}")
 
-    @contextlib.contextmanager
+    @contextmanager
     def bulk(self) -> Iterator[None]:
         """Many writes in a row (an import): commits skip the fsync, which WAL
         still makes safe against a crashed process; a power cut may lose the
@@ -195,7 +195,7 @@ class SQLiteStore:
         finally:
             self.conn.execute("PRAGMA synchronous=FULL")
 
-    @contextlib.contextmanager
+    @contextmanager
     def read(self) -> Iterator[None]:
         if self._depth:
             yield
@@ -206,8 +206,10 @@ class SQLiteStore:
             yield
         except BaseException:
             # What the reader raised (a damaged page, told in one line) is the news, not the ROLLBACK.
-            with contextlib.suppress(sqlite3.Error):
+            try:  # noqa: SIM105 (contextlib costs the agents' verbs start-up)
                 self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
             raise
         else:
             self.execute("COMMIT")

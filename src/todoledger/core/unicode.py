@@ -15,9 +15,33 @@ from todoledger.core.model import Finding, LedgerError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["bad_text", "check_text", "unicode_findings"]
+__all__ = ["bad_text", "check_text", "compact_encoder", "unicode_findings"]
+
+
+def _not_serializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def compact_encoder(default: Callable[[Any], Any] | None = None) -> Callable[[Any], str]:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))` as one C encoder
+    made once: `JSONEncoder.encode` builds a new one on every call, which costs more
+    than encoding the small values of an event. (No check for circular values: JSON
+    read from an agent cannot hold any.)"""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default).encode
+    iterencode = make(
+        None, default or _not_serializable, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(iterencode(value, 0))
+
+    return encode
 
 
 def bad_text(text: str) -> str | None:
@@ -70,7 +94,7 @@ def unicode_findings(value: Any, where: list[str | int] | None = None) -> list[F
 
 
 # One encoder for every payload: json.dumps with options would build one per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr).encode
+_ENCODE = compact_encoder(default=repr)
 
 
 def _storable(value: Any) -> bool:

@@ -643,6 +643,37 @@ def test_a_line_past_the_limit_is_skipped_and_counted(
     assert skipped.as_dict() == {"lines too long to read": 1}
 
 
+@pytest.mark.parametrize("block", [512, 4096, 1 << 20])
+def test_line_numbers_hold_over_long_and_short_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Newlines are counted two ways (memchr per line over long lines, a byte count
+    over short ones, switching within a block): calls keep their true line numbers
+    whatever mix of lines lies between them and wherever blocks end."""
+    import random
+
+    monkeypatch.setattr(lines_mod, "BLOCK_BYTES", block)
+    rng = random.Random(7)
+    out: list[str] = []
+    expected: list[int] = []
+    for n in range(1, 400):
+        kind = rng.random()
+        if kind < 0.1:
+            step = todos((f"Step {n}", "pending"))
+            out.append(claude_line(n, "TodoWrite", step, timestamp="2025-07-01T10:00:00.000Z"))
+            expected.append(len(out))
+        elif kind < 0.4:
+            out.append(json.dumps({"type": "user", "message": {"content": "y" * rng.randint(600, 3000)}}))
+        elif kind < 0.8:
+            out.extend(["{}"] * rng.randint(1, 40))  # a run of short lines
+        else:
+            out.append("")  # an empty line
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    found, _ = calls_of(path)
+    assert [c.line for c in found] == expected
+
+
 def test_a_long_line_is_read_in_linear_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A line of many blocks is joined once; adding each block to the last would copy it
     over and over (here some 32 GB), which no machine does in this bound."""

@@ -266,6 +266,13 @@ class Ledger:
 
         return build(self.show(plan, writer=writer))
 
+    def rows(self, plan: str, ids: list[str]) -> list[dict[str, Any]]:
+        """These items as they are now, in the order given (those not in the plan
+        left out): what a write's reply shows, without reading the whole plan."""
+        with self.store.read():
+            found = self.repo.items_by_id(list(dict.fromkeys(ids)))
+        return [found[i].as_dict() for i in ids if i in found and found[i].plan == plan]
+
     def get(self, ref: str, plan: str | None = None) -> dict[str, Any]:
         plan = plan or default_plan()
         with self.store.read():
@@ -444,7 +451,7 @@ class Ledger:
     def _renew_held(self, w: Writes) -> None:
         """Any write by a holder to its item renews the lease; finishing,
         cancelling or removing the item ends it."""
-        touched = sorted({row[2] for row in w.pending if row[2] is not None})
+        touched = {row[2] for row in w.pending if row[2] is not None}
         if not touched:
             return
         for lease in self.repo.held_leases(w.writer, touched):
@@ -625,10 +632,11 @@ class Ledger:
         with self._transaction():
             if source_key and not _source_checked and self.repo.has_source(source_key):
                 return WriteResult(plan, parsed.dialect, self.repo.revision(plan), [], skipped=True)
-            base = self.repo.base(plan, writer)
+            # The writer's base and the items it names, as they are now, in one query.
+            base, known, blocked = self.repo.writer_view(plan, writer)
             linked = any(e.ext_id or e.blocked_by or e.blocks for e in parsed.items)
             aliases = self.repo.aliases(plan, writer) if linked else {}
-            wanted = set(base)
+            wanted: set[str] = set()
             for entry in parsed.items:
                 if entry.ext_id:
                     wanted.add(entry.ext_id)
@@ -638,12 +646,20 @@ class Ledger:
             seen_text = {s.content for s in base.values()}
             contents = [e.content for e in parsed.items if e.content and e.content not in seen_text]
             if contents:
-                wanted.update(self.repo.ids_by_content(plan, contents))
-            known = {
-                i: it
-                for i, it in self.repo.items_by_id(sorted(wanted), deps=False).items()
-                if it.plan == plan
-            }
+                by_content, also_blocked = self.repo.items_by_content(plan, contents)
+                known.update(by_content)
+                blocked |= also_blocked
+            wanted.difference_update(known)
+            if wanted:  # ids the writer names that it has not seen
+                named = {
+                    i: it
+                    for i, it in self.repo.items_by_id(sorted(wanted), deps=False).items()
+                    if it.plan == plan
+                }
+                if named:
+                    known.update(named)
+                    blocked |= self.repo.with_blockers(list(named))
+            known = {i: known[i] for i in sorted(known)}  # in id order, as merge has always met them
             self._check_patch_targets(parsed, known, aliases)
             result = merge(
                 MergeInput(
@@ -660,7 +676,7 @@ class Ledger:
             )
             warnings += self._hold_for_approval(plan, writer, parsed, result, known)
             changes = _changes(result, known)
-            warnings += self._progress_warnings(parsed, result, known)
+            warnings += self._progress_warnings(parsed, result, known, blocked)
             warnings += self._completion_warnings(plan, result)
             notices = _drop_notices(result, known)
             links = any(e.blocked_by or e.blocks for e in parsed.items)
@@ -766,15 +782,17 @@ class Ledger:
             if s.item in awaiting
         ]
 
-    def _progress_warnings(self, parsed: ParsedWrite, result: Merge, known: dict[str, Item]) -> list[Finding]:
+    def _progress_warnings(
+        self, parsed: ParsedWrite, result: Merge, known: dict[str, Item], blocked: set[str]
+    ) -> list[Finding]:
         """A list cannot be refused for what the agent already did, but starting or
-        finishing work whose prerequisites are unmet is told to the writer and kept."""
+        finishing work whose prerequisites are unmet is told to the writer and kept.
+        `blocked`: which known items wait for anything (most lists have no links at all)."""
         after = {s.item: s.new for s in result.sets if s.field == "status"}
         moved = [i for i, status in after.items() if status in PROGRESS and i in known]
         if not moved:
             return []
-        # Most lists have no links at all: one query rules the rest out.
-        linked = {i for i in moved if known[i].parent} | self.repo.with_blockers(moved)
+        linked = {i for i in moved if known[i].parent or i in blocked}
         out: list[Finding] = []
         for index, item_id in enumerate(result.matches):
             status = after.get(item_id)

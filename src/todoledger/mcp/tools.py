@@ -413,8 +413,7 @@ class PlanTools:
             raise ToolInputError(f"{parsed.dialect} updates are patches, not a whole list; use plan_update")
         lg = self.ledger(write=True)
         result = lg.apply(parsed, plan=plan, writer=writer)
-        rows = {it["id"]: it for it in lg.show(plan)["items"]}
-        mine = [rows[i] for i in result.ids if i in rows]
+        mine = lg.rows(plan, result.ids)
         out: dict[str, Any] = {"plan": plan, "revision": result.revision}
         out |= _render(parsed.dialect, mine)
         out["ids"] = result.ids

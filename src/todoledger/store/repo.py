@@ -23,6 +23,9 @@ ITEM_COLUMNS = (
     "id, plan, content, status, priority, active_form, parent, position, evidence, reason, notes,"
     " created_by, updated_by, created_at, updated_at, estimate, uses, needs_approval"
 )
+_ITEM_COLUMNS_I = ", ".join(f"i.{name.strip()}" for name in ITEM_COLUMNS.split(","))
+# Whether the row's item waits for anything (read with it: a write warns about unmet prerequisites).
+_HAS_BLOCKERS = "EXISTS (SELECT 1 FROM deps d WHERE d.item = i.id)"
 _SCALAR_FIELDS = frozenset(STATE_FIELDS) - {"depends_on"}
 # Events that tell the story without changing state, as an SQL list.
 _ANNOTATION_SQL = ", ".join(f"'{name}'" for name in sorted(ANNOTATIONS))
@@ -215,6 +218,22 @@ class Repo:
                     found[item].depends_on.append(blocker)
         return found
 
+    def items_by_content(self, plan: str, contents: Sequence[str]) -> tuple[dict[str, Item], set[str]]:
+        """The plan's items holding any of these texts (without their dependencies),
+        and which of them wait for anything."""
+        found: dict[str, Item] = {}
+        linked: set[str] = set()
+        for chunk in _chunks(list(dict.fromkeys(contents))):
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.query(
+                f"SELECT {ITEM_COLUMNS}, {_HAS_BLOCKERS} FROM items i WHERE plan = ? AND content IN ({marks})",
+                (plan, *chunk),
+            ):
+                found[row[0]] = _item(row)
+                if row[18]:
+                    linked.add(row[0])
+        return found, linked
+
     def has_checks(self, plan: str) -> bool:
         """Has the plan any check (`store.checks` holds the rest of their SQL)?"""
         return bool(self.db.query("SELECT 1 FROM checks WHERE plan = ? LIMIT 1", (plan,)))
@@ -302,6 +321,26 @@ class Repo:
         ]
 
     # writer views ----------------------------------------------------------
+    def writer_view(self, plan: str, writer: str) -> tuple[dict[str, Seen], dict[str, Item], set[str]]:
+        """What a writer last saw (its base), the plan's items among them as they
+        are now (without their dependencies), and which of those wait for anything:
+        one query where a whole-list write would otherwise make three."""
+        base: dict[str, Seen] = {}
+        items: dict[str, Item] = {}
+        linked: set[str] = set()
+        for r in self.db.query(
+            f"SELECT b.item, b.content, b.status, b.priority, b.active_form, {_ITEM_COLUMNS_I}, {_HAS_BLOCKERS}"
+            " FROM writer_base b LEFT JOIN items i ON i.id = b.item WHERE b.plan = ? AND b.writer = ?",
+            (plan, writer),
+        ):
+            item_id = r[0]
+            base[item_id] = Seen(r[1], r[2], r[3], r[4])
+            if r[6] == plan:  # the item still exists, in this plan
+                items[item_id] = _item(r[5:])
+                if r[23]:
+                    linked.add(item_id)
+        return base, items, linked
+
     def base(self, plan: str, writer: str) -> dict[str, Seen]:
         return {
             r[0]: Seen(r[1], r[2], r[3], r[4])
@@ -524,18 +563,12 @@ class Repo:
             )
         ]
 
-    def held_leases(self, holder: str, items: Sequence[str]) -> list[Lease]:
-        found: list[Lease] = []
-        for chunk in _chunks(list(items)):
-            marks = ",".join("?" * len(chunk))
-            found += [
-                Lease(*r)
-                for r in self.db.query(
-                    f"SELECT {_LEASE_COLUMNS} FROM leases WHERE holder = ? AND item IN ({marks})",
-                    (holder, *chunk),
-                )
-            ]
-        return found
+    def held_leases(self, holder: str, items: Iterable[str]) -> list[Lease]:
+        """The holder's leases on these items, by item. A holder holds a few leases,
+        and every write asks: all of them by the holder's index, then the items here."""
+        wanted = set(items)
+        rows = self.db.query(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE holder = ?", (holder,))
+        return sorted((Lease(*r) for r in rows if r[0] in wanted), key=lambda lease: lease.item)
 
     def expired_leases(self, plan: str | None, at: str) -> list[Lease]:
         where = "holder IS NOT NULL AND expires_at <= ?" + (" AND plan = ?" if plan is not None else "")

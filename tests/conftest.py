@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,10 +74,52 @@ def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: 
 
         db = ledger_url()
     monkeypatch.setenv("TODOLEDGER_DB", str(db))
+    # Where hooks log and spool beside a ledger URL: this test's own folder, not ~/.local/state.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for name in ("TODOLEDGER_PLAN", "TODOLEDGER_WRITER", "TODOLEDGER_TOKEN", "TODOLEDGER_DEBUG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     yield db
+
+
+def beside(db: Path | str) -> Path:
+    """Where the hooks keep their log and spool for this ledger: beside a
+    SQLite file; for a PostgreSQL URL, the user's state folder (ledger_env
+    points XDG_STATE_HOME at the test's own)."""
+    if isinstance(db, Path):
+        return db.parent
+    return Path(os.environ["XDG_STATE_HOME"]) / "todoledger"
+
+
+def spool_of(db: Path | str) -> Path:
+    """The folder of events a busy ledger could not take yet."""
+    if isinstance(db, Path):
+        return db.parent / "pending"
+    found = list(beside(db).glob("pending-*"))
+    assert len(found) <= 1, found
+    return found[0] if found else beside(db) / "pending-none-yet"
+
+
+class hold_write_lock:
+    """Another process's write transaction on the ledger, held until `close()`:
+    SQLite's write lock, or the PostgreSQL ledger's advisory lock."""
+
+    def __init__(self, db: Path | str) -> None:
+        if isinstance(db, Path):
+            import sqlite3
+
+            self.conn: Any = sqlite3.connect(db, isolation_level=None)
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            import psycopg
+
+            self.conn = psycopg.connect(db, autocommit=True)
+            self.conn.execute("SELECT pg_advisory_lock(hashtext(current_schema()))")
+
+    def close(self) -> None:
+        if isinstance(self.conn, __import__("sqlite3").Connection):
+            self.conn.execute("ROLLBACK")
+        self.conn.close()  # PostgreSQL drops a closed session's locks
 
 
 def todoledger_bin() -> str:

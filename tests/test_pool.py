@@ -28,6 +28,7 @@ from .conftest import subprocess_env, todoledger_bin
 from .pgserver import ledger_url
 from .test_mcp import call, free_port, http
 
+
 def until(condition: Callable[[], Any], what: str, seconds: float = 30) -> Any:
     """Wait for `condition` to hold (not a timing assert: a bound on a hang)."""
     deadline = time.monotonic() + seconds

@@ -42,6 +42,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_agents",
         "tests.test_store_conformance",
         "tests.test_migrate",
+        "tests.test_contention",
         "tests.test_postgres",
         "tests.test_pool",
         "tests.e2e.test_agents",

@@ -81,6 +81,10 @@ def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: 
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     yield db
+    if ledger_backend == "postgres":
+        from .pgserver import recycle
+
+        recycle(str(db))
 
 
 def beside(db: Path | str) -> Path:

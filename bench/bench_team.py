@@ -7,7 +7,12 @@
   SQLite and copied with `migrate`'s copy);
 - a claim under 16-way contention: p50 and p99 latency;
 - the contention run of tests/contention.py (16 processes as two hosts,
-  short leases) for --contention seconds (60 by default), with its checks.
+  short leases) for --contention seconds (60 by default), with its checks;
+- a server's calls on a PostgreSQL ledger (service.SharedLedger, as `serve`
+  uses it): 16 threads reading a 200-item plan, on a pool of 8 connections
+  vs one (`--pool-size 1`), alone and while one writer waits for the ledger's
+  write lock (held by another process, as a long write would), interleaved
+  and repeated.
 
 PostgreSQL: a database of its own on TODOLEDGER_BENCH_PG (default
 postgresql://postgres@127.0.0.1:5432/postgres), dropped at the end.
@@ -176,6 +181,69 @@ def bench_next(work: Path, pg: str, items: int, runs: int = 50) -> None:
     print(f"  PostgreSQL/SQLite: {medians['postgres'] / medians['sqlite']:.2f}x")
 
 
+def pool_cell(url: str, size: int, seconds: float, stalled_writer: bool, threads: int = 16) -> float:
+    """Reads per second of `threads` server calls on a pool of `size`."""
+    import threading
+
+    import psycopg
+
+    from todoledger.service import SharedLedger
+
+    os.environ["TODOLEDGER_DB"] = url
+    shared = SharedLedger(pool_size=size)
+    counts = [0] * threads
+    stop = threading.Event()
+
+    def reader(k: int) -> None:
+        while not stop.is_set():
+            with shared.session() as ledger:
+                ledger(False).view("pool")
+            counts[k] += 1
+
+    def writer() -> None:
+        with shared.session() as ledger:
+            ledger(True).add("written once the lock is free", plan="pool", writer="bench:writer")
+
+    holder = psycopg.connect(url, autocommit=True)
+    try:
+        with shared.session() as ledger:
+            ledger(False).plans()  # opened (and the pool started) before the clock
+        if stalled_writer:
+            holder.execute("SELECT pg_advisory_lock(hashtext(current_schema()))")
+            waiting = threading.Thread(target=writer)
+            waiting.start()
+            time.sleep(0.3)  # the writer has its connection and waits for the lock
+        workers = [threading.Thread(target=reader, args=(k,)) for k in range(threads)]
+        for w in workers:
+            w.start()
+        time.sleep(seconds)
+        stop.set()
+        if stalled_writer:
+            holder.execute("SELECT pg_advisory_unlock(hashtext(current_schema()))")
+            waiting.join()
+        for w in workers:
+            w.join()
+    finally:
+        holder.close()
+        shared.close()
+    return sum(counts) / seconds
+
+
+def bench_pool(pg: str, seconds: float, repeats: int = 3) -> None:
+    from todoledger import Ledger
+
+    with Ledger(pg) as lg:
+        lg.write({"todos": [{"content": f"step {k}", "status": "pending"} for k in range(200)]}, plan="pool")
+    print(f"\nserver calls on PostgreSQL: 16 threads reading a 200-item plan, {seconds:g} s a cell")
+    print(f"{'case':<32} | {'pool of 1':>9} | {'pool of 8':>9} | {'8/1':>6}")
+    for stalled, label in ((False, "reads"), (True, "reads while a writer waits")):
+        for _ in range(repeats):
+            one = pool_cell(pg, 1, seconds, stalled)
+            eight = pool_cell(pg, 8, seconds, stalled)
+            ratio = f"{eight / one:.2f}x" if one else "inf"
+            print(f"{label:<32} | {one:>7.0f}/s | {eight:>7.0f}/s | {ratio:>6}")
+
+
 def bench_contention(sqlite_db: str, pg: str, seconds: float) -> None:
     from tests.contention import run, verify
 
@@ -200,6 +268,7 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="1 s cells, levels 1/4/16, 10,000 items, 10 s run"
     )
+    parser.add_argument("--only-pool", action="store_true", help="only the server pool's cells")
     args = parser.parse_args()
     levels = LEVELS
     if args.quick:
@@ -212,12 +281,16 @@ def main() -> None:
         "postgres": lambda: pg_ledger(database),
     }
     try:
+        if args.only_pool:
+            bench_pool(pg_ledger(database), args.seconds)
+            return
         with multiprocessing.get_context("spawn").Pool(max(levels)) as pool:
             bench_writes(pool, targets, args.seconds, levels)
             bench_claims(pool, targets, args.seconds * 2)
         bench_next(work, pg_ledger(database), args.items)
         if args.contention:
             bench_contention(str(work / "contention.db"), pg_ledger(database), args.contention)
+        bench_pool(pg_ledger(database), args.seconds)
     finally:
         drop(name)
 

@@ -448,7 +448,7 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
 ) -> None:
     from tests.test_sweeps import BENCH
 
-    (ledger_env.parent / "bench.py").write_text(BENCH)
+    (Path.cwd() / "bench.py").write_text(BENCH)
     run(ledger_env, "add", "Not a sweep")
     page.goto(f"{served.base}/plan?plan=main")
     live(page)
@@ -489,7 +489,7 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
     import statistics
 
     logged: dict[tuple[str, str], list[float]] = {}
-    for line in (ledger_env.parent / "runs.log").read_text().splitlines():
+    for line in (Path.cwd() / "runs.log").read_text().splitlines():
         r = json.loads(line)
         logged.setdefault((str(r["draft"]), str(r["conc"])), []).append(r["tok_s"])
     tok = [g for g in shown if g["metric"] == "tok_s"]

@@ -47,12 +47,35 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+def fresh(base: Path, tmp_path: Path, backend: str) -> Path | str:
+    """A copy of `base` on the backend under test, at the same place each time
+    (the output names it): the file `ledger.db` beside the test, or a schema
+    of the test database named after the test's folder, emptied first."""
+    if backend == "sqlite":
+        db = tmp_path / "ledger.db"
+        for leftover in tmp_path.glob("ledger.db*"):
+            leftover.unlink()
+        shutil.copy(base, db)
+        return db
+    import psycopg
+
+    from tests.pgserver import database, ledger_url
+
+    schema = "lean_" + re.sub(r"\W", "_", tmp_path.name)[-40:].lower()
+    with psycopg.connect(database(), autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    url = ledger_url(schema)
+    with Ledger(base) as lg:
+        lg.copy_to(url)
+    return url
+
+
 def ids(db: Path) -> dict[str, str]:
     with Ledger(db) as lg:
         return {it["content"]: it["id"] for it in lg.items()}
 
 
-def run(db: Path, code: str | None, args: list[str], stdin: str = "") -> tuple[int, str, str]:
+def run(db: Path | str, code: str | None, args: list[str], stdin: str = "") -> tuple[int, str, str]:
     env = {
         **os.environ,
         "TODOLEDGER_DB": str(db),
@@ -61,7 +84,8 @@ def run(db: Path, code: str | None, args: list[str], stdin: str = "") -> tuple[i
     }
     env.pop("TODOLEDGER_PLAN", None)
     argv = [sys.executable, "-c", "import json\n" + code, *args] if code else [todoledger_bin(), *args]
-    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, cwd=db.parent)
+    cwd = db.parent if isinstance(db, Path) else Path.cwd()
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, cwd=cwd)
     return done.returncode, STAMP.sub("<t>", done.stdout), done.stderr
 
 
@@ -97,19 +121,15 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: " ".join(c))
-def test_lean_and_click_agree(case: list[str], base: Path, tmp_path: Path) -> None:
+def test_lean_and_click_agree(case: list[str], base: Path, tmp_path: Path, ledger_backend: str) -> None:
     names = ids(base)
     args = [re.sub(r"\{(\w+)\}", lambda m: names[m.group(1)], a) for a in case]
     stdin = CLAUDE if args[0] == "write" else ""
     results = []
-    db = tmp_path / "ledger.db"  # one place: the output names it
     for extra in ("payload.json", "bad.json"):
         shutil.copy(base.parent / extra, tmp_path / extra)
     for code in (None, CLICK, LEAN_PROBE):
-        for leftover in tmp_path.glob("ledger.db*"):
-            leftover.unlink()
-        shutil.copy(base, db)
-        results.append(run(db, code, args, stdin))
+        results.append(run(fresh(base, tmp_path, ledger_backend), code, args, stdin))
     lean, click, probe = results
     assert lean == click
     assert "Traceback" not in lean[2]
@@ -143,8 +163,8 @@ def test_what_the_lean_path_leaves_to_click() -> None:
     [["next", "--limit", "0", "--json"], ["add", "x", "--priority", "urgent"], ["show", "--bogus"]],
     ids=lambda a: " ".join(a),
 )
-def test_refused_options_get_clicks_own_message(args: list[str], base: Path, tmp_path: Path) -> None:
-    db = tmp_path / "ledger.db"
-    shutil.copy(base, db)
-    code, out, err = run(db, None, args)
+def test_refused_options_get_clicks_own_message(
+    args: list[str], base: Path, tmp_path: Path, ledger_backend: str
+) -> None:
+    code, out, err = run(fresh(base, tmp_path, ledger_backend), None, args)
     assert code == 2 and out == "" and err.startswith("Usage: todoledger")

@@ -99,12 +99,17 @@ async def refuse(client: Client, tool: str, args: dict[str, Any]) -> str:
     return text
 
 
-def snapshot(db: Path) -> Any:
-    if not db.exists():
+def snapshot(db: Path | str) -> Any:
+    if isinstance(db, Path) and not db.exists():
         return None
     with Ledger(db) as lg:
         plans = lg.plans()
         return plans, {p["plan"]: (list(lg.export(p["plan"])), len(lg.ops(p["plan"]))) for p in plans}
+
+
+def nothing(db: Path | str) -> Any:
+    """The snapshot of a ledger never written: no file; on PostgreSQL, no plan."""
+    return None if isinstance(db, Path) else ([], {})
 
 
 def free_port() -> int:
@@ -299,7 +304,7 @@ def test_http_token_origin_and_size_are_enforced(server: str, ledger_env: Path) 
     assert missing.headers["www-authenticate"].startswith("Bearer")
     assert evil_origin.status_code == 403 and rebinding.status_code == 421
     assert huge.status_code == 413
-    assert snapshot(ledger_env) is None  # nothing was written, not even an empty ledger
+    assert snapshot(ledger_env) == nothing(ledger_env)  # nothing was written, not even an empty ledger
 
     async def wrong_token() -> None:
         async with http(server, token="wrong-token") as c:
@@ -347,7 +352,7 @@ def test_bad_input_gets_one_clear_error_and_changes_nothing(ledger_env: Path) ->
     async def main() -> None:
         async with stdio(ledger_env) as c:
             assert "known plans: none yet" in await refuse(c, "todoread", {"plan": "ghost"})
-            assert snapshot(ledger_env) is None  # reading created no ledger
+            assert snapshot(ledger_env) == nothing(ledger_env)  # reading created no ledger
             wrote = await call(c, "todowrite", {"todos": CLAUDE})
             item = wrote["ids"][0]
             before = snapshot(ledger_env)
@@ -439,6 +444,7 @@ def test_claim_race_every_item_claimed_exactly_once(server: str, ledger_env: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("npx")  # one npx at a time in the shared npm cache
 def test_mcp_inspector_cli(ledger_env: Path) -> None:
     npx = shutil.which("npx")
     if npx is None or shutil.which("node") is None:

@@ -159,6 +159,7 @@ def test_gemini_after_agent_denies_and_codex_stop_blocks(ledger_env: Path, tmp_p
     assert answer["decision"] == "block" and "Codex's task" in answer["reason"]
 
 
+@pytest.mark.sqlite_only
 def test_a_broken_ledger_never_breaks_the_agent(ledger_env: Path) -> None:
     env = subprocess_env(ledger_env)
     ledger_env.parent.mkdir(parents=True, exist_ok=True)

@@ -32,8 +32,8 @@ def cli(db: Path, *args: str | bytes, stdin: str | None = None) -> subprocess.Co
     )
 
 
-def ops_count(db: Path) -> int:
-    if not db.exists():
+def ops_count(db: Path | str) -> int:
+    if isinstance(db, Path) and not db.exists():
         return 0
     with Ledger(db) as lg:
         return sum(len(lg.ops(p["plan"])) for p in lg.plans())

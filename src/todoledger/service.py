@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from todoledger.core.view import PlanView
-    from todoledger.store.base import Store
+    from todoledger.store.base import SharedStore, Store
     from todoledger.verification import GatePassed
 
 
@@ -110,6 +110,64 @@ class WriteResult:
         }
 
 
+class SharedLedger:
+    """The project's ledger for a server's many threads (MCP over HTTP, the
+    board): each call takes a `session` and reads or writes through the
+    Ledger it gives. On PostgreSQL the calls run side by side on a pool of up
+    to `pool_size` connections; on SQLite they take turns on one connection.
+    Opened at the first call (an unreachable server fails that call, and the
+    next one tries again)."""
+
+    def __init__(
+        self, cwd: str | Path | None = None, *, pool_size: int | None = None, busy_ms: int | None = None
+    ) -> None:
+        self.cwd = cwd
+        self.pool_size = pool_size
+        self.busy_ms = busy_ms
+        self._shared: SharedStore | None = None
+        import threading  # only servers share a ledger: the agent verbs never load threading
+
+        self._opening = threading.Lock()
+
+    def _open(self) -> SharedStore:
+        with self._opening:
+            if self._shared is None:
+                from todoledger.store.open import open_shared
+
+                self._shared = open_shared(
+                    lambda: locate(self.cwd), pool_size=self.pool_size, busy_ms=self.busy_ms
+                )
+            return self._shared
+
+    @contextmanager
+    def session(
+        self, *, run_checks: bool = True, override: str | None = None
+    ) -> Iterator[Callable[[bool], Ledger]]:
+        """A getter of this call's Ledger (True: to write). Until a SQLite
+        ledger exists, reads see it empty and create nothing. `override` is how
+        this interface tells its users to force past a failing gate."""
+        made: dict[int, Ledger] = {}
+        with self._open().session() as get:
+
+            def ledger(write: bool) -> Ledger:
+                store, target = get(write)
+                found = made.get(id(store))
+                if found is None:
+                    found = made[id(store)] = Ledger(target, store=store)
+                    found.run_checks = run_checks
+                    if override is not None:
+                        found.override = override
+                return found
+
+            yield ledger
+
+    def close(self) -> None:
+        with self._opening:
+            if self._shared is not None:
+                self._shared.close()
+                self._shared = None
+
+
 class Ledger:
     def __init__(
         self,
@@ -123,11 +181,11 @@ class Ledger:
         """The ledger at `path` (":memory:" for a scratch ledger), else the
         project's (see `locate`). With `create=False` a missing ledger reads as
         empty and nothing is created."""
-        self._target: str | None = None
+        self._target: str | None = os.fspath(path) if path is not None else None
         if store is None:
             from todoledger.store.open import open_store
 
-            self._target = os.fspath(path) if path is not None else locate(cwd)
+            self._target = self._target if self._target is not None else locate(cwd)
             store = open_store(self._target, create=create, busy_ms=busy_ms)
         self.store = store
         self.repo = Repo(store)

@@ -38,7 +38,8 @@ from tests.e2e.agents import (
 from tests.e2e.fakemodel import FakeModel, Step, count_calls, pick_tool
 from todoledger.mcp.tools import TOOLS
 
-pytestmark = pytest.mark.agents
+# One worker runs them all: the agent runs that several tests share (_SESSIONS) happen once.
+pytestmark = [pytest.mark.agents, pytest.mark.xdist_group("e2e-agents")]
 
 SEEDED = "Recover the seeded migration plan"
 PROMPT = "Plan the parser work with the todo tool."

@@ -179,6 +179,13 @@ def _change_line(change: dict[str, Any]) -> str:
     is_flag=True,
     help="Run trusted checks (gates of done, plan_verify, the board); without it this server runs none.",
 )
+@click.option(
+    "--pool-size",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="PostgreSQL ledger: connections this server opens at most, so calls run side by side"
+    " (default: TODOLEDGER_POOL_SIZE, else 10). A SQLite ledger has one; calls take turns.",
+)
 def serve(
     plan: str | None,
     host: str,
@@ -189,14 +196,17 @@ def serve(
     name: str | None,
     tokens_file: str | None,
     allow_checks: bool,
+    pool_size: int | None,
 ) -> None:
     """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger."""
     import sys
 
     from todoledger.mcp.http import serve as serve_http
+    from todoledger.service import SharedLedger
     from todoledger.web.app import Board
 
-    board = Board(plan=plan, token=token or None, name=name, allow_checks=allow_checks)
+    shared = SharedLedger(pool_size=pool_size)  # the board's and MCP's calls share its connections
+    board = Board(plan=plan, token=token or None, name=name, allow_checks=allow_checks, shared=shared)
 
     def started(base: str) -> None:
         print(f"todoledger: board on {base}/", file=sys.stderr, flush=True)
@@ -216,6 +226,7 @@ def serve(
             allow_checks=allow_checks,
             routes=board.routes(),
             started=started,
+            shared=shared,
         )
     finally:
         board.close()

@@ -29,6 +29,11 @@ HOOK_BUSY_MS = 2_000
 MAX_SPOOLED = 1_000
 
 
+def _state_dir() -> str:
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "todoledger")
+
+
 def log_path(cwd: str | None = None) -> str:
     from todoledger.service import locate
 
@@ -36,8 +41,7 @@ def log_path(cwd: str | None = None) -> str:
     folder = os.path.dirname(where)
     if "://" not in where and os.path.isdir(folder):  # a ledger URL names no folder to log in
         return os.path.join(folder, "hook.log")
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(state, "todoledger", "hook.log")
+    return os.path.join(_state_dir(), "hook.log")
 
 
 def log(message: str, cwd: str | None = None) -> None:
@@ -78,7 +82,12 @@ def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response
 def spool_dir(cwd: str | None) -> str:
     from todoledger.service import locate
 
-    return os.path.join(os.path.dirname(locate(cwd)), "pending")
+    where = locate(cwd)
+    if "://" in where:  # a ledger URL names no folder: the user's state folder, one spool per ledger
+        import zlib
+
+        return os.path.join(_state_dir(), f"pending-{zlib.crc32(where.encode()):08x}")
+    return os.path.join(os.path.dirname(where), "pending")
 
 
 def spool(agent: str, raw: bytes, cwd: str | None) -> None:

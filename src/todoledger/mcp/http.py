@@ -24,6 +24,10 @@ from todoledger.mcp.server import IDENTITY_HEADER, build_server
 from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
 from todoledger.mcp.tools import PlanTools
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.service import SharedLedger
+
 MCP_PATH = "/mcp"
 # A browser cannot send a bearer header when it opens a page: the board asks
 # for the token once (LOGIN_PATH) and keeps it in this cookie (HttpOnly, SameSite=Strict).
@@ -222,12 +226,13 @@ def create_app(
     routes: Iterable[Route] = (),
     identities: dict[str, str] | None = None,
     allow_checks: bool = False,
+    shared: SharedLedger | None = None,
 ) -> tuple[ASGIApp, PlanTools]:
     """The ASGI app: MCP at /mcp plus any extra `routes` (the web board),
     all behind the Host/Origin checks and the token(s). Checks that arrive
     here are untrusted (`todoledger trust`); none runs unless `allow_checks`."""
     check_exposure(host, token or ("tokens" if identities else None))
-    server, tools = build_server(plan=plan)
+    server, tools = build_server(plan=plan, shared=shared)
     tools.trusted_checks, tools.run_checks = False, allow_checks
     for route in routes:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(
@@ -263,6 +268,7 @@ def serve(
     started: Callable[[str], None] | None = None,
     tokens_file: str | None = None,
     allow_checks: bool = False,
+    shared: SharedLedger | None = None,
 ) -> None:
     """Serve MCP (and any extra `routes`, the board) until stopped; `started`
     gets the base URL once the server listens."""
@@ -279,6 +285,7 @@ def serve(
         routes=routes,
         identities=identities,
         allow_checks=allow_checks,
+        shared=shared,
     )
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token or identities else ""

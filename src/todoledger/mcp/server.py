@@ -35,6 +35,10 @@ from todoledger.core.model import LedgerError
 from todoledger.mcp.output import OUTPUT_SCHEMAS
 from todoledger.mcp.tools import INSTRUCTIONS, TOOL_ANNOTATIONS, TOOLS, PlanTools
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.service import SharedLedger
+
 logger = logging.getLogger("todoledger.mcp")
 
 # A stdio server process serves one client: that is its session.
@@ -211,8 +215,10 @@ def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
     return tool
 
 
-def build_server(*, plan: str | None = None, cwd: Path | None = None) -> tuple[MCPServer[Any], PlanTools]:
-    tools = PlanTools(default_plan=plan, cwd=cwd)
+def build_server(
+    *, plan: str | None = None, cwd: Path | None = None, shared: SharedLedger | None = None
+) -> tuple[MCPServer[Any], PlanTools]:
+    tools = PlanTools(default_plan=plan, cwd=cwd, shared=shared)
     server: MCPServer[Any] = MCPServer(
         "todoledger",
         instructions=INSTRUCTIONS,

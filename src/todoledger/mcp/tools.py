@@ -10,7 +10,6 @@ measurable without starting a server.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +29,10 @@ from todoledger.core.model import (
 from todoledger.core.sanitize import INVISIBLE
 from todoledger.core.unicode import unicode_findings
 from todoledger.core.view import PlanView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.service import SharedLedger
 
 T = TypeVar("T")
 
@@ -329,18 +332,21 @@ def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
 
 
 class PlanTools:
-    """The five tools and two resources over one lazily opened `Ledger`.
+    """The five tools and two resources over the project's ledger.
 
-    The store's connection is not shared between threads at once, so every
-    call holds `lock`; the SDK runs these calls on worker threads.
+    The SDK runs these calls on worker threads; each runs in `locked`, with a
+    Ledger of its own over the `SharedLedger` (service.py).
     """
 
-    def __init__(self, *, default_plan: str | None = None, cwd: Path | None = None) -> None:
+    def __init__(
+        self, *, default_plan: str | None = None, cwd: Path | None = None, shared: SharedLedger | None = None
+    ) -> None:
+        from todoledger.service import SharedLedger
+
         self.default_plan = default_plan
         self.cwd = cwd
-        self.lock = threading.Lock()
-        self._ledger: Any = None
-        self._writable = False
+        self.shared: SharedLedger = shared if shared is not None else SharedLedger(cwd)
+        self._call = threading.local()  # this thread's call: its getter of the Ledger
         self._tokens: dict[tuple[str, str], int] = {}  # (writer, item): the token of its claim
         # Checks written here are trusted (stdio: this machine's user); the HTTP
         # server marks them untrusted and runs none unless started --allow-checks.
@@ -357,33 +363,22 @@ class PlanTools:
         return default_plan() or DEFAULT_PLAN
 
     def ledger(self, *, write: bool) -> Any:
-        """The Ledger. Until its file exists, reads see an empty in-memory
-        ledger and create nothing; the first write creates the file."""
-        if self._ledger is not None and self._writable:
-            return self._ledger
-        from todoledger.service import Ledger, locate
-
-        path = locate(self.cwd)
-        if write or os.path.exists(path):
-            if self._ledger is not None:
-                self._ledger.close()
-            self._ledger = Ledger(path, create=True)
-            self._writable = True
-        elif self._ledger is None:
-            self._ledger = Ledger(path, create=False)
-        self._ledger.run_checks = self.run_checks
-        self._ledger.override = "force true with a reason"
-        return self._ledger
+        """This call's Ledger (inside `locked`). Until a SQLite ledger's file
+        exists, reads see it empty and create nothing; the first write creates it."""
+        return self._call.get(write)
 
     def close(self) -> None:
-        with self.lock:
-            if self._ledger is not None:
-                self._ledger.close()
-                self._ledger = None
+        self.shared.close()
 
     def locked(self, fn: Callable[[], T]) -> T:
-        with self.lock:
-            return fn()
+        """Run one call on the ledger: on PostgreSQL a pooled connection of its
+        own (calls run side by side), on SQLite one connection, a call at a time."""
+        with self.shared.session(run_checks=self.run_checks, override="force true with a reason") as get:
+            self._call.get = get
+            try:
+                return fn()
+            finally:
+                del self._call.get
 
     def _known(self, lg: Any, plan: str, explicit: bool) -> bool:
         """Whether the plan exists. A plan named explicitly must exist; the
@@ -470,8 +465,8 @@ class PlanTools:
         # next whole list may drop what it leaves out (as its own tool would).
         # A compact read is how an agent recovers after a compaction: its base
         # shrinks to what it is shown, so its rebuilt list cancels nothing else.
-        view = lg.view(plan, writer=writer) if full and self._writable else lg.view(plan)
-        if not full and self._writable:
+        view = lg.view(plan, writer=writer) if full and lg.exists else lg.view(plan)
+        if not full and lg.exists:
             from todoledger.core.prime import shown_ids
 
             lg.recover_base(view, writer, shown_ids(view))

@@ -12,7 +12,7 @@ the service calls Repo and Writes, never SQL.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -59,5 +59,15 @@ class Store(Protocol):
     def wait_for_change(self, timeout: float) -> bool:
         """Wait for another connection's commit: True when told of one; False after
         `timeout` s or a backend's polling pause (then look again)."""
+
+    def close(self) -> None: ...
+
+
+class SharedStore(Protocol):
+    """A ledger that a server's threads use at once (store/open.py `open_shared`)."""
+
+    def session(self) -> AbstractContextManager[Callable[[bool], tuple[Store, str]]]:
+        """One call's access: a getter of the store to use (True: to write),
+        with the ledger's target (path or URL)."""
 
     def close(self) -> None: ...

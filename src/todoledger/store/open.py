@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 
 from todoledger.core.model import LedgerError
+from todoledger.core.scoped import contextmanager
 from todoledger.store.locate import DIRNAME, url_scheme
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from todoledger.store.base import Store
+    from collections.abc import Callable, Iterator
+
+    from todoledger.store.base import SharedStore, Store
 
 MEMORY = ":memory:"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -77,3 +80,84 @@ def _ignore_in_git(target: str) -> None:
             fh.write(GITIGNORE)
     except OSError:
         pass  # a read-only or racing folder: the ledger works without it
+
+
+def open_shared(
+    where: Callable[[], str], *, pool_size: int | None = None, busy_ms: int | None = None
+) -> SharedStore:
+    """The ledger for a server's many threads (MCP over HTTP, the board):
+    `where()` says where it is. PostgreSQL: a pool of up to `pool_size`
+    connections (else TODOLEDGER_POOL_SIZE, else 10), calls run side by side.
+    SQLite: one connection that calls take in turn (`OneAtATime`)."""
+    target = where()
+    if url_scheme(target) in POSTGRES_SCHEMES:
+        size = pool_size if pool_size is not None else _pool_size_from_env()
+        try:
+            import psycopg_pool  # noqa: F401
+
+            from todoledger.store.postgres import PostgresPool
+        except ImportError:
+            raise LedgerError(
+                "a server on a postgresql:// ledger needs psycopg and psycopg_pool:"
+                " pip install 'todoledger[postgres]'"
+            ) from None
+        if busy_ms is None:
+            return PostgresPool(target, size=size)
+        return PostgresPool(target, size=size, busy_ms=busy_ms)
+    return OneAtATime(where, busy_ms)
+
+
+def _pool_size_from_env() -> int:
+    from todoledger.store.postgres import POOL_SIZE
+
+    text = os.environ.get("TODOLEDGER_POOL_SIZE", "").strip()
+    if not text:
+        return POOL_SIZE
+    if not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise LedgerError(f"TODOLEDGER_POOL_SIZE={text!r}: expected a number of connections from 1 to 1000")
+    return int(text)
+
+
+class OneAtATime:
+    """A SQLite ledger in a server: one connection, one call at a time.
+
+    SQLite lets one writer in at a time anyway (its file lock), and a call's
+    work is Python (merges, views) that the GIL runs one thread at a time, so
+    a connection per thread would gain little but busy waits between a
+    server's own threads; the lock queues them instead, in arrival order.
+    Until the file exists, reads see an empty ledger and create nothing; the
+    first write creates it (and a file another process created is picked up)."""
+
+    def __init__(self, where: Callable[[], str], busy_ms: int | None = None) -> None:
+        self._where = where
+        self._busy_ms = busy_ms
+        import threading  # servers only: the agent verbs open a store without it
+
+        self._lock = threading.Lock()
+        self._store: Store | None = None
+        self._target = ""
+        self._writable = False
+
+    @contextmanager
+    def session(self) -> Iterator[Callable[[bool], tuple[Store, str]]]:
+        with self._lock:
+            yield self._get
+
+    def _get(self, write: bool) -> tuple[Store, str]:
+        if self._store is not None and self._writable:
+            return self._store, self._target
+        path = self._where()
+        if write or os.path.exists(path):
+            if self._store is not None:
+                self._store.close()
+            self._store, self._target, self._writable = open_store(path, busy_ms=self._busy_ms), path, True
+        elif self._store is None:
+            self._store, self._target = open_store(path, create=False, busy_ms=self._busy_ms), path
+        return self._store, self._target
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+                self._writable = False

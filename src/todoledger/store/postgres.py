@@ -18,11 +18,12 @@ BusyError as on SQLite. Readers take no lock: a REPEATABLE READ snapshot.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 
 import psycopg
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
+_TRANSLATED: dict[str, str] = {}  # `?` SQL to psycopg's, shared by every store of the process
 CHANNEL = "todoledger"  # NOTIFY channel; the payload names the ledger's schema
 
 
@@ -102,9 +104,9 @@ class PostgresStore:
             raise LedgerError(f"{self.location}: not a valid PostgreSQL URL") from None
         except psycopg.Error as exc:
             raise LedgerError(f"{self.location}: cannot connect to PostgreSQL ({_first_line(exc)})") from None
-        self._sql: dict[str, str] = {}
+        self._sql = _TRANSLATED
         self._depth = 0
-        self._wrote = False
+        self._borrowed = False
         schema = self.conn.execute("SELECT current_schema()").fetchone()
         if schema is None or schema[0] is None:
             self.conn.close()
@@ -112,6 +114,16 @@ class PostgresStore:
         self.schema = str(schema[0])
         self.create = create
         self._migrate()
+
+    @classmethod
+    def borrowed(cls, conn: psycopg.Connection[Any], pool: PostgresPool) -> PostgresStore:
+        """A store over a pooled connection to a ledger the pool opened (and
+        migrated) already; closing it leaves the connection to the pool."""
+        self = cls.__new__(cls)
+        self.url, self.location, self.busy_ms, self.create = pool.url, pool.location, pool.busy_ms, True
+        self.conn, self.schema = conn, pool.schema
+        self._sql, self._depth, self._borrowed = _TRANSLATED, 0, True
+        return self
 
     # schema ----------------------------------------------------------------
     def _version(self) -> int:
@@ -354,4 +366,78 @@ class PostgresStore:
         listener = getattr(self, "_listen_conn", None)
         if listener is not None:
             listener.close()
-        self.conn.close()
+        if not self._borrowed:
+            self.conn.close()
+
+
+POOL_SIZE = 10  # connections a server opens at most to a PostgreSQL ledger
+POOL_NAME = "todoledger-pool"
+
+
+class PostgresPool:
+    """A server's connections to one PostgreSQL ledger (psycopg_pool), so that
+    requests from many agents run side by side instead of queueing on one
+    connection; the ledger's own advisory lock still serialises the writers.
+
+    A call borrows a connection for its whole length (`session`); the pool
+    checks it before handing it out, so one the server dropped (a restart,
+    `pg_terminate_backend`) is replaced instead of failing the call, and one
+    broken during a call is thrown away (the server rolled its transaction
+    back: nothing is half-written). When all `size` connections stay busy for
+    the busy timeout, the call fails with one line saying so."""
+
+    def __init__(self, url: str, *, size: int = POOL_SIZE, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
+        from psycopg_pool import ConnectionPool
+
+        first = PostgresStore(url, busy_ms=busy_ms)  # one clear line if unreachable; migrates
+        self.url, self.location, self.schema, self.busy_ms = url, first.location, first.schema, busy_ms
+        first.close()
+        self.size = size
+        # Reconnection attempts are reported to the caller as one line, not logged as tracebacks.
+        logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+        logging.getLogger("psycopg.pool").propagate = False
+        self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=size,
+            # Named, so that pg_stat_activity tells a server's connections apart.
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": POOL_NAME},
+            check=ConnectionPool.check_connection,
+            timeout=busy_ms / 1000,
+            name="todoledger",
+            open=False,
+        )
+        self.pool.open()
+
+    @contextmanager
+    def session(self) -> Iterator[Callable[[bool], tuple[PostgresStore, str]]]:
+        """A getter of this call's store: the first use borrows a connection,
+        held until the call ends."""
+        from psycopg_pool import PoolTimeout
+
+        with ExitStack() as stack:
+            found: list[PostgresStore] = []
+
+            def get(write: bool) -> tuple[PostgresStore, str]:
+                if not found:
+                    try:
+                        conn = stack.enter_context(self.pool.connection())
+                    except PoolTimeout:
+                        raise self._unavailable() from None
+                    found.append(PostgresStore.borrowed(conn, self))
+                return found[0], self.url
+
+            yield get
+
+    def _unavailable(self) -> LedgerError:
+        try:
+            psycopg.connect(self.url, connect_timeout=2).close()
+        except psycopg.Error as exc:
+            return LedgerError(f"{self.location}: cannot connect to PostgreSQL ({_first_line(exc)})")
+        return BusyError(
+            f"{self.location}: all {self.size} connections of this server to PostgreSQL stayed busy for"
+            f" {self.busy_ms / 1000:g} s; try again (serve --pool-size sets how many)"
+        )
+
+    def close(self) -> None:
+        self.pool.close()

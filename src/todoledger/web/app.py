@@ -16,7 +16,6 @@ import hmac
 import json
 import re
 import secrets
-import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -33,7 +32,7 @@ from todoledger.core.model import LedgerError
 from todoledger.core.schedule import split_uses
 from todoledger.core.timefmt import now
 from todoledger.core.view import PlanView, build
-from todoledger.service import Ledger, default_plan, locate
+from todoledger.service import Ledger, SharedLedger, default_plan
 from todoledger.web import pages, sweeps_page
 from todoledger.web.live import Hub
 
@@ -81,6 +80,7 @@ class Board:
         name: str | None = None,
         cwd: Path | None = None,
         allow_checks: bool = False,
+        shared: SharedLedger | None = None,
     ) -> None:
         self.plan = plan
         # A button is no way to run a command on this machine: checks run only
@@ -90,8 +90,7 @@ class Board:
         self.cwd = cwd
         self.name = name if name and _NAME.fullmatch(name) else _user()
         self.csrf = secrets.token_urlsafe(32)
-        self.lock = threading.Lock()
-        self._ledger: Ledger | None = None
+        self.shared = shared if shared is not None else SharedLedger(cwd)
         self.rows = RowCache()
         # Static files are cached for good under a name that changes with them.
         self.version = hashlib.blake2b(
@@ -101,24 +100,14 @@ class Board:
 
     # the ledger ----------------------------------------------------------------
     def locked(self, fn: Callable[[Ledger], T], *, write: bool = False) -> T:
-        """Run `fn` on the one connection, one call at a time (it is not shared
-        across threads at once). Until the ledger exists, reads see it empty and
-        create nothing; the first write creates it."""
-        with self.lock:
-            if self._ledger is None or not self._ledger.exists:
-                path = locate(self.cwd)
-                if self._ledger is None or write or Path(path).exists():
-                    if self._ledger is not None:
-                        self._ledger.close()
-                    self._ledger = Ledger(path, create=write)
-                    self._ledger.run_checks = self.allow_checks
-            return fn(self._ledger)
+        """Run `fn` on the ledger (a pooled connection of its own on PostgreSQL;
+        SQLite's one connection, one call at a time). Until the ledger exists,
+        reads see it empty and create nothing; the first write creates it."""
+        with self.shared.session(run_checks=self.allow_checks) as ledger:
+            return fn(ledger(write))
 
     def close(self) -> None:
-        with self.lock:
-            if self._ledger is not None:
-                self._ledger.close()
-                self._ledger = None
+        self.shared.close()
 
     def routes(self) -> list[Route]:
         return [

@@ -37,6 +37,7 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 # The JSON-RPC envelope around the largest accepted tool arguments.
 MAX_BODY_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024
+KEEP_ALIVE_SECONDS = 75  # idle HTTP connections: longer than an agent pauses between calls
 
 
 def is_loopback(host: str) -> bool:
@@ -293,8 +294,17 @@ def serve(
     # SIGTERM: stop accepting, give requests in flight a moment, then close what is left
     # (an open event stream, such as the board's live updates, would otherwise hold the
     # shutdown for as long as its client wants).
+    # Keep-alive: uvicorn closes an idle connection after 5 s, while an agent often thinks
+    # longer than that between two tool calls; a request sent as the server closes its
+    # connection is reset (the client sees a ReadError), so idle connections stay 75 s.
     config: Any = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="on", timeout_graceful_shutdown=1
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     server = uvicorn.Server(config)
     if started is not None:

@@ -419,6 +419,31 @@ def test_steering_from_the_item_page(ledger_env: Path, served: Served, page: Any
     assert run_json(ledger_env, "check")["ok"]
 
 
+def test_a_change_arriving_while_a_button_is_pressed_does_not_lose_the_click(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    # A CI run lost a cancel: a live refresh swapped the page between the button's
+    # press and its release, so the release landed on a new button and no click fired.
+    run(ledger_env, "add", "Benchmark")
+    bench = items(ledger_env)["Benchmark"]["id"]
+    page.goto(f"{served.base}/item?plan=main&id={bench}")
+    live(page)
+    page.fill("form[data-form=cancel] input[name=reason]", "measured elsewhere")
+    button = page.locator("form[data-form=cancel] button").element_handle()
+    button.hover()
+    before = page.evaluate("document.querySelector('main').dataset.change")
+    page.mouse.down()
+    run(ledger_env, "add", "Someone else's step")
+    # The event reaches the page within a few hundred ms; a refresh then would swap the button.
+    page.wait_for_timeout(1500)
+    assert button.evaluate("el => el.isConnected")
+    page.mouse.up()
+    page.wait_for_selector("button[data-act=restore]")
+    assert items(ledger_env)["Benchmark"]["status"] == "cancelled"
+    # The refresh held back during the press runs after it.
+    page.wait_for_function(f"Number(document.querySelector('main').dataset.change) > {int(before)}")
+
+
 def page_order(page: Any) -> list[str]:
     return list(page.eval_on_selector_all(".items .row[data-id]", "rows => rows.map(r => r.dataset.id)"))
 

@@ -25,8 +25,11 @@
   }
 
   // Live: one refresh at a time; a change while someone types waits for them.
-  let busy = false, again = false, deferred = false;
+  // A press waits too: a swap between a button's press and its release would
+  // take the button away and lose the click.
+  let busy = false, again = false, deferred = false, pressing = false;
   const typing = () => {
+    if (pressing) return true;
     const el = document.activeElement;
     return el && main.contains(el) && el.matches("input, textarea, select:not([disabled])");
   };
@@ -100,9 +103,16 @@
       if (again) { again = false; refresh(); }
     }
   }
-  main.addEventListener("focusout", () => setTimeout(() => {
+  const resume = () => setTimeout(() => {
     if (deferred && !typing()) { deferred = false; refresh(); }
-  }, 0));
+  }, 0);
+  main.addEventListener("focusout", resume);
+  main.addEventListener("pointerdown", () => { pressing = true; });
+  // After the click event of the same press has run (it is dispatched after pointerup).
+  document.addEventListener("pointerup", () => setTimeout(() => { pressing = false; resume(); }, 0));
+  document.addEventListener("pointercancel", () => { pressing = false; resume(); });
+  // A release outside the window is never reported: the next move without a button ends the press.
+  document.addEventListener("pointermove", (e) => { if (pressing && e.buttons === 0) { pressing = false; resume(); } });
 
   function connect() {
     const es = new EventSource("/events");

@@ -60,6 +60,17 @@ def stdio_params(db: Path, **env: str) -> StdioServerParameters:
     )
 
 
+def mcp_process(db: Path | str, stdin: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
+    """`todoledger mcp` as a raw process, for JSON-RPC lines written by hand."""
+    return subprocess.Popen(
+        [todoledger_bin(), "mcp"],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(db),
+    )
+
+
 @asynccontextmanager
 async def stdio(db: Path, name: str = "pytest", **env: str) -> AsyncIterator[Client]:
     async with Client(stdio_params(db, **env), client_info=Implementation(name=name, version="1")) as client:
@@ -443,13 +454,26 @@ def test_claim_race_every_item_claimed_exactly_once(server: str, ledger_env: Pat
     assert sum(1 for ids in claims.values() if ids) > 1  # it was a race, not one winner
 
 
+def inspector_bin() -> str:
+    """The pinned MCP Inspector, installed beside the agent CLIs
+    (tests/e2e/install_agents.sh, which .ci/run calls): `npx -y` would ask the
+    registry on every call, 15-45 s a test."""
+    from tests.e2e.agents import CACHE, INSTALL_SCRIPT
+
+    path = CACHE / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
+    if not path.exists() and shutil.which("npm") is not None:
+        subprocess.run(["bash", str(INSTALL_SCRIPT), "inspector"], capture_output=True, timeout=600)
+    if not path.exists() or shutil.which("node") is None:
+        pytest.skip(
+            "the MCP Inspector is not installed: run tests/e2e/install_agents.sh inspector (needs Node.js)"
+        )
+    return str(path)
+
+
 @pytest.mark.slow
-@pytest.mark.xdist_group("npx")  # one npx at a time in the shared npm cache
+@pytest.mark.xdist_group("npx")  # one install at a time in the shared npm cache
 def test_mcp_inspector_cli(ledger_env: Path) -> None:
-    npx = shutil.which("npx")
-    if npx is None or shutil.which("node") is None:
-        pytest.skip("node/npx not found: the MCP Inspector CLI test needs Node.js")
-    base = [npx, "-y", "@modelcontextprotocol/inspector", "--cli", todoledger_bin(), "mcp"]
+    base = [inspector_bin(), "--cli", todoledger_bin(), "mcp"]
     env = subprocess_env(ledger_env)
     listed = subprocess.run(
         [*base, "--method", "tools/list"], env=env, capture_output=True, text=True, timeout=180
@@ -639,13 +663,7 @@ def test_a_client_that_closes_the_pipe_early_ends_the_server_quietly(ledger_env:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    proc = subprocess.Popen(
-        [todoledger_bin(), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=subprocess_env(ledger_env),
-    )
+    proc = mcp_process(ledger_env)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     proc.stdin.write(json.dumps(requests[0]).encode() + b"\n")
     proc.stdin.flush()

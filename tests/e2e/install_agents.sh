@@ -2,7 +2,7 @@
 # Install the pinned agent CLIs that tests/e2e drives, from the npm registry,
 # into $TODOLEDGER_E2E_CACHE (default ~/.cache/todoledger-e2e). Idempotent:
 # a package already at its pinned version is not fetched again.
-# Usage: tests/e2e/install_agents.sh [claude|opencode|codex|gemini ...]
+# Usage: tests/e2e/install_agents.sh [claude|opencode|codex|gemini|inspector ...]
 set -euo pipefail
 CACHE="${TODOLEDGER_E2E_CACHE:-$HOME/.cache/todoledger-e2e}"
 # Pins: the versions tests/e2e/test_agents.py was checked against. Each ships
@@ -13,9 +13,12 @@ declare -A PINS=(
   [opencode]="opencode-ai@1.18.33"
   [codex]="@openai/codex@0.171.0"
   [gemini]="@google/gemini-cli@0.61.0"
+  # Not an agent: the MCP Inspector's CLI, a client for tests/test_mcp.py. 0.15.0
+  # is the last release that runs on Node 20 (later ones need Node >= 22.7.5).
+  [inspector]="@modelcontextprotocol/inspector@0.15.0"
 )
 agents=("$@")
-[ ${#agents[@]} -eq 0 ] && agents=(claude opencode codex gemini)
+[ ${#agents[@]} -eq 0 ] && agents=(claude opencode codex gemini inspector)
 command -v npm >/dev/null || { echo "install_agents: npm not found" >&2; exit 1; }
 for agent in "${agents[@]}"; do
   spec="${PINS[$agent]:-}"

@@ -254,10 +254,19 @@ def build_server(
     return server, tools
 
 
+async def _serve_stdio(server: MCPServer[Any]) -> None:
+    from todoledger.mcp.stdio import serve_stdio
+
+    # MCPServer.run_stdio_async, with the loop's own pipes for the SDK's threads.
+    lowlevel = server._lowlevel_server
+    async with serve_stdio() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
 def run_stdio(*, plan: str | None = None) -> None:
     server, tools = build_server(plan=plan)
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(_serve_stdio, server)
     except KeyboardInterrupt:
         pass
     except BaseExceptionGroup as group:

@@ -1,0 +1,113 @@
+"""stdio for `todoledger mcp` on the event loop's own pipes.
+
+The SDK's `stdio_server()` reads and writes the standard streams through
+`anyio.wrap_file`: every line read and every write and flush of an answer is a
+hop to a worker thread and back, about a dozen per call, which was a third of
+a warm `todowrite` round trip (bench/bench_mcp.py). When stdin and stdout are
+pipes, sockets or terminals, this module hands `stdio_server()` the same
+streams read and written by the asyncio loop itself; anything else (a regular
+file redirected to stdin) keeps the SDK's threads.
+
+As the SDK does, the process's fds 0 and 1 are pointed at the null device and
+at stderr while serving, so that a child's or a library's stray output cannot
+corrupt the wire, and are restored on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.stdio import stdio_server
+
+# One JSON-RPC message per line, of any size the client sends (as the SDK's
+# unbounded readline); asyncio's default limit of 64 KiB would refuse a long list.
+LINE_LIMIT = 1 << 30
+
+
+class _Lines:
+    """The async iterator of text lines that `stdio_server(stdin=)` reads."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", "replace")
+
+
+class _Out:
+    """The `write` and `flush` that `stdio_server(stdout=)` calls."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def write(self, text: str) -> None:
+        self._writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self._writer.drain()
+
+
+def _pipe_like(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def _claim(fd: int, diversion: int) -> int:
+    """A private duplicate of `fd` for the wire; `fd` itself now points at `diversion`."""
+    private = os.dup(fd)
+    os.set_inheritable(private, False)
+    os.dup2(diversion, fd)
+    return private
+
+
+@asynccontextmanager
+async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read_stream, write_stream) pair over this process's stdin and stdout."""
+    if not (_pipe_like(0) and _pipe_like(1)):
+        async with stdio_server() as streams:
+            yield streams
+        return
+    sys.stdout.flush()
+    null = os.open(os.devnull, os.O_RDONLY)
+    wire_in = wire_out = -1
+    try:
+        wire_in = _claim(0, null)
+        wire_out = _claim(1, 2)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0, closefd=False)
+        )
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0, closefd=False)
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        try:
+            async with stdio_server(stdin=_Lines(reader), stdout=_Out(writer)) as streams:  # type: ignore[arg-type]
+                yield streams
+        finally:
+            transport.close()
+    finally:
+        for fd, private in ((0, wire_in), (1, wire_out)):
+            if private >= 0:
+                # asyncio made the shared file description non-blocking: a
+                # terminal or pipe handed back to the parent must block again.
+                os.set_blocking(private, True)
+                os.dup2(private, fd)
+                os.close(private)
+        os.close(null)

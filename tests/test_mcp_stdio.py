@@ -1,0 +1,105 @@
+"""`todoledger mcp` over raw pipes and files (src/todoledger/mcp/stdio.py):
+JSON-RPC lines written by hand to a real server process, no SDK client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.test_mcp import mcp_process
+from tests.test_serve_sessions import initialize
+from todoledger.service import Ledger
+
+HANDSHAKE = [
+    initialize("raw"),
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
+def line(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message) + "\n").encode()
+
+
+def answers(out: bytes) -> dict[int, Any]:
+    found = {}
+    for text in out.decode().splitlines():
+        message = json.loads(text)  # nothing but JSON-RPC on the wire
+        if "id" in message:
+            found[message["id"]] = message
+    return found
+
+
+def test_a_list_longer_than_asyncios_64_kib_line_arrives_whole(ledger_env: Path) -> None:
+    todos = [{"content": f"Shard {n:03d}: " + "x" * 300, "status": "pending"} for n in range(400)]
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "todowrite", "arguments": {"todos": todos}},
+    }
+    assert len(line(call)) > 2 * 65536
+    proc = mcp_process(ledger_env)
+    assert proc.stdin is not None and proc.stdout is not None
+    for message in HANDSHAKE:
+        proc.stdin.write(line(message))
+    proc.stdin.write(line(call))
+    proc.stdin.flush()
+    reply = json.loads(proc.stdout.readline())  # the handshake's answer
+    assert reply["id"] == 1
+    reply = json.loads(proc.stdout.readline())
+    assert reply["id"] == 2 and not reply["result"].get("isError"), reply
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""
+    with Ledger(ledger_env) as lg:
+        assert len(lg.items()) == 400
+
+
+def test_the_pipe_handed_back_blocks_again(ledger_env: Path) -> None:
+    # The server's stdin is a pipe whose read end this test keeps too: asyncio set
+    # the shared description non-blocking, and the server must undo that on exit.
+    read_end, write_end = os.pipe()
+    keep = os.dup(read_end)
+    try:
+        proc = mcp_process(ledger_env, stdin=read_end)
+        os.close(read_end)
+        with os.fdopen(write_end, "wb") as wire:
+            for message in HANDSHAKE:
+                wire.write(line(message))
+            wire.flush()
+            assert proc.stdout is not None
+            assert json.loads(proc.stdout.readline())["id"] == 1
+            assert not os.get_blocking(keep)  # while it serves: the loop's own pipe
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert os.get_blocking(keep)
+    finally:
+        os.close(keep)
+
+
+STRAY = """
+import os, sys, anyio
+from todoledger.mcp.stdio import serve_stdio
+
+async def main():
+    async with serve_stdio() as (read_stream, write_stream):
+        print("STRAY-PRINT", flush=True)
+        os.write(1, b"STRAY-FD-1\\n")
+        await write_stream.aclose()  # as the server does when the client leaves
+        await read_stream.aclose()
+    print("AFTER", flush=True)
+
+anyio.run(main)
+"""
+
+
+def test_stray_output_while_serving_misses_the_wire() -> None:
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", STRAY], input=b"", capture_output=True, timeout=60, check=True
+    )
+    assert proc.stdout == b"AFTER\n"  # fd 1 is the wire again once serving ends
+    assert b"STRAY-PRINT" in proc.stderr and b"STRAY-FD-1" in proc.stderr

@@ -103,3 +103,17 @@ def test_stray_output_while_serving_misses_the_wire() -> None:
     )
     assert proc.stdout == b"AFTER\n"  # fd 1 is the wire again once serving ends
     assert b"STRAY-PRINT" in proc.stderr and b"STRAY-FD-1" in proc.stderr
+
+
+def test_requests_from_a_file_are_served_by_the_sdks_own_stdio(ledger_env: Path, tmp_path: Path) -> None:
+    # A regular file cannot be read by the event loop: the SDK's threaded stdio serves it.
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(
+        b"".join(line(m) for m in [*HANDSHAKE, {"jsonrpc": "2.0", "id": 2, "method": "ping"}])
+    )
+    with requests.open("rb") as stdin:
+        proc = mcp_process(ledger_env, stdin=stdin.fileno())
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    got = answers(out)
+    assert got[1]["result"]["serverInfo"]["name"] == "todoledger"

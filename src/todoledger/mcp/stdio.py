@@ -2,11 +2,12 @@
 
 The SDK's `stdio_server()` reads and writes the standard streams through
 `anyio.wrap_file`: every line read and every write and flush of an answer is a
-hop to a worker thread and back, about a dozen per call, which was a third of
-a warm `todowrite` round trip (bench/bench_mcp.py). When stdin and stdout are
-pipes, sockets or terminals, this module hands `stdio_server()` the same
-streams read and written by the asyncio loop itself; anything else (a regular
-file redirected to stdin) keeps the SDK's threads.
+hop to a worker thread and back, about a dozen per call: 0.7 ms of a warm
+round trip here (side by side, `tools/list` 3.7 -> 2.9 ms, a 20-item
+`todowrite` 7.0 -> 6.3 ms with the SDK's client). When stdin and stdout are
+pipes or sockets, this module hands `stdio_server()` the same
+streams read and written by the asyncio loop itself; anything else (a
+terminal, a regular file redirected to stdin) keeps the SDK's threads.
 
 As the SDK does, the process's fds 0 and 1 are pointed at the null device and
 at stderr while serving, so that a child's or a library's stray output cannot
@@ -64,7 +65,9 @@ def _pipe_like(fd: int) -> bool:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    # Not a terminal: its non-blocking flag is shared with the shell, which a
+    # killed server could not hand back (an agent spawns its servers on pipes).
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _claim(fd: int, diversion: int) -> int:

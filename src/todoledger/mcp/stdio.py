@@ -99,6 +99,9 @@ async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0, closefd=False)
         )
+        # A flush returns once the pipe has taken every byte, as the SDK's blocking
+        # write does: nothing of an answer is left in a buffer when the server exits.
+        transport.set_write_buffer_limits(high=0)
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         try:
             async with stdio_server(stdin=_Lines(reader), stdout=_Out(writer)) as streams:  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_readme",
         "tests.test_dialects",
         "tests.test_schedule",
+        "tests.test_graph_properties",
         "tests.test_checkspec",
         "tests.test_lint",
         "tests.test_jsonload",

@@ -438,3 +438,55 @@ def test_lint_refused_calls_are_told_in_the_story(lg: Ledger, tmp_path: Path) ->
     assert session.refused == 1 and lg.show(session.plan)["items"] == []
     (refusal,) = [f for f in load(lg, session.plan).findings if f.code == "refused-call"]
     assert 'refused: rejected: todos[0].status: status "high" is a priority value' in refusal.message
+
+
+# Found by an adversarial review after issue 7: "finished" judged one way everywhere -------
+
+
+def test_a_phase_completed_above_open_work_does_not_release_what_waits_for_it(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        phase = lg.add("Phase 1: train the drafter")["id"]
+        child = lg.add("Convert the weights", parent=phase)["id"]
+        grandchild = lg.add("Rename layers.0 to midlayer", parent=child)["id"]
+        after = lg.add("Phase 2: benchmark", depends_on=[phase])["id"]
+    refused = cli(ledger_env, "done", phase)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert f"cannot complete {phase}: work below it is still open" in refused.stderr
+    forced = cli(ledger_env, "done", phase, "--force", "--json")
+    assert forced.returncode == 0, forced.stderr
+    with Ledger(ledger_env) as lg:
+        lg.update(child, status="completed", force=True)  # the grandchild is still open
+        assert [e["new"] for e in lg.history(item=phase) if e["field"] == "forced"] == [
+            {"past": "open sub-items"}
+        ]
+        row = {i["id"]: i for i in lg.show()["items"]}[after]
+        assert (row["blocked"], row["ready"]) == (True, False)
+        assert after not in [i["id"] for i in lg.next(limit=10)]
+    start = cli(ledger_env, "start", after)
+    assert start.returncode == 1
+    assert f"{phase} 'Phase 1: train the drafter' (completed above open sub-items)" in start.stderr
+    with Ledger(ledger_env) as lg:
+        lg.update(grandchild, status="completed")
+        assert after in [i["id"] for i in lg.next(limit=10)]
+
+
+def test_start_and_done_refuse_what_waits_for_a_completion_whose_gate_has_not_passed(
+    ledger_env: Path,
+) -> None:
+    with Ledger(ledger_env) as lg:
+        disk = lg.add("Verify /data has 5.4T free")["id"]
+        run = lg.add("Run inference", depends_on=[disk])["id"]
+    assert cli(ledger_env, "gate", "add", disk, "cmd:false").returncode == 0
+    reported = {
+        "todos": [{"content": "Verify /data has 5.4T free", "status": "completed", "activeForm": "x"}]
+    }
+    assert (
+        cli(ledger_env, "write", "--writer", "claude-code:s9", "-", stdin=json.dumps(reported)).returncode
+        == 0
+    )
+    for verb in ("start", "done"):
+        proc = cli(ledger_env, verb, run)
+        assert proc.returncode == 1, proc.stdout
+        assert f"{disk} 'Verify /data has 5.4T free' (completed, its gate has not passed)" in proc.stderr
+    with Ledger(ledger_env) as lg:
+        assert lg.get(run)["status"] == "pending"

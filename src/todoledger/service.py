@@ -540,10 +540,13 @@ class Ledger:
         while True:
             ids = self.repo.ready_candidates(plan, fetch)
             found = self.repo.items_by_id(ids)
+            # The query knows its prerequisites completed; these did not finish all the same.
+            unfinished = held | self.repo.open_below([b for i in ids for b in found[i].depends_on])
             out = [
                 found[i]
                 for i in ids
-                if not held.intersection(found[i].depends_on) and not self._ancestor_blocked(found[i], held)
+                if not unfinished.intersection(found[i].depends_on)
+                and not self._ancestor_blocked(found[i], held)
             ][:limit]
             if len(out) >= limit or len(ids) < fetch:
                 return out
@@ -554,6 +557,8 @@ class Ledger:
         while parent and depth < 64:
             blockers = self.repo.items_by_id(self.repo.blockers(parent))
             if any(graph.unmet(b) or b.id in held for b in blockers.values()):
+                return True
+            if self.repo.open_below(list(blockers)):  # all completed, but over open work
                 return True
             parent, depth = self.repo.parent_of(parent), depth + 1
         return False
@@ -1004,20 +1009,29 @@ class Ledger:
             if token is not None:
                 self._fence(item, writer, token, at)
             self._check_person(plan, item, writer, status, fields)
-            waiting: list[Item] = []
+            waiting: list[tuple[Item, str]] = []
             if status in PROGRESS and status != item.status:
                 if not force:
                     self._refuse_unmet(item, status)  # again: it may have changed since the gates ran
                 waiting = self._unmet_prerequisites(item.id)
+            above_open = (
+                status == "completed" and status != item.status and bool(self.repo.open_below([item.id]))
+            )
             w = self._op(
-                plan, writer, at, kind, summary=f"{kind} {item.id}" + (" (forced)" if waiting else "")
+                plan,
+                writer,
+                at,
+                kind,
+                summary=f"{kind} {item.id}" + (" (forced)" if waiting or above_open else ""),
             )
             if gate is not None:
                 gate.record(self, w)  # the gates' receipts (and an override) go with the change
             if waiting:
                 w.annotate(
-                    item.id, "forced", None, {"past": "prerequisites", "open": [b.id for b in waiting]}
+                    item.id, "forced", None, {"past": "prerequisites", "open": [b.id for b, _ in waiting]}
                 )
+            if above_open:
+                w.annotate(item.id, "forced", None, {"past": "open sub-items"})
             self._update_item(w, plan, item, fields)
             self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))})
             if w.count:
@@ -1033,6 +1047,12 @@ class Ledger:
             raise LedgerError(
                 f"cannot {verb} {item.id}: it waits for {_list_items(waiting)};"
                 " finish those first or remove the dependency (force overrides, and is recorded)"
+            )
+        if status == "completed" and self.repo.open_below([item.id]):
+            # A phase is done through its children: what waits for it would wait on.
+            raise LedgerError(
+                f"cannot complete {item.id}: work below it is still open; finish or cancel"
+                " its sub-items first (force overrides, and is recorded)"
             )
 
     def _check_person(
@@ -1064,9 +1084,13 @@ class Ledger:
         standing = item_approvals([it.as_dict() for it in gated], events)
         return {i for i, a in standing.items() if a.waiting}
 
-    def _unmet_prerequisites(self, item_id: str, status_after: dict[str, str] | None = None) -> list[Item]:
-        """What the item waits for that is not completed, its phases' prerequisites
-        included; `status_after` overlays statuses a write is about to set."""
+    def _unmet_prerequisites(
+        self, item_id: str, status_after: dict[str, str] | None = None
+    ) -> list[tuple[Item, str]]:
+        """What the item waits for that is not finished, its phases' prerequisites
+        included, each with why: its status, or why a completed one does not
+        count (its gate has not passed, or open work below it), as `next`
+        judges them. `status_after` overlays statuses a write is about to set."""
         ids = list(self.repo.blockers(item_id))
         parent, depth = self.repo.parent_of(item_id), 0
         while parent and depth < 64:
@@ -1076,7 +1100,20 @@ class Ledger:
         overlay = status_after or {}
         for blocker in found.values():
             blocker.status = overlay.get(blocker.id, blocker.status)
-        return [found[i] for i in dict.fromkeys(ids) if i in found and graph.unmet(found[i])]
+        done = [i for i in found if not graph.unmet(found[i])]
+        held = self._held(found[done[0]].plan) if done else frozenset()
+        below = self.repo.open_below(done) if done else set()
+        out: list[tuple[Item, str]] = []
+        for i in dict.fromkeys(ids):
+            if i not in found:
+                continue
+            if graph.unmet(found[i]):
+                out.append((found[i], found[i].status))
+            elif i in held:
+                out.append((found[i], "completed, its gate has not passed"))
+            elif i in below:
+                out.append((found[i], "completed above open sub-items"))
+        return out
 
     def _update_item(self, w: Writes, plan: str, item: Item, fields: dict[str, Any]) -> None:
         add_blocker = fields.pop("add_blocker", None)
@@ -1657,8 +1694,9 @@ def _compact_row(item: Item) -> dict[str, Any]:
     return {"id": item.id, "content": item.content, "status": item.status, "priority": item.priority}
 
 
-def _list_items(items: list[Item], limit: int = 3) -> str:
-    shown = [f"{it.id} {short(it.content, 40)!r} ({it.status})" for it in items[:limit]]
+def _list_items(items: list[tuple[Item, str]], limit: int = 3) -> str:
+    """Items with why each is named (its status, or why it does not count as finished)."""
+    shown = [f"{it.id} {short(it.content, 40)!r} ({why})" for it, why in items[:limit]]
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return ", ".join(shown) + more
 

@@ -72,20 +72,40 @@ def unmet_status(status: str) -> bool:
 def derive(items: Sequence[Item], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
     """Map item id -> (blocked, ready) for a whole plan.
 
-    Blocked: an unmet dependency (open or cancelled), directly or through a
-    parent phase. Ready: pending, not blocked, and no unfinished children (a
-    phase is done through its children, so it is not itself the next thing).
+    Blocked: an unmet dependency (open, cancelled, or completed above open
+    sub-items), directly or through a parent phase. Ready: pending, not
+    blocked, and no unfinished sub-items (a phase is done through its
+    children, so it is not itself the next thing).
     `held`: items that count as unmet whatever their status (checked but
     not verified, from `core.verification.held`).
     """
     return derive_links([(i.id, i.parent, i.status, i.depends_on) for i in items], held)
 
 
+def open_below(items: Sequence[Links]) -> set[str]:
+    """Items with an open item somewhere below them (a child, a grandchild...):
+    a phase is done through its children, so one marked completed above open
+    work is not finished, and what waits for it is not ready."""
+    parent_of = {i[0]: i[1] for i in items}
+    out: set[str] = set()
+    for _id, parent, status, _deps in items:
+        if status not in OPEN_STATUSES:
+            continue
+        node, depth = parent, 0
+        while node is not None and node not in out and depth < 64:
+            out.add(node)
+            node, depth = parent_of.get(node), depth + 1
+    return out
+
+
 def derive_links(items: Sequence[Links], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
     """`derive` over bare links: `Ledger.show` builds no `Item` only to read these four fields."""
     by_id: Mapping[str, Links] = {i[0]: i for i in items}
-    open_children: set[str] = {i[1] for i in items if i[1] and i[2] in OPEN_STATUSES}
-    direct = {i[0]: any(b in by_id and (unmet_status(by_id[b][2]) or b in held) for b in i[3]) for i in items}
+    open_children = open_below(items)
+    unmet_ids = held | open_children
+    direct = {
+        i[0]: any(b in by_id and (unmet_status(by_id[b][2]) or b in unmet_ids) for b in i[3]) for i in items
+    }
     memo: dict[str, bool] = {}
 
     def blocked(item_id: str, depth: int = 0) -> bool:

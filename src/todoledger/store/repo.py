@@ -218,6 +218,32 @@ class Repo:
                     found[item].depends_on.append(blocker)
         return found
 
+    def open_below(self, ids: Sequence[str]) -> set[str]:
+        """Of these items, those with an open item somewhere below them (a
+        child, a grandchild...): one query a level, none below a leaf."""
+        root_of = {i: i for i in dict.fromkeys(ids)}
+        out: set[str] = set()
+        frontier = list(root_of)
+        for _ in range(64):
+            found: dict[str, str] = {}
+            for chunk in _chunks(frontier):
+                marks = ",".join("?" * len(chunk))
+                for child, parent, status in self.db.query(
+                    f"SELECT id, parent, status FROM items WHERE parent IN ({marks})", chunk
+                ):
+                    root = root_of[parent]
+                    if root in out:
+                        continue
+                    if status in ("pending", "in_progress"):
+                        out.add(root)
+                    elif child not in root_of:
+                        found[child] = root
+            root_of.update(found)
+            frontier = [c for c, root in found.items() if root not in out]
+            if not frontier:
+                break
+        return out
+
     def items_by_content(self, plan: str, contents: Sequence[str]) -> tuple[dict[str, Item], set[str]]:
         """The plan's items holding any of these texts (without their dependencies),
         and which of them wait for anything."""

@@ -335,3 +335,29 @@ def test_a_refused_update_goal_changes_nothing(ledger_env: Path, tmp_path: Path)
     codex({"hook_event_name": "Stop", "session_id": "0199goal", "transcript_path": str(rollout)})
     with Ledger(ledger_env) as lg:
         assert lg.items() == []
+
+
+def test_ticking_a_phase_its_steps_and_what_waits_for_it_in_one_file(
+    ledger_env: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "plan.md"
+    source.write_text("- [ ] Phase\n  - [ ] Step\n- [ ] After\n")
+    assert tl(ledger_env, "import", "--format", "markdown", str(source)).returncode == 0
+    with Ledger(ledger_env) as lg:
+        ids = {i["content"]: i["id"] for i in lg.items()}
+        lg.dep_add(ids["After"], ids["Phase"])
+    exported = tl(ledger_env, "export", "--format", "markdown").stdout
+    # The phase ticked while its step stays open: refused as a whole, saying why.
+    source.write_text(exported.replace("- [ ] Phase", "- [x] Phase"))
+    out = tl(ledger_env, "import", "--format", "markdown", str(source))
+    assert out.returncode == 1 and "work below it is still open" in out.stderr
+    with Ledger(ledger_env) as lg:
+        assert {i["status"] for i in lg.items()} == {"pending"}
+    # Everything ticked: the file lists the phase first and what waits for it last,
+    # and the ledger takes the step, then the phase, then what waited: nothing forced.
+    source.write_text(exported.replace("[ ]", "[x]"))
+    out = tl(ledger_env, "import", "--format", "markdown", str(source))
+    assert out.returncode == 0, out.stderr
+    with Ledger(ledger_env) as lg:
+        assert {i["status"] for i in lg.items()} == {"completed"}
+        assert not [e for e in lg.history() if e["field"] == "forced"]

@@ -490,3 +490,32 @@ def test_start_and_done_refuse_what_waits_for_a_completion_whose_gate_has_not_pa
         assert f"{disk} 'Verify /data has 5.4T free' (completed, its gate has not passed)" in proc.stderr
     with Ledger(ledger_env) as lg:
         assert lg.get(run)["status"] == "pending"
+
+
+def test_a_negated_task_is_other_work_and_a_guessed_rewording_is_named(ledger_env: Path) -> None:
+    first = {
+        "todos": [
+            {"content": "Migrate the users table", "status": "pending", "activeForm": "a"},
+            {"content": "Remove the old API", "status": "pending", "activeForm": "b"},
+        ]
+    }
+    second = {
+        "todos": [
+            {"content": "Migrate the orders table", "status": "completed", "activeForm": "a"},
+            {"content": "Do not remove the old API", "status": "pending", "activeForm": "b"},
+        ]
+    }
+    w = ("write", "--writer", "claude-code:s1", "--json", "-")
+    assert cli(ledger_env, *w, stdin=json.dumps(first)).returncode == 0
+    reply = json.loads(cli(ledger_env, *w, stdin=json.dumps(second)).stdout)
+    with Ledger(ledger_env) as lg:
+        rows = {i["content"]: i for i in lg.show()["items"]}
+    # The negation is new work; the old task was left out, and says so.
+    assert rows["Remove the old API"]["status"] == "cancelled"
+    assert rows["Do not remove the old API"]["status"] == "pending"
+    # A close text is still paired, and the writer is told which item it took over.
+    migrated = rows["Migrate the orders table"]["id"]
+    assert reply["notices"] == [
+        f"'Migrate the orders table' was taken as a rewording of 'Migrate the users table' ({migrated}),"
+        " which was pending: if it is other work, list that item again"
+    ]

@@ -741,7 +741,7 @@ class Ledger:
             changes = _changes(result, known)
             warnings += self._progress_warnings(parsed, result, known, blocked)
             warnings += self._completion_warnings(plan, result)
-            notices = _drop_notices(result, known)
+            notices = _drop_notices(result, known) + _reword_notices(parsed, result, known)
             links = any(e.blocked_by or e.blocks for e in parsed.items)
             fresh = [c for c in result.conflicts if not self._repeat_conflict(c.item, writer, _conflict(c))]
             recorded = result.creates or result.sets or result.dropped or fresh
@@ -1808,6 +1808,23 @@ def _drop_notices(result: Merge, known: dict[str, Item]) -> list[str]:
         " if it is done, mark it completed"
         for i in result.dropped
         if i in cancelled and known[i].status == "in_progress"
+    ]
+
+
+def _reword_notices(parsed: ParsedWrite, result: Merge, known: dict[str, Item]) -> list[str]:
+    """An entry taken as a rewording of an item the list left out carries that
+    item's status, history and evidence: the writer is told which, since a
+    close text can still be other work."""
+    guessed = {
+        item_id
+        for index, item_id in enumerate(result.matches)
+        if item_id is not None and not parsed.items[index].ext_id
+    }
+    return [
+        f"{short(str(s.new), 60)!r} was taken as a rewording of {short(str(s.old), 60)!r} ({s.item}),"
+        f" which was {known[s.item].status}: if it is other work, list that item again"
+        for s in result.sets
+        if s.field == "content" and s.item in guessed and s.item in known
     ]
 
 

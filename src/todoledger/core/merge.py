@@ -104,6 +104,8 @@ def normalise(text: str) -> str:
 
 
 _FEATURES: dict[str, tuple[str, list[str], frozenset[str]]] = {}
+# "Remove the old API" and "Do not remove the old API" share nearly every letter.
+NEGATIONS = frozenset({"not", "no", "never", "don't", "dont", "without", "skip", "avoid"})
 
 
 def _features(text: str) -> tuple[str, list[str], frozenset[str]]:
@@ -125,14 +127,15 @@ def _features(text: str) -> tuple[str, list[str], frozenset[str]]:
 
 
 def rewording_score(a: str, b: str, floor: float = REWORD_THRESHOLD) -> float:
-    """Similarity of two texts in [0, 1]; 0 when their numbers differ, since
-    "Benchmark 10 tokens" and "Benchmark 5 tokens" are different work, and
+    """Similarity of two texts in [0, 1]; 0 when their numbers or their
+    negations differ, since "Benchmark 10 tokens" and "Benchmark 5 tokens" are
+    different work, as are "Remove the old API" and "Do not remove it"; and
     0 below `floor`, which lets the cheap bounds skip the exact ratio."""
     from difflib import SequenceMatcher  # only fuzzy matching needs it; keep it off the hook path
 
     na, numbers_a, wa = _features(a)
     nb, numbers_b, wb = _features(b)
-    if numbers_a != numbers_b:
+    if numbers_a != numbers_b or (wa & NEGATIONS) != (wb & NEGATIONS):
         return 0.0
     # A rewording keeps most of its words; unrelated lists rarely share half.
     if len(wa & wb) * 2 < min(len(wa), len(wb)):

@@ -35,6 +35,7 @@ def apply(
         resolved: list[str] = []
         used: set[str] = set()
         last_child: dict[str | None, str] = {}
+        completions: list[str] = []  # ticked in the file: applied once everything else is
         for item in items:
             parent = resolved[item.parent] if item.parent is not None else under
             found = _match(item, parent, existing, used, plan)
@@ -62,13 +63,44 @@ def apply(
                             f"item {found['id']} is a sub-item in the plan but at the top level in the "
                             "file; put it back under its parent in the file (nothing was imported)"
                         )
-                    row = ledger.update(found["id"], plan=plan, writer=writer, kind="import", at=at, **fields)
+                    if fields.get("status") == "completed":
+                        completions.append(found["id"])
+                        del fields["status"]
+                    if fields:
+                        row = ledger.update(
+                            found["id"], plan=plan, writer=writer, kind="import", at=at, **fields
+                        )
                     changed += 1
             used.add(row["id"])
             existing[row["id"]] = row
             resolved.append(row["id"])
             last_child[parent] = row["id"]
+        for item_id in _completion_order(completions, existing):
+            ledger.update(item_id, plan=plan, writer=writer, kind="import", at=at, status="completed")
     return {"plan": plan, "records": len(items), "added": added, "changed": changed, "ids": resolved}
+
+
+def _completion_order(ids: list[str], rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The ticked items in an order the ledger accepts: a phase after the
+    sub-items below it, an item after what it waits for; else file order (a
+    tick the ledger cannot take is then refused, saying why)."""
+    chosen = set(ids)
+    after: dict[str, set[str]] = {i: {b for b in rows[i].get("depends_on", []) if b in chosen} for i in ids}
+    for i in ids:
+        node, depth = rows[i].get("parent"), 0
+        while node is not None and depth < 64:
+            if node in chosen:
+                after[node].add(i)
+            node, depth = rows.get(node, {}).get("parent"), depth + 1
+    order: list[str] = []
+    placed: set[str] = set()
+    while len(order) < len(ids):
+        free = [i for i in ids if i not in placed and after[i] <= placed]
+        if not free:  # waits that contradict each other: file order, and the ledger says no
+            free = [i for i in ids if i not in placed]
+        order += free
+        placed.update(free)
+    return order
 
 
 def _match(

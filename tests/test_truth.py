@@ -490,6 +490,9 @@ def test_start_and_done_refuse_what_waits_for_a_completion_whose_gate_has_not_pa
         assert f"{disk} 'Verify /data has 5.4T free' (completed, its gate has not passed)" in proc.stderr
     with Ledger(ledger_env) as lg:
         assert lg.get(run)["status"] == "pending"
+    # Started past it all the same: the text view still says it is blocked.
+    assert cli(ledger_env, "start", run, "--force").returncode == 0
+    assert "Run inference (blocked)" in cli(ledger_env, "show").stdout
 
 
 def test_a_negated_task_is_other_work_and_a_guessed_rewording_is_named(ledger_env: Path) -> None:

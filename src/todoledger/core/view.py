@@ -74,7 +74,7 @@ class ItemView:
             return "waits for a cancelled item"
         if self.ready:
             return "ready"
-        if self.blocked and self.status == "pending":
+        if self.blocked and self.is_open:  # in progress too: started past its prerequisites
             return "blocked"
         return ""
 

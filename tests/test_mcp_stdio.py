@@ -117,3 +117,22 @@ def test_requests_from_a_file_are_served_by_the_sdks_own_stdio(ledger_env: Path,
     assert proc.returncode == 0, err
     got = answers(out)
     assert got[1]["result"]["serverInfo"]["name"] == "todoledger"
+
+
+def test_a_client_that_closes_stdin_at_once_still_hears_every_answer(ledger_env: Path) -> None:
+    # `printf ... | todoledger mcp`: the SDK alone ends the session at end of input and
+    # drops the answers in flight, so the client would never hear that its write landed.
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "todowrite", "arguments": {"todos": [{"content": "A", "status": "completed"}]}},
+    }
+    proc = mcp_process(ledger_env)
+    out, err = proc.communicate(b"".join(line(m) for m in [*HANDSHAKE, call]), timeout=60)
+    assert proc.returncode == 0, err
+    got = answers(out)
+    assert set(got) == {1, 2}
+    assert json.loads(got[2]["result"]["content"][0]["text"])["todos"][0]["status"] == "completed"
+    with Ledger(ledger_env) as lg:
+        assert [i["status"] for i in lg.items()] == ["completed"]

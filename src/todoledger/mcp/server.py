@@ -270,8 +270,9 @@ def run_stdio(*, plan: str | None = None) -> None:
     except KeyboardInterrupt:
         pass
     except BaseExceptionGroup as group:
-        # The client went away (closed our stdout): that ends the session, it is no error.
-        _, rest = group.split((BrokenPipeError, anyio.BrokenResourceError, anyio.ClosedResourceError))
+        # The client went away (closed our stdout: a broken pipe, or asyncio's "connection
+        # lost" on the pipe): that ends the session, it is no error.
+        _, rest = group.split((ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError))
         if rest is not None:
             raise rest from None
     finally:

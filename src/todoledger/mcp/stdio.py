@@ -17,6 +17,8 @@ corrupt the wire, and are restored on exit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import stat
 import sys
@@ -31,11 +33,58 @@ from mcp.server.stdio import stdio_server
 LINE_LIMIT = 1 << 30
 
 
+# How long a client that closed stdin may wait for the answers to what it asked before.
+EOF_GRACE_SECONDS = 60.0
+
+
+class _Asked:
+    """The client's requests not answered yet. The SDK ends the session, and
+    drops the answers in flight, as soon as stdin ends; a client that writes
+    its calls and closes its end (`printf ... | todoledger mcp`) would see a
+    write applied and never hear of it."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.none_left = asyncio.Event()
+        self.none_left.set()
+
+    def read(self, line: str) -> None:
+        message = _message(line)
+        if message is None:
+            return
+        if "method" in message and "id" in message:
+            self.ids.add(json.dumps(message["id"]))
+            self.none_left.clear()
+        elif message.get("method") == "notifications/cancelled":  # no answer will come
+            params = message.get("params")
+            if isinstance(params, dict):
+                self._done(json.dumps(params.get("requestId")))
+
+    def written(self, text: str) -> None:
+        message = _message(text) if self.ids else None
+        if message is not None and "method" not in message and ("result" in message or "error" in message):
+            self._done(json.dumps(message.get("id")))
+
+    def _done(self, key: str) -> None:
+        self.ids.discard(key)
+        if not self.ids:
+            self.none_left.set()
+
+
+def _message(text: str) -> dict[str, Any] | None:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 class _Lines:
     """The async iterator of text lines that `stdio_server(stdin=)` reads."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, asked: _Asked) -> None:
         self._reader = reader
+        self._asked = asked
 
     def __aiter__(self) -> _Lines:
         return self
@@ -43,18 +92,25 @@ class _Lines:
     async def __anext__(self) -> str:
         line = await self._reader.readline()
         if not line:
+            # The client closed its end: first answer what it asked.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
             raise StopAsyncIteration
-        return line.decode("utf-8", "replace")
+        text = line.decode("utf-8", "replace")
+        self._asked.read(text)
+        return text
 
 
 class _Out:
     """The `write` and `flush` that `stdio_server(stdout=)` calls."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, asked: _Asked) -> None:
         self._writer = writer
+        self._asked = asked
 
     async def write(self, text: str) -> None:
         self._writer.write(text.encode("utf-8"))
+        self._asked.written(text)
 
     async def flush(self) -> None:
         await self._writer.drain()
@@ -104,7 +160,8 @@ async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
         transport.set_write_buffer_limits(high=0)
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         try:
-            async with stdio_server(stdin=_Lines(reader), stdout=_Out(writer)) as streams:  # type: ignore[arg-type]
+            asked = _Asked()
+            async with stdio_server(stdin=_Lines(reader, asked), stdout=_Out(writer, asked)) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
             transport.close()

@@ -522,3 +522,21 @@ def test_a_negated_task_is_other_work_and_a_guessed_rewording_is_named(ledger_en
         f"'Migrate the orders table' was taken as a rewording of 'Migrate the users table' ({migrated}),"
         " which was pending: if it is other work, list that item again"
     ]
+
+
+def test_the_check_a_completion_has_not_passed_is_not_removed_without_force(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        server = lg.add("Launch the server")["id"]
+        bench = lg.add("Benchmark", depends_on=[server])["id"]
+    gate = json.loads(cli(ledger_env, "gate", "add", server, "cmd:false", "--json").stdout)["id"]
+    assert cli(ledger_env, "done", server, "--force", "--reason", "trust me").returncode == 0
+    refused = cli(ledger_env, "gate", "remove", gate)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert f"{gate} is a check of {server}, which was completed without passing it (failed)" in refused.stderr
+    with Ledger(ledger_env) as lg:
+        assert {i["id"]: i for i in lg.show()["items"]}[server]["verification"] == "failed"
+        assert bench not in [i["id"] for i in lg.next(limit=5)]
+    assert cli(ledger_env, "gate", "remove", gate, "--force").returncode == 0
+    with Ledger(ledger_env) as lg:
+        forced = [e["new"] for e in lg.history(item=server) if e["field"] == "forced"]
+        assert {"past": "check removal", "check": gate, "was": "failed"} in forced

@@ -117,15 +117,28 @@ def assume(
 
 
 def remove_check(
-    lg: Ledger, check_id: str, *, plan: str | None = None, writer: str | None = None
+    lg: Ledger, check_id: str, *, plan: str | None = None, writer: str | None = None, force: bool = False
 ) -> dict[str, Any]:
+    """Remove a check. Not the check a completion has not passed: without it the
+    completion would read as reported, not failed, and what waits for it would
+    go ahead; `force` does it all the same, and is recorded."""
     plan = plan or default_plan()
     writer = writer or default_writer()
     at = now()
     with lg._transaction():
         row = _require_check(lg, plan, check_id)
+        item = lg._require(plan, row.item)
+        state = states(lg, plan, [(item.id, item.status)])[item.id] if item.status == "completed" else None
+        unpassed = state is not None and state != core.VERIFIED
+        if unpassed and not force:
+            raise LedgerError(
+                f"{row.id} is a check of {item.id}, which was completed without passing it ({state}):"
+                f" removing it would hide that; reopen {item.id} first (force overrides, and is recorded)"
+            )
         _repo(lg).remove(row.id)
         w = lg._op(plan, writer, at, "uncheck", summary=f"removed {row.role} {row.id} from {row.item}")
+        if unpassed:
+            w.annotate(row.item, "forced", None, {"past": "check removal", "check": row.id, "was": state})
         w.annotate(row.item, "check", {"id": row.id, "spec": row.check.canonical()}, None)
         lg.repo.touch_plan(plan, at)
     return row.as_dict()

@@ -116,12 +116,15 @@ def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json:
 @gate.command("remove")
 @writes
 @click.argument("check_id", metavar="CHECK")
-def gate_remove(check_id: str, plan: str | None, writer: str | None, as_json: bool) -> None:
+@click.option(
+    "--force", is_flag=True, help="Also the check of an item completed without passing it (recorded)."
+)
+def gate_remove(check_id: str, plan: str | None, writer: str | None, as_json: bool, force: bool) -> None:
     """Remove a check (gate or assumption check) by its id."""
     from todoledger import verification
 
     with ledger() as lg:
-        row = verification.remove_check(lg, check_id, plan=plan, writer=writer)
+        row = verification.remove_check(lg, check_id, plan=plan, writer=writer, force=force)
     emit(row) if as_json else click.echo(f"removed {row['role']} {row['id']} from {row['item']}")
 
 

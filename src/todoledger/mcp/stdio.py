@@ -23,7 +23,6 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.stdio import stdio_server
@@ -31,8 +30,6 @@ from mcp.server.stdio import stdio_server
 # One JSON-RPC message per line, of any size the client sends (as the SDK's
 # unbounded readline); asyncio's default limit of 64 KiB would refuse a long list.
 LINE_LIMIT = 1 << 30
-
-
 # How long a client that closed stdin may wait for the answers to what it asked before.
 EOF_GRACE_SECONDS = 60.0
 
@@ -134,7 +131,7 @@ def _claim(fd: int, diversion: int) -> int:
     return private
 
 
-@asynccontextmanager
+@contextlib.asynccontextmanager
 async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's (read_stream, write_stream) pair over this process's stdin and stdout."""
     if not (_pipe_like(0) and _pipe_like(1)):

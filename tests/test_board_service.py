@@ -219,3 +219,50 @@ def test_an_agent_claims_past_many_items_that_wait_for_a_person(ledger_env: Path
         assert claimed["id"] == free
         assert lg.next("main", claim=True, writer=AGENT) == []
         assert lg.next("main", claim=True, writer=PERSON)[0]["content"] == "Costly step 0"
+
+
+def test_a_change_landing_while_the_board_reads_rows_is_not_missed(
+    ledger_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The board stamps what it sends with the ledger's change number; the live
+    script refreshes on an event only when its number is newer. A stamp read
+    after a change that landed during the read would swallow that change's event."""
+    import anyio
+    from starlette.requests import Request
+
+    from todoledger.web.app import Board
+
+    with Ledger(ledger_env) as lg:
+        first = lg.add("Step 1", writer=PERSON)["id"]
+        lg.add("Step 2", writer=PERSON)
+    board = Board()
+    real = Board._plan_parts
+
+    def read_then_someone_writes(self: Board, lg: Ledger, plan: str) -> Any:
+        parts = real(self, lg, plan)
+        with Ledger(ledger_env) as other:  # another process, between the read and the stamp
+            other.cancel(first, writer=PERSON, reason="not needed")
+        return parts
+
+    monkeypatch.setattr(Board, "_plan_parts", read_then_someone_writes)
+    body = json.dumps({"plan": "main", "known": {}}).encode()
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/rows",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+    }
+    try:
+        answer = json.loads(anyio.run(board.sync_rows, Request(scope, receive)).body)
+    finally:
+        board.close()
+    with Ledger(ledger_env) as lg:
+        now = lg.last_change()
+        assert lg.get(first)["status"] == "cancelled"
+    assert "st-cancelled" not in answer["rows"][first]  # the rows were read before the cancel
+    assert answer["change"] < now  # so the cancel's event is newer than the page, and refreshes it

@@ -136,9 +136,12 @@ class Board:
         plan = request.query_params.get("plan") or self.plan or default_plan()
 
         def render(lg: Ledger) -> tuple[str, str, int, bool]:
+            # The change number is read before what it stamps: a change that lands in
+            # between is then newer than the page says, and its event brings it in.
+            change = int(lg.last_change())
             title, body = build_body(lg, plan)
             has_sweeps = kind != "plans" and lg.exists and bool(sweeps.listing(lg, plan=plan))
-            return title, body, int(lg.last_change()), has_sweeps
+            return title, body, change, has_sweeps
 
         status = 200
         try:
@@ -226,9 +229,10 @@ class Board:
         name = plan if isinstance(plan, str) and plan else self.plan or default_plan()
 
         def collect(lg: Ledger) -> dict[str, Any]:
+            change = int(lg.last_change())  # first, as in `_page`: never newer than the rows
             head, rows, _ = self._plan_parts(lg, name)
             return {
-                "change": int(lg.last_change()),
+                "change": change,
                 "head": head,
                 "order": [item_id for item_id, _, _ in rows],
                 "rows": {item_id: html for item_id, h, html in rows if known.get(item_id) != h},

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -22,6 +23,7 @@ from todoledger.core.model import LedgerError
 from todoledger.ingest import bridges
 from todoledger.ingest.calls import Skipped, TodoCall
 from todoledger.ingest.plans import PlanNames
+from todoledger.ingest.readahead import ReadAhead, worth_it
 from todoledger.ingest.sources import Source, discover, open_stdin, read_calls
 from todoledger.service import Ledger
 
@@ -227,12 +229,16 @@ def import_source(
     result: IngestResult,
     stdin: IO[bytes] | None = None,
     names: PlanNames | None = None,
+    ahead: ReadAhead | None = None,
 ) -> None:
     if source.path is None:
         # The format is read off the stream's head once; the stream goes on from there.
         fmt, stdin = open_stdin(stdin or sys.stdin.buffer)
         source = Source(source.name, fmt or "unknown", None, 0)
-    calls = read_calls(source, result.skipped, stdin)
+    if ahead is not None and source.path is not None:
+        calls = ahead.calls(source, result.skipped)
+    else:
+        calls = read_calls(source, result.skipped, stdin)
     sessions = write_calls(ledger, calls, source.name, source.fmt, lambda: _file_time(source), names)
     result.sessions.extend(sessions)
     if not sessions:
@@ -261,15 +267,19 @@ def ingest(
     stdin: IO[bytes] | None = None,
     sources: list[Source] | None = None,
     skipped: Skipped | None = None,
+    read_ahead: bool | None = None,
 ) -> IngestResult:
-    """Import every transcript under `paths` (or the `sources` already found)."""
+    """Import every transcript under `paths` (or the `sources` already found).
+    `read_ahead`: read the next files in a second process while writing
+    (readahead.py); by default where there is enough to read and a second core."""
     result = IngestResult(skipped=skipped or Skipped())
     found = sources if sources is not None else list(discover(list(paths), result.skipped))
     names = PlanNames(ledger)
-    with ledger.bulk():
+    ahead = ReadAhead(found) if (worth_it(found) if read_ahead is None else read_ahead) else None
+    with ledger.bulk(), ahead if ahead is not None else nullcontext():
         for source in found:
             result.files += 1
-            import_source(ledger, source, result, stdin, names)
+            import_source(ledger, source, result, stdin, names, ahead)
             if progress is not None:
                 progress(source, source.size)
     finish(ledger, result)

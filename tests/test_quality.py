@@ -45,3 +45,40 @@ def test_readme_starts_with_the_two_commands_and_documents_every_command() -> No
     ctx = click.Context(cli)
     for name in cli.list_commands(ctx):
         assert re.search(rf"todoledger {name}\b", readme), f"README does not document `todoledger {name}`"
+
+
+def test_xdist_groups_keep_their_tests_on_one_worker(tmp_path: Path) -> None:
+    """The suite relies on `--dist loadgroup`: the real agents' runs are shared by
+    the tests of one worker, and the Inspector's npm cache is used by one at a
+    time. Some pytest and pytest-xdist releases drop the grouping silently."""
+    (tmp_path / "test_grouped.py").write_text(
+        "import os\n"
+        "import pytest\n\n"
+        "pytestmark = pytest.mark.xdist_group('together')\n\n"
+        "@pytest.mark.parametrize('n', range(6))\n"
+        "def test_where(n):\n"
+        "    with open('workers.txt', 'a') as fh:\n"
+        "        fh.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "test_grouped.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    workers = (tmp_path / "workers.txt").read_text().split()
+    assert len(workers) == 6 and len(set(workers)) == 1, workers

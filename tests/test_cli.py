@@ -149,6 +149,9 @@ def test_lint_reports_where_and_what(ledger_env: Path) -> None:
         ("", ("undo", "--plan", "empty"), "nothing to undo in plan 'empty'"),
         ("{bad", ("import", "-"), "line 1: invalid JSON"),
     ],
+    # Short ids: pytest puts the test's id in PYTEST_CURRENT_TEST, and a 3 MB id makes
+    # the environment too long for exec.
+    ids=lambda value: value[:24] if isinstance(value, str) else None,
 )
 def test_bad_input_gets_one_clear_line_and_changes_nothing(
     ledger_env: Path, stdin: str, args: tuple[str, ...], message: str

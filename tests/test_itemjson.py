@@ -28,6 +28,9 @@ def rich_plan(lg: Ledger, tmp_path: Path) -> None:
     lg.done(a["id"], writer="setup", evidence="tests pass: 12/12 \U0001f600")
     gated = lg.add("Checked", writer="setup", priority="low")
     verification.add_check(lg, gated["id"], f"file:{tmp_path / 'missing.md'}")
+    # Completed past the item it waits for: forced, with a reason that needs escaping.
+    early = lg.add("Shipped early", writer="setup", depends_on=[gated["id"]])
+    lg.done(early["id"], writer="setup", force=True, force_reason='"ship it" \u2028 now')
     lg.add("Other plan", plan="other", writer="setup")
 
 

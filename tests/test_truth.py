@@ -540,3 +540,53 @@ def test_the_check_a_completion_has_not_passed_is_not_removed_without_force(ledg
     with Ledger(ledger_env) as lg:
         forced = [e["new"] for e in lg.history(item=server) if e["field"] == "forced"]
         assert {"past": "check removal", "check": gate, "was": "failed"} in forced
+
+
+def test_every_reading_of_the_plan_says_what_a_completion_was_forced_past(ledger_env: Path) -> None:
+    """A forced completion reads as done in `show`, `prime` and the JSON an
+    agent reads: each says what it overrode, with the reason, until the item
+    changes status again."""
+    with Ledger(ledger_env) as lg:
+        phase = lg.add("Phase 1: train the drafter")["id"]
+        step = lg.add("Convert the weights", parent=phase)["id"]
+        deploy = lg.add("Deploy the server", depends_on=[phase])["id"]
+        plain = lg.add("Write the notes")["id"]
+    assert (
+        cli(ledger_env, "done", phase, "--force", "--reason", "the weights are converted by hand").returncode
+        == 0
+    )
+    assert cli(ledger_env, "done", deploy, "--force").returncode == 0
+    assert cli(ledger_env, "done", plain).returncode == 0
+    shown = {i["id"]: i for i in json.loads(cli(ledger_env, "show", "--json").stdout)["items"]}
+    assert shown[phase]["forced"] == [
+        {"past": "open sub-items", "reason": "the weights are converted by hand"}
+    ]
+    assert shown[deploy]["forced"] == [{"past": "prerequisites", "open": [phase]}]
+    assert shown[plain]["forced"] == [] and shown[step]["forced"] == []
+    text = cli(ledger_env, "show").stdout
+    assert "Phase 1: train the drafter  forced past open sub-items" in text
+    assert "forced past open prerequisites" in text.split("Deploy the server", 1)[1].splitlines()[0]
+    assert "forced" not in text.split("Write the notes", 1)[1].splitlines()[0]
+    prime = cli(ledger_env, "prime").stdout
+    assert "Deploy the server [medium] (forced past open prerequisites)" in prime
+    from todoledger.web.pages import verification_text
+
+    with Ledger(ledger_env) as lg:  # the board's verification column
+        board = {it.id: verification_text(it) for it in lg.view().items}
+    assert board[deploy] == "claimed, not verified; forced past open prerequisites"
+    assert board[plain] == "claimed, not verified"
+    from todoledger.mcp.tools import PlanTools
+
+    tools = PlanTools()
+    try:
+        recent = {r["id"]: r for r in tools.todoread({}, "mcp:agent:1")["recent"]}
+    finally:
+        tools.close()
+    assert recent[deploy]["forced"] == ["forced past open prerequisites"] and "forced" not in recent[plain]
+    # Reopened and completed in order: no longer forced.
+    with Ledger(ledger_env) as lg:
+        lg.update(deploy, status="pending")
+        lg.update(step, status="completed")
+        lg.done(deploy)
+        assert {i["id"]: i["forced"] for i in lg.show()["items"]}[deploy] == []
+        assert {i["id"]: i["forced"] for i in lg.show()["items"]}[phase] != []

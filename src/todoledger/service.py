@@ -276,11 +276,13 @@ class Ledger:
                     self.repo.save_base(plan, writer, {r["id"]: _seen(r) for r in rows})
                 revision = self.repo.revision(plan)
                 verified, held = self._verification(plan, [(r["id"], r["status"]) for r in rows])
+                forced = self.repo.forced(plan)
         else:
             with self.store.read():
                 rows = self.repo.item_rows(plan)
                 revision = self.repo.revision(plan)
                 verified, held = self._verification(plan, [(r["id"], r["status"]) for r in rows])
+                forced = self.repo.forced(plan)
         links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
         derived = graph.derive_links(links, held)
         waiting = graph.cancelled_links(links)
@@ -289,6 +291,7 @@ class Ledger:
             row["blocked"], row["ready"] = derived[item_id]
             row["waits_on_cancelled"] = waiting.get(item_id, [])
             row["verification"] = verified[item_id]
+            row["forced"] = forced.get(item_id, [])
         return {"plan": plan, "revision": revision, "items": rows}
 
     def show_json(self, plan: str | None = None, *, writer: str | None = None) -> str:
@@ -305,6 +308,7 @@ class Ledger:
                 self.repo.save_base(plan, writer, seen)
             revision = self.repo.revision(plan)
             verified, held = self._verification(plan, [(r[0], r[3]) for r in rows])
+            forced = self.repo.forced(plan)
         links = [(r[0], r[6], r[3], deps.get(r[0], ())) for r in rows]
         return plan_text(
             plan,
@@ -314,6 +318,7 @@ class Ledger:
             graph.derive_links(links, held),
             graph.cancelled_links(links),
             verified,
+            forced,
             decode,
         )
 
@@ -997,6 +1002,8 @@ class Ledger:
         plan = plan or default_plan()
         writer = writer or default_writer()
         status = fields.get("status")
+        # Why a person forced it: recorded with whatever the force overrides.
+        why = {"reason": fields["force_reason"]} if fields.get("force_reason") else {}
         with self.store.read():  # before the gates run: a refusal runs no check
             early = self._require(plan, ref)
             self._check_person(plan, early, writer, status, fields)
@@ -1028,10 +1035,13 @@ class Ledger:
                 gate.record(self, w)  # the gates' receipts (and an override) go with the change
             if waiting:
                 w.annotate(
-                    item.id, "forced", None, {"past": "prerequisites", "open": [b.id for b, _ in waiting]}
+                    item.id,
+                    "forced",
+                    None,
+                    {"past": "prerequisites", "open": [b.id for b, _ in waiting]} | why,
                 )
             if above_open:
-                w.annotate(item.id, "forced", None, {"past": "open sub-items"})
+                w.annotate(item.id, "forced", None, {"past": "open sub-items"} | why)
             self._update_item(w, plan, item, fields)
             self.repo.save_base(plan, writer, {item.id: Seen.of(self._require(plan, item.id))})
             if w.count:

@@ -25,12 +25,12 @@ try:
 except ImportError:  # no C accelerator
     _string = compact
 
-# The keys of an item in `Ledger.show`, in their order: `Item.as_dict`'s, then the derived four.
+# The keys of an item in `Ledger.show`, in their order: `Item.as_dict`'s, then the derived five.
 ITEM_KEYS = (
     "id",
     *STATE_FIELDS,
     *("created_by", "updated_by", "created_at", "updated_at"),
-    *("blocked", "ready", "waits_on_cancelled", "verification"),
+    *("blocked", "ready", "waits_on_cancelled", "verification", "forced"),
 )
 
 
@@ -42,6 +42,7 @@ def plan_text(
     derived: Mapping[str, tuple[bool, bool]],
     waiting: Mapping[str, list[str]],
     verified: Mapping[str, str | None],
+    forced: Mapping[str, list[Any]],
     decode: Callable[[str], Any],
 ) -> str:
     """`rows` in `store.repo.ITEM_COLUMNS` order (id, plan, content, status,
@@ -72,6 +73,7 @@ def plan_text(
             f'"needs_approval":{"true" if r[17] else "false"},'
             f'"created_by":{n(r[11])},"updated_by":{n(r[12])},"created_at":{n(r[13])},"updated_at":{n(r[14])},'
             f'"blocked":{"true" if blocked else "false"},"ready":{"true" if ready else "false"},'
-            f'"waits_on_cancelled":{compact(waiting.get(item_id, []))},"verification":{n(verified[item_id])}}}'
+            f'"waits_on_cancelled":{compact(waiting.get(item_id, []))},"verification":{n(verified[item_id])},'
+            f'"forced":{compact(forced[item_id]) if item_id in forced else "[]"}}}'
         )
     return f'{{"plan":{s(plan)},"revision":{compact(revision)},"items":[{",".join(items)}]}}'

@@ -63,6 +63,7 @@ class ItemView:
     estimate: str | None = None
     uses: tuple[str, ...] = ()
     needs_approval: bool = False
+    forced: tuple[str, ...] = ()  # what its status was forced past, as `forced_label` says it
 
     @property
     def is_open(self) -> bool:
@@ -85,6 +86,7 @@ class ItemView:
             out.append(f"waits for a cancelled item ({', '.join(self.waits_on_cancelled)})")
         if self.verification:
             out.append(self.verification)
+        out.extend(self.forced)
         if self.needs_approval:
             out.append("needs approval")
         if self.estimate:
@@ -275,7 +277,23 @@ def _item(r: Mapping[str, Any], depth: int) -> ItemView:
         get("estimate"),
         _ids(get("uses")),
         bool(get("needs_approval")),
+        tuple(forced_label(f) for f in get("forced") or ()),
     )
+
+
+FORCED_PAST = {
+    "prerequisites": "forced past open prerequisites",
+    "open sub-items": "forced past open sub-items",
+    "gates": "forced past a failing gate",
+    "check removal": "forced: the check it had not passed was removed",
+}
+
+
+def forced_label(record: Any) -> str:
+    """A forced change as a tag: what it overrode. Its reason and the rest stay
+    in the item's JSON and its history."""
+    past = record.get("past") if isinstance(record, dict) else None
+    return FORCED_PAST.get(str(past), "forced")
 
 
 def _ids(value: Iterable[str] | None) -> tuple[str, ...]:

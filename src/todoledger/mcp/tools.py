@@ -863,7 +863,7 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"plan": view.plan, "revision": view.revision, "counts": view.counts}
     if view.in_progress:
         out["in_progress"] = [
-            it.as_dict() | ({"updated_by": it.writer} if it.writer else {}) for it in view.in_progress
+            it.as_dict("forced") | ({"updated_by": it.writer} if it.writer else {}) for it in view.in_progress
         ]
     if view.ready:
         out["ready"] = [it.as_dict("priority", "needs_approval", "uses") for it in view.ready[:SHOWN]]
@@ -877,7 +877,7 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
     if waiting:
         out["waits_for_cancelled"] = waiting
     if view.recent:
-        out["recent"] = [it.as_dict("evidence", "verification") for it in view.recent[:SHOWN]]
+        out["recent"] = [it.as_dict("evidence", "verification", "forced") for it in view.recent[:SHOWN]]
     if full:
         out["items"] = [it.as_dict(*_FULL) for it in view.items]
     return out
@@ -893,6 +893,7 @@ _FULL = (
     "reason",
     "notes",
     "verification",
+    "forced",
     "waits_on_cancelled",
     "estimate",
     "uses",

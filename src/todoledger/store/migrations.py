@@ -140,11 +140,19 @@ def m005_leases(db: Executor) -> None:
     )
 
 
+def m006_forced_index(db: Executor) -> None:
+    """Every reading of a plan says which items stand on a forced change (a
+    completion past open prerequisites, open sub-items or a failing gate):
+    those few events are found without reading the plan's whole history."""
+    db.execute_script(["CREATE INDEX events_forced ON events (plan, item) WHERE field = 'forced'"])
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
     ("checks_receipts_metrics", m003_checks_receipts_metrics),
     ("board_fields", m004_board_fields),
     ("leases", m005_leases),
+    ("forced_index", m006_forced_index),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -218,6 +218,29 @@ class Repo:
                     found[item].depends_on.append(blocker)
         return found
 
+    def forced(self, plan: str) -> dict[str, list[Any]]:
+        """Per item, the overrides (`forced` events) its current status stands
+        on: those recorded with its last status change or after it (a gate's
+        check removed later). An item reopened since is no longer forced."""
+        rows = self.db.query(
+            "SELECT item, new, op FROM events WHERE plan = ? AND field = 'forced' ORDER BY seq", (plan,)
+        )
+        if not rows:
+            return {}
+        last: dict[str, int] = {}
+        for chunk in _chunks(sorted({r[0] for r in rows})):
+            marks = ",".join("?" * len(chunk))
+            for item, op in self.db.query(
+                f"SELECT item, MAX(op) FROM events WHERE field = 'status' AND item IN ({marks}) GROUP BY item",
+                chunk,
+            ):
+                last[item] = op
+        out: dict[str, list[Any]] = {}
+        for item, new, op in rows:
+            if op >= last.get(item, 0):
+                out.setdefault(item, []).append(decode(new))
+        return out
+
     def open_below(self, ids: Sequence[str]) -> set[str]:
         """Of these items, those with an open item somewhere below them (a
         child, a grandchild...): one query a level, none below a leaf."""

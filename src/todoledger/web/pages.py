@@ -242,10 +242,10 @@ def _add_form() -> str:
 
 
 def verification_text(it: ItemView) -> str:
-    if it.verification:
-        return it.verification
     # Nothing verifies it yet: a completed item is a claim, and says so.
-    return "claimed, not verified" if it.status == "completed" else ""
+    said = it.verification or ("claimed, not verified" if it.status == "completed" else "")
+    # A status someone forced says what it overrode, beside how it is verified.
+    return "; ".join([said, *it.forced] if said else it.forced)
 
 
 def row(

@@ -590,3 +590,21 @@ def test_every_reading_of_the_plan_says_what_a_completion_was_forced_past(ledger
         lg.done(deploy)
         assert {i["id"]: i["forced"] for i in lg.show()["items"]}[deploy] == []
         assert {i["id"]: i["forced"] for i in lg.show()["items"]}[phase] != []
+
+
+def test_report_finds_work_waiting_for_a_cancelled_item_and_forced_statuses(ledger_env: Path) -> None:
+    with Ledger(ledger_env) as lg:
+        dropped = lg.add("Benchmark on the old server")["id"]
+        waiting = lg.add("Compare against the old server", depends_on=[dropped])["id"]
+        phase = lg.add("Phase 1")["id"]
+        lg.add("Step 1.1", parent=phase)
+        lg.cancel(dropped, reason="the old server is gone")
+        lg.done(phase, force=True, force_reason="closing the phase early")
+    report = json.loads(cli(ledger_env, "report", "main", "--json").stdout)
+    found = {(f["code"], tuple(f["items"])): f["message"] for f in report["findings"]}
+    assert found[("waits-for-cancelled", (waiting,))] == (
+        f'"Compare against the old server" waits for a cancelled item ({dropped}): remove or re-point the dependency'
+    )
+    assert found[("forced", (phase,))] == '"Phase 1" is completed, forced past open sub-items'
+    markdown = cli(ledger_env, "report", "main").stdout
+    assert "waiting for a cancelled item" in markdown and "status forced past what it waited for" in markdown

@@ -24,7 +24,12 @@ from todoledger.ingest.proof import ItemProof, gather, metric_line, proof_findin
 from todoledger.ingest.story import ItemStory, Story, build
 from todoledger.service import Ledger
 
-TITLES = {**STORY_TITLES, **PROOF_TITLES}
+# What the plan's state says of an item now, beside its story and its proof.
+VIEW_TITLES = {
+    "waits-for-cancelled": "waiting for a cancelled item",
+    "forced": "status forced past what it waited for",
+}
+TITLES = {**STORY_TITLES, **PROOF_TITLES, **VIEW_TITLES}
 
 
 @dataclass
@@ -67,9 +72,36 @@ def analyze(
 ) -> Report:
     story = build(view.plan, events, ops)
     proof = proof or {}
-    findings = find(story) + proof_findings(story, view, proof)
+    findings = find(story) + proof_findings(story, view, proof) + view_findings(view)
     findings.sort(key=lambda f: (f.at, f.op or 0, f.code))
     return Report(story, findings, view, proof)
+
+
+def view_findings(view: PlanView) -> list[Finding]:
+    """Open items that wait for a cancelled one (never ready until someone
+    removes or re-points the dependency), and items whose status was forced."""
+    out: list[Finding] = []
+    for it in view.items:
+        if it.waits_on_cancelled and it.is_open:
+            out.append(
+                Finding(
+                    "waits-for-cancelled",
+                    f'"{short(it.content)}" waits for a cancelled item ({", ".join(it.waits_on_cancelled)}):'
+                    " remove or re-point the dependency",
+                    None,
+                    it.updated_at,
+                    "",
+                    [it.id],
+                )
+            )
+        for label in it.forced:
+            status = it.status.replace("_", " ")
+            out.append(
+                Finding(
+                    "forced", f'"{short(it.content)}" is {status}, {label}', None, it.updated_at, "", [it.id]
+                )
+            )
+    return out
 
 
 def proof_rows(r: Report) -> list[tuple[ItemStory, ItemProof]]:

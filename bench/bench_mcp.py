@@ -5,8 +5,9 @@ in one run: absolute times on a shared machine are noise.
     .venv/bin/python bench/bench_mcp.py --quick    # fewer samples
 
 1. `todowrite` of 20 items through the SDK client over stdio, warm:
-   median round trip <= 3 ms (issue 7), p99 <= 20 ms; the same client's `tools/list`
-   round trip beside it (the SDK's own floor);
+   median round trip <= 3 ms (issue 7), p99 <= 20 ms; beside it, calls alternated, the
+   same client's `tools/list` round trip and a server on the same SDK that answers the
+   same reply to the same call without doing anything (the SDK's own cost of the call);
 2. start-up of `todoledger mcp` until `tools/list` answers, next to a minimal
    MCPServer (one tool) built with the same SDK: the ratio;
 3. token footprint (characters / 4 of the `tools/list` JSON) of the default
@@ -48,6 +49,31 @@ def echo(text: str) -> str:
 server.run()
 '''
 
+# The SDK's own cost of this call: a server on the same SDK whose `todowrite`
+# takes the same arguments and answers the same reply (text and structured
+# content, as ours) without doing anything.
+FLOOR_SERVER = '''
+import json
+import sys
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent
+
+REPLY = json.loads(open(sys.argv[1], encoding="utf-8").read())
+TEXT = json.dumps(REPLY, ensure_ascii=False, separators=(",", ":"))
+server = MCPServer("floor")
+
+
+@server.tool(structured_output=False)
+def todowrite(todos: list[dict[str, Any]]) -> CallToolResult:
+    """Answer the recorded reply."""
+    return CallToolResult(content=[TextContent(type="text", text=TEXT)], structured_content=REPLY)
+
+
+server.run()
+'''
+
 # Published footprints of other agents' task servers (tools/list, characters / 4).
 OTHERS = [
     ("beads-mcp", 18, 14_900),
@@ -75,31 +101,51 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[index]
 
 
-async def round_trips(db: Path, calls: int, warmup: int) -> dict[str, float]:
+async def round_trips(db: Path, floor: Path, calls: int, warmup: int) -> dict[str, float]:
+    """Ours alone through the SDK client; then ours and the floor server, each
+    through its own client in the same loop, calls alternated: their ratio."""
     params = StdioServerParameters(command=TODOLEDGER, args=["mcp"], env={"TODOLEDGER_DB": str(db)})
-    async with Client(params, client_info=Implementation(name="bench", version="1")) as client:
+    reply = floor.with_suffix(".json")
+    info = Implementation(name="bench", version="1")
+
+    async def timed(client: Client, payload: dict[str, Any]) -> float:
+        start = time.perf_counter()
+        result = await client.call_tool("todowrite", payload)
+        if result.is_error:
+            raise SystemExit(f"todowrite failed: {result.content}")
+        return time.perf_counter() - start
+
+    async with Client(params, client_info=info) as client:
+        first = await client.call_tool("todowrite", {"todos": todos(20, 0)})
+        reply.write_text(json.dumps(first.structured_content))
         for step in range(warmup):
             await client.call_tool("todowrite", {"todos": todos(20, step)})
             await client.list_tools()
         write: list[float] = []
         listing: list[float] = []
         for step in range(calls):
-            payload = {"todos": todos(20, warmup + step)}
-            start = time.perf_counter()
-            result = await client.call_tool("todowrite", payload)
-            write.append(time.perf_counter() - start)
-            if result.is_error:
-                raise SystemExit(f"todowrite failed: {result.content}")
+            write.append(await timed(client, {"todos": todos(20, warmup + step)}))
             start = time.perf_counter()
             await client.list_tools()
             listing.append(time.perf_counter() - start)
+        floor_params = StdioServerParameters(command=sys.executable, args=[str(floor), str(reply)])
+        async with Client(floor_params, client_info=info) as bare:
+            for step in range(warmup):
+                await bare.call_tool("todowrite", {"todos": todos(20, step)})
+            side: list[float] = []
+            floor_write: list[float] = []
+            for step in range(calls // 2):
+                payload = {"todos": todos(20, warmup + calls + step)}
+                side.append(await timed(client, payload))
+                floor_write.append(await timed(bare, payload))
     write.sort()
-    listing.sort()
     return {
         "todowrite_median_ms": statistics.median(write) * 1000,
         "todowrite_p99_ms": percentile(write, 0.99) * 1000,
         "todowrite_max_ms": write[-1] * 1000,
         "tools_list_median_ms": statistics.median(listing) * 1000,
+        "side_median_ms": statistics.median(side) * 1000,
+        "floor_median_ms": statistics.median(floor_write) * 1000,
         "calls": float(calls),
     }
 
@@ -143,7 +189,9 @@ def main() -> None:
         os.chdir(work)
         minimal = work / "minimal_server.py"
         minimal.write_text(MINIMAL_SERVER)
-        trips = anyio.run(round_trips, work / "trips.db", calls, warmup)
+        floor = work / "floor_server.py"
+        floor.write_text(FLOOR_SERVER)
+        trips = anyio.run(round_trips, work / "trips.db", floor, calls, warmup)
         start, listed = anyio.run(startups, work / "start.db", minimal, runs)
 
     tokens = (len(listed) + 3) // 4
@@ -154,6 +202,11 @@ def main() -> None:
     print(f"   p99    {trips['todowrite_p99_ms']:.2f} ms (target <= 20: {'ok' if ok_p99 else 'MISSED'})")
     print(
         f"   max    {trips['todowrite_max_ms']:.2f} ms; tools/list round trip median {trips['tools_list_median_ms']:.2f} ms"
+    )
+    print(
+        "   side by side, calls alternated: a server on the same SDK that answers the same reply"
+        f" without doing anything {trips['floor_median_ms']:.2f} ms, ours {trips['side_median_ms']:.2f} ms"
+        f" ({trips['side_median_ms'] / trips['floor_median_ms']:.2f}x)"
     )
     print(f"2. start-up until tools/list answers (median of {runs}, alternated):")
     print(f"   todoledger mcp   {start['todoledger']:.0f} ms")

@@ -129,3 +129,32 @@ def test_a_helper_that_dies_leaves_the_reading_to_the_writer(ledger_env: Path | 
             killed = summary(ingest(lg, [str(folder)], read_ahead=True))
     assert killed == serial
     assert plans(ledger_env) == plans(serial_db)
+
+
+def test_the_ingest_command_reads_ahead_where_it_pays_and_the_library_only_when_asked(
+    ledger_env: Path | str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from todoledger.cli.cmd_ingest import _run_ingest
+    from todoledger.ingest import readahead
+
+    folder = corpus(tmp_path)
+    started: list[int] = []
+    real_init = ReadAhead.__init__
+
+    def counted(self: ReadAhead, sources: list[Source]) -> None:
+        started.append(len(sources))
+        real_init(self, sources)
+
+    monkeypatch.setattr(ReadAhead, "__init__", counted)
+    monkeypatch.setattr(readahead, "MIN_BYTES", 0)  # the fixtures are small
+    monkeypatch.setattr(readahead.os, "cpu_count", lambda: 2)
+    with Ledger(tmp_path / "library.db") as lg:
+        ingest(lg, [str(folder)])
+    assert started == []  # a program calling ingest() may not guard its main module
+    with Ledger(ledger_env) as lg:
+        _run_ingest(lg, (str(folder),))
+    assert started and started[0] >= 4
+    monkeypatch.setattr(readahead.os, "cpu_count", lambda: 1)
+    with Ledger(tmp_path / "one-core.db") as lg:
+        _run_ingest(lg, (str(folder),))
+    assert len(started) == 1  # one core: nothing to overlap

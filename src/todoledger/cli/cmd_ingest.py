@@ -35,13 +35,20 @@ def _run_ingest(lg: Any, paths: tuple[str, ...]) -> Any:
     skipped = Skipped()
     sources = list(discover(list(paths), skipped))
     if len(sources) < PROGRESS_MIN_FILES or not sys.stderr.isatty():
-        return run(lg, paths, sources=sources, skipped=skipped)
+        return run(lg, paths, sources=sources, skipped=skipped, read_ahead=None)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=None, transient=True) as bar:
         task = bar.add_task("ingest", total=len(sources))
-        return run(lg, paths, sources=sources, skipped=skipped, progress=lambda _s, _n: bar.advance(task))
+        return run(
+            lg,
+            paths,
+            sources=sources,
+            skipped=skipped,
+            read_ahead=None,
+            progress=lambda _s, _n: bar.advance(task),
+        )
 
 
 @click.command()

@@ -267,11 +267,14 @@ def ingest(
     stdin: IO[bytes] | None = None,
     sources: list[Source] | None = None,
     skipped: Skipped | None = None,
-    read_ahead: bool | None = None,
+    read_ahead: bool | None = False,
 ) -> IngestResult:
     """Import every transcript under `paths` (or the `sources` already found).
     `read_ahead`: read the next files in a second process while writing
-    (readahead.py); by default where there is enough to read and a second core."""
+    (readahead.py); None: where there is enough to read and a second core, as
+    the `ingest` command does. Off by default here: the helper is started the
+    way `multiprocessing` spawns, which runs the calling program's main module
+    again unless its work sits under `if __name__ == "__main__":`."""
     result = IngestResult(skipped=skipped or Skipped())
     found = sources if sources is not None else list(discover(list(paths), result.skipped))
     names = PlanNames(ledger)

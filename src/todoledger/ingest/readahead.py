@@ -8,9 +8,9 @@ files before: the two halves overlap.
 
 What reaches the ledger does not change: the calls of each file arrive
 whole and in transcript order, and the files are written in the order they
-were found. The helper never touches the ledger. If it cannot start, or
-stops, or fails on a file, this process reads that file and those after it
-itself, as it would without a helper.
+were found. The helper never touches the ledger. A file it fails on, this
+process reads itself; if it cannot start or stops, this process reads every
+file from there on, as it would without a helper.
 """
 
 from __future__ import annotations

@@ -120,13 +120,12 @@ def bench_done(folder: Path, runs: int = 15) -> None:
 
 def bench_sweep(folder: Path, runs: int = 40) -> None:
     """In process: the wall time of `sweep run` minus the runs' own durations (their receipts)."""
-    from todoledger import Ledger, sweeps
-    from todoledger import verification as v
+    from todoledger import Ledger
+    from todoledger.ledger import sweeps
 
     os.chdir(folder)
     with Ledger(folder / "sweep.db") as lg:
-        sweeps.add(
-            lg,
+        lg.add_sweep(
             "overhead",
             template="Run {n}",
             params=[f"n={','.join(str(n) for n in range(runs))}"],
@@ -136,7 +135,7 @@ def bench_sweep(folder: Path, runs: int = 40) -> None:
         start = time.perf_counter()
         sweeps.run(lg, "overhead")
         wall = (time.perf_counter() - start) * 1000
-        own = sum(r["duration_ms"] for r in v.receipts(lg))
+        own = sum(r["duration_ms"] for r in lg.receipts())
     print(f"sweep run of {runs} runs: {wall:.0f} ms; the commands' own time (receipts): {own} ms")
     print(f"  overhead per run = {(wall - own) / runs:.1f} ms (target <= 20 ms)")
 

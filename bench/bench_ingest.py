@@ -219,7 +219,7 @@ def _child(mode: str, corpus: str, db: str) -> None:
         extra["lines"] = n
     else:
         from todoledger.ingest.importer import ingest
-        from todoledger.service import Ledger
+        from todoledger.ledger import Ledger
 
         with Ledger(db) as lg:
             # "ingest": as the CLI does (the next files read by a helper process on a
@@ -250,7 +250,7 @@ def bench_report(folder: Path, calls: int = 2000) -> dict[str, float]:
     os.environ["TODOLEDGER_DB"] = str(folder / "report.db")
     from todoledger.ingest.html import render_html
     from todoledger.ingest.report import load, render_md
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     steps = [f"Step {i}: {_text(random.Random(i), 40)}" for i in range(40)]
     with Ledger() as lg, lg.store.write():

@@ -62,7 +62,7 @@ def line(label: str, value: float, target: float, unit: str = "x") -> bool:
 
 def main() -> None:
     from todoledger.dialects import lint_payload, parse
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     results = []
     big = json.dumps({"todos": [{"content": "x" * (10 * 1024 * 1024), "status": "pending"}]})
@@ -175,14 +175,13 @@ def _stop_gate(
 ) -> tuple[list[float], list[float]]:
     """Seconds of `todoledger hook AGENT --gate-stop` with an 80 MB transcript and
     without one, measured alternately (the ledger holds one gated item)."""
-    from todoledger import verification
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     db = tmp / f"gate-{agent}" / ".todoledger" / "ledger.db"
     db.parent.mkdir(parents=True)
     with Ledger(db) as lg:
         item = lg.add("Verify disk", writer="setup")["id"]
-        verification.add_check(lg, item, "cmd:false")
+        lg.add_check(item, "cmd:false")
     real = (TRANSCRIPTS / sample).read_bytes()
     path = tmp / f"{agent}.jsonl"
     with path.open("wb") as fh:

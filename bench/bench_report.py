@@ -24,7 +24,7 @@ BATCH = 100
 
 def build(db: Path, items: int) -> None:
     os.environ["TODOLEDGER_DB"] = str(db)
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     with Ledger() as lg:
         for start in range(0, items, BATCH):
@@ -41,7 +41,7 @@ def build(db: Path, items: int) -> None:
 def report_seconds(db: Path) -> float:
     os.environ["TODOLEDGER_DB"] = str(db)
     from todoledger.ingest.report import load, render_md
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     best = float("inf")
     for _ in range(2):

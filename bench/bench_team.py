@@ -187,7 +187,7 @@ def pool_cell(url: str, size: int, seconds: float, stalled_writer: bool, threads
 
     import psycopg
 
-    from todoledger.service import SharedLedger
+    from todoledger.ledger.shared import SharedLedger
 
     os.environ["TODOLEDGER_DB"] = url
     shared = SharedLedger(pool_size=size)

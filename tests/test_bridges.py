@@ -17,7 +17,7 @@ from todoledger.core.mdtasks import parse, render
 from todoledger.hooks import run_hook
 from todoledger.ingest.importer import import_source
 from todoledger.ingest.sources import Source
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 FIXTURE = Path("/work/shared/fixtures/transcripts/claude-jsonl__jnarowski_agentcmd__full-session-two.jsonl")
 

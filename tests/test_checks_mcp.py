@@ -10,14 +10,13 @@ import anyio
 from tests.conftest import subprocess_env, todoledger_bin
 from tests.test_mcp import TOKEN, call, free_port, http, refuse, snapshot, stdio, wait_for_port
 from todoledger import Ledger
-from todoledger import verification as v
 
 
 def test_plan_update_runs_the_gate_and_todowrite_is_told(ledger_env: Path, tmp_path: Path) -> None:
     with Ledger() as lg:
         disk = lg.add("Verify /data has space for 25K samples")
         lg.add("Run inference", depends_on=[disk["id"]])
-        v.add_check(lg, disk["id"], "file:space-ok")
+        lg.add_check(disk["id"], "file:space-ok")
 
     async def main() -> None:
         async with stdio(ledger_env, name="opencode") as c:
@@ -87,7 +86,7 @@ def test_plan_update_adds_a_gate_and_metrics_and_plan_verify_returns_receipts(
 
     anyio.run(main)
     with Ledger() as lg:
-        assert [m["value"] for m in v.metrics(lg, item)] == [60.0, 62.0]
+        assert [m["value"] for m in lg.metrics(item)] == [60.0, 62.0]
         assert lg.show()["items"][0]["verification"] == "verified"
 
 
@@ -120,7 +119,7 @@ def test_checks_over_http_are_untrusted_and_serve_runs_none_without_allow_checks
     with Ledger() as lg:
         item = lg.add("Deploy SGLang")["id"]
         mine = lg.add("Check the disk")["id"]
-        v.add_check(lg, mine, f"cmd:touch {local}")  # written on this machine: trusted
+        lg.add_check(mine, f"cmd:touch {local}")  # written on this machine: trusted
     spec = f"cmd:touch {marker}"
     proc, url = serve_on(ledger_env)
     try:
@@ -140,7 +139,7 @@ def test_checks_over_http_are_untrusted_and_serve_runs_none_without_allow_checks
     finally:
         stop_server(proc)
     with Ledger() as lg:
-        v.trust(lg, [item])  # a person approves the exact text
+        lg.trust([item])  # a person approves the exact text
         assert lg.get(item)["status"] == "pending"
     assert not marker.exists()
     proc, url = serve_on(ledger_env, "--allow-checks")
@@ -166,7 +165,7 @@ def test_plan_update_overrides_a_failing_gate_only_with_a_reason(ledger_env: Pat
     recorded in history. A refusal names the tool's arguments, not the CLI's flags."""
     with Ledger() as lg:
         gated = lg.add("Server is up")["id"]
-        v.add_check(lg, gated, "cmd:false")
+        lg.add_check(gated, "cmd:false")
         dropped = lg.add("Benchmark on the old box")["id"]
 
     async def main() -> None:

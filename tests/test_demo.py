@@ -194,7 +194,6 @@ def test_demo_checks_run_the_seeds_assumptions_against_stand_ins(ledger_env: Pat
     import socket
     import statistics
 
-    from todoledger import verification as v
     from todoledger.demo_checks import DISK_ITEM, run_checks
 
     with Ledger(ledger_env) as ledger:
@@ -216,8 +215,8 @@ def test_demo_checks_run_the_seeds_assumptions_against_stand_ins(ledger_env: Pat
         # The sweep: 16 draft tokens and the baseline only (the seeds give no 10- or 5-token figure).
         rows = {r["params"]["draft_tokens"]: r for r in ran.sweep["rows"]}
         assert set(rows) == {"16", "0"}
-        values = {m["item"]: [] for m in v.metrics(ledger, plan="demo")}
-        for m in v.metrics(ledger, plan="demo"):
+        values = {m["item"]: [] for m in ledger.metrics(plan="demo")}
+        for m in ledger.metrics(plan="demo"):
             values[m["item"]].append(m["value"])
         sixteen = next(
             i["id"] for c, i in items.items() if c.startswith("Benchmark 16 draft tokens (SIMULATED")
@@ -258,7 +257,6 @@ def test_demo_checks_from_the_cli_print_the_sweep_table(ledger_env: Path) -> Non
 
 
 def test_demo_checks_repeat_their_ids_and_simulated_figures(tmp_path: Path) -> None:
-    from todoledger import verification as v
     from todoledger.demo_checks import run_checks
 
     seen = []
@@ -267,6 +265,6 @@ def test_demo_checks_repeat_their_ids_and_simulated_figures(tmp_path: Path) -> N
             load_demo(ledger)
             run_checks(ledger)
             items = [(i["id"], i["content"], i["status"]) for i in ledger.show("demo")["items"]]
-            numbers = [(m["item"], m["value"]) for m in v.metrics(ledger, plan="demo")]
-            seen.append((items, numbers, [c.id for c in v.checks(ledger, plan="demo")]))
+            numbers = [(m["item"], m["value"]) for m in ledger.metrics(plan="demo")]
+            seen.append((items, numbers, [c.id for c in ledger.checks(plan="demo")]))
     assert seen[0] == seen[1]

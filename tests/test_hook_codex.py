@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.conftest import subprocess_env, todoledger_bin
 from todoledger.hooks import run_hook
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 PLAN = "main"  # live hooks write the project's plan; `ingest` makes one per session
 SESSION_PLAN = "app/0199aaaa"

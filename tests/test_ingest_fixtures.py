@@ -138,7 +138,7 @@ def shifted_copies(folder: Path) -> Path:
 
 
 def test_importing_twice_changes_nothing(ledger_env: Path, tmp_path: Path) -> None:
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     first = ingest_json(str(FIXTURES))
     with Ledger(ledger_env) as lg:
@@ -155,7 +155,7 @@ def test_importing_twice_changes_nothing(ledger_env: Path, tmp_path: Path) -> No
 
 
 def test_provenance_cites_transcript_lines(ledger_env: Path) -> None:
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     ingest_json(str(FIXTURES / CODEX))
     with Ledger(ledger_env) as lg:

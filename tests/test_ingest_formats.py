@@ -18,7 +18,7 @@ from todoledger.ingest import lines as lines_mod
 from todoledger.ingest.calls import Skipped
 from todoledger.ingest.importer import ingest
 from todoledger.ingest.sources import Source, discover, read_calls
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from todoledger import verification
 from todoledger.core.ids import seeded
 from todoledger.core.itemjson import ITEM_KEYS
 from todoledger.core.jsontext import compact
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 
 def rich_plan(lg: Ledger, tmp_path: Path) -> None:
@@ -27,7 +26,7 @@ def rich_plan(lg: Ledger, tmp_path: Path) -> None:
     lg.start(a["id"], writer="setup")
     lg.done(a["id"], writer="setup", evidence="tests pass: 12/12 \U0001f600")
     gated = lg.add("Checked", writer="setup", priority="low")
-    verification.add_check(lg, gated["id"], f"file:{tmp_path / 'missing.md'}")
+    lg.add_check(gated["id"], f"file:{tmp_path / 'missing.md'}")
     # Completed past the item it waits for: forced, with a reason that needs escaping.
     early = lg.add("Shipped early", writer="setup", depends_on=[gated["id"]])
     lg.done(early["id"], writer="setup", force=True, force_reason='"ship it" \u2028 now')

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import todoledger_bin
 from todoledger.core.ids import seeded
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 CLICK = "import sys\nfrom todoledger.cli.main import cli\ncli.main(sys.argv[1:], prog_name='todoledger')\n"
 LEAN_PROBE = (

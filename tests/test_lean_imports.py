@@ -11,10 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from todoledger import verification
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
-CHECKS_MODULES = ("todoledger.verification", "todoledger.core.checkspec", "todoledger.store.checks")
+CHECKS_MODULES = ("todoledger.ledger.gates", "todoledger.core.checkspec", "todoledger.store.checks")
 PROBE = (
     "import json, sys\nfrom todoledger.cli.entry import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
@@ -66,10 +65,10 @@ def test_a_plan_with_a_check_still_gets_its_checks(tmp_path: Path) -> None:
     with Ledger(db) as lg:
         gated = lg.add("Write the report", writer="setup")
         after = lg.add("Send it", writer="setup", depends_on=[gated["id"]])
-        verification.add_check(lg, gated["id"], f"file:{tmp_path / 'report.md'}")
+        lg.add_check(gated["id"], f"file:{tmp_path / 'report.md'}")
         lg.update(gated["id"], status="completed", writer="setup", force=True, force_reason="test setup")
     out, loaded = probe(db, "show", "--json")
-    assert "todoledger.verification" in loaded
+    assert "todoledger.ledger.gates" in loaded
     rows = {it["id"]: it for it in json.loads(out)["items"]}
     assert rows[gated["id"]]["verification"] == "failed"  # its gate ran at the forced completion
     assert rows[after["id"]]["ready"] is False  # held: its prerequisite is not verified
@@ -80,7 +79,7 @@ def test_a_plan_with_a_check_still_gets_its_checks(tmp_path: Path) -> None:
     with Ledger(db) as lg:
         lg.update(gated["id"], status="pending", writer="cli:setup")
     _, loaded = probe(db, "done", gated["id"], "--json")
-    assert "todoledger.verification" in loaded
+    assert "todoledger.ledger.gates" in loaded
     out, _ = probe(db, "show", "--json")
     assert {it["id"]: it["verification"] for it in json.loads(out)["items"]}[gated["id"]] == "verified"
 

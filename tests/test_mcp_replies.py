@@ -24,7 +24,6 @@ import pytest
 from tests.conftest import subprocess_env
 from tests.test_stop_gate import hook, stop
 from todoledger import Ledger
-from todoledger import verification as v
 from todoledger.hooks import mcp_replies
 from todoledger.hooks.mcp_replies import MAX_TRANSCRIPT_BYTES, completions, tool_of
 
@@ -275,7 +274,7 @@ def test_the_hook_blocks_on_what_the_real_transcript_completed(
     env = subprocess_env(ledger_env)
     with Ledger() as lg:
         lg.import_jsonl([json.dumps({"id": item, "content": "Verify disk", "status": "pending"})])
-        v.add_check(lg, item, "cmd:false")
+        lg.add_check(item, "cmd:false")
         lg.update(item, status="completed", writer="mcp:x:1", force=True, force_reason="seed")
     answer = json.loads(hook(env, {**stop("s1", name=event), "transcript_path": str(path)}, agent=agent))
     assert answer["decision"] == decision

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.test_mcp import mcp_process
 from tests.test_serve_sessions import initialize
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 HANDSHAKE = [
     initialize("raw"),

@@ -21,7 +21,7 @@ import pytest
 
 from todoledger import Ledger
 from todoledger.core.model import BusyError, LedgerError
-from todoledger.service import SharedLedger
+from todoledger.ledger.shared import SharedLedger
 from todoledger.store.postgres import POOL_NAME
 
 from .conftest import subprocess_env, todoledger_bin

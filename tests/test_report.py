@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from todoledger.cli.main import cli
 from todoledger.ingest.report import load, render_md
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 PLAN = "demo/abcd1234"
 
@@ -302,7 +302,6 @@ def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -
     repeats were asked for and no evidence at all are each found."""
     import json as json_
 
-    from todoledger import verification as v
     from todoledger.ingest.html import render_html
     from todoledger.ingest.report import render_json
 
@@ -319,13 +318,13 @@ def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -
                 "Read the logs",
             )
         }
-        v.add_check(lg, ids["Benchmark 16 draft tokens"], "metric:tok_s>=50", plan=PLAN)
+        lg.add_check(ids["Benchmark 16 draft tokens"], "metric:tok_s>=50", plan=PLAN)
         lg.done(ids["Benchmark 16 draft tokens"], metrics={"tok_s": 60.0}, plan=PLAN)
-        v.add_check(lg, ids["Verify disk"], f"disk:{tmp_path}>=900P", plan=PLAN)
+        lg.add_check(ids["Verify disk"], f"disk:{tmp_path}>=900P", plan=PLAN)
         lg.done(ids["Verify disk"], plan=PLAN, force_reason="subagent says 2.8T avail")
-        v.add_check(lg, ids["Deploy"], "cmd:true", plan=PLAN, trusted=False)
+        lg.add_check(ids["Deploy"], "cmd:true", plan=PLAN, trusted=False)
         lg.done(ids["Deploy"], plan=PLAN, force_reason="it is up")
-        v.add_check(lg, ids["Write the doc"], f"file:{doc}", {"watch": [str(doc)]}, plan=PLAN)
+        lg.add_check(ids["Write the doc"], f"file:{doc}", {"watch": [str(doc)]}, plan=PLAN)
         lg.done(ids["Write the doc"], plan=PLAN)
         doc.write_text("v2")  # the work changed after its check ran
         lg.done(ids["Read the logs"], plan=PLAN)

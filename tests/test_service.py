@@ -364,7 +364,7 @@ def test_ledger_uses_wal_and_named_migrations(ledger_env: Path) -> None:
 def test_locate_prefers_nearest_dot_folder_then_git_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from todoledger.service import locate
+    from todoledger.store.locate import ledger_file as locate
 
     def ledger_path(cwd: Path) -> Path:
         return Path(locate(cwd))

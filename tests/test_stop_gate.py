@@ -15,7 +15,6 @@ import pytest
 
 from tests.conftest import subprocess_env, todoledger_bin
 from todoledger import Ledger
-from todoledger import verification as v
 from todoledger.core.model import LedgerError
 from todoledger.hooks.stop_gate import MAX_BLOCKS
 from todoledger.install import run
@@ -55,8 +54,8 @@ def gated(ledger_env: Path, tmp_path: Path) -> tuple[dict[str, str], str, Path]:
     report = tmp_path / "report.txt"
     with Ledger() as lg:
         item = lg.show()["items"][0]["id"]
-        v.add_check(lg, item, f"file:{report}")
-        assert v.verify(lg, [item])["receipts"][0]["result"] == "fails"
+        lg.add_check(item, f"file:{report}")
+        assert lg.verify([item])["receipts"][0]["result"] == "fails"
     return env, item, report
 
 
@@ -81,13 +80,13 @@ def test_a_gate_that_never_ran_blocks_and_a_passing_one_lets_it_stop(
     wheel = tmp_path / "dist.whl"
     with Ledger() as lg:
         item = lg.show()["items"][0]["id"]
-        v.add_check(lg, item, f"file:{wheel}")
+        lg.add_check(item, f"file:{wheel}")
     hook(env, todowrite("s2", [todo("Build the wheel", "completed")]))
     answer = json.loads(hook(env, stop("s2")))
     assert "never run" in answer["reason"] and "(unverified)" in answer["reason"]
     wheel.write_text("wheel")
     with Ledger() as lg:
-        assert v.verify(lg, [item])["receipts"][0]["result"] == "holds"
+        assert lg.verify([item])["receipts"][0]["result"] == "holds"
     assert hook(env, stop("s2")) == ""
 
 
@@ -119,11 +118,11 @@ def test_stops_blocking_after_three_in_a_row_and_counts_again_once_clean(
         assert lg.cursors(["stop-gate:claude-code:s1"])["stop-gate:claude-code:s1"][0] == MAX_BLOCKS
     report.write_text("done")
     with Ledger() as lg:
-        v.verify(lg, [item])
+        lg.verify([item])
     assert hook(env, stop("s1")) == ""  # clean: the count starts over
     report.unlink()
     with Ledger() as lg:
-        v.verify(lg, [item])
+        lg.verify([item])
     assert json.loads(hook(env, stop("s1")))["decision"] == "block"
 
 
@@ -137,7 +136,7 @@ def test_gemini_after_agent_denies_and_codex_stop_blocks(ledger_env: Path, tmp_p
             {"plan": [{"step": "Codex's task", "status": "pending"}]}, writer="codex:c1", dialect="codex"
         )
         for entry in lg.show()["items"]:
-            v.add_check(lg, entry["id"], f"file:{missing}")
+            lg.add_check(entry["id"], f"file:{missing}")
     gem_event = {
         "session_id": "g1",
         "cwd": os.getcwd(),
@@ -199,7 +198,7 @@ def test_a_completion_through_mcp_plan_update_in_the_transcript_blocks(
     env = subprocess_env(ledger_env)
     with Ledger() as lg:
         item = lg.add("Verify /data has space for 25K samples", writer="mcp:claude-code:ab12cd34")["id"]
-        v.add_check(lg, item, "cmd:false")
+        lg.add_check(item, "cmd:false")
         lg.update(
             item, status="completed", writer="mcp:claude-code:ab12cd34", force=True, force_reason="seed"
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import subprocess_env, todoledger_bin
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 
 def _private_mounts() -> str | None:

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import subprocess_env, todoledger_bin
 from tests.test_cli import run, run_json
-from todoledger import Ledger, sweeps
-from todoledger import verification as v
+from todoledger import Ledger
+from todoledger.ledger import sweeps
 from todoledger.core.model import LedgerError
 
 # A stand-in benchmark (a simulation): throughput depends on the draft tokens, with seeded noise.
@@ -44,8 +44,7 @@ def bench(tmp_path: Path) -> Path:
 
 
 def define(lg: Ledger, pause: float = 0.0, repeat: int = 3) -> dict[str, Any]:
-    return sweeps.add(
-        lg,
+    return lg.add_sweep(
         "draft",
         template="Benchmark {draft_tokens} draft tokens at C={concurrency}",
         params=["draft_tokens=16,10,5", "concurrency=1,4"],
@@ -66,8 +65,8 @@ def test_sweep_expands_runs_and_summarises(ledger_env: Path, tmp_path: Path, ben
     with Ledger() as lg:
         made = define(lg)
         assert len(made["items"]) == 8  # 3 x 2 combinations + 2 baselines (one per concurrency)
-        assert sweeps.listing(lg) == [{"name": "draft", "parent": made["parent"]}]
-        assert sweeps.listing(lg, plan="other") == []
+        assert lg.sweeps() == [{"name": "draft", "parent": made["parent"]}]
+        assert lg.sweeps(plan="other") == []
         contents = [i["content"] for i in made["items"]]
         assert contents[0] == "Benchmark 16 draft tokens at C=1"
         assert contents[-1] == "Benchmark 0 draft tokens at C=4 (baseline)"
@@ -80,7 +79,7 @@ def test_sweep_expands_runs_and_summarises(ledger_env: Path, tmp_path: Path, ben
         assert first["evidence"].startswith("3 runs of cmd:python3 bench.py 16 1 0.0: tok_s median")
         parent = view["Sweep draft: Benchmark {draft_tokens} draft tokens at C={concurrency}"]
         assert parent["status"] == "completed" and parent["evidence"].startswith("8 combinations measured")
-        result = sweeps.results(lg, "draft")
+        result = lg.sweep_results("draft")
         assert sweeps.run(lg, "draft")["runs"] == 0  # nothing left to run
     # independent computation from the runs the script logged itself
     by_combo: dict[tuple[int, int], list[float]] = {}
@@ -127,8 +126,7 @@ def test_sigkill_halfway_then_resume_runs_nothing_twice(
     with Ledger() as lg:
         finished = {i["content"] for i in lg.show()["items"] if i["status"] == "completed"}
         recorded = {
-            i["id"]: len([m for m in v.metrics(lg, i["id"]) if m["name"] == "tok_s"])
-            for i in lg.show()["items"]
+            i["id"]: len([m for m in lg.metrics(i["id"]) if m["name"] == "tok_s"]) for i in lg.show()["items"]
         }
         assert lg.check() == []
     assert finished  # some combinations were done when it was killed
@@ -143,7 +141,7 @@ def test_sigkill_halfway_then_resume_runs_nothing_twice(
         children = [i for i in items if i["parent"]]
         assert all(i["status"] == "completed" for i in children)
         for item in children:
-            tok = [m for m in v.metrics(lg, item["id"]) if m["name"] == "tok_s"]
+            tok = [m for m in lg.metrics(item["id"]) if m["name"] == "tok_s"]
             assert [m["run"] for m in tok] == [1, 2]  # kept repeats were not run again
             assert len(tok) >= recorded[item["id"]]
         assert lg.check() == []
@@ -175,8 +173,7 @@ def test_single_runs_and_failures_are_flagged(ledger_env: Path, tmp_path: Path) 
         "import sys\nn = int(sys.argv[1])\nprint(f'tok_s={n * 10}') if n == 1 else sys.exit(3)\n"
     )
     with Ledger() as lg:
-        sweeps.add(
-            lg,
+        lg.add_sweep(
             "once",
             template="Run {n}",
             params=["n=1,2"],
@@ -185,14 +182,14 @@ def test_single_runs_and_failures_are_flagged(ledger_env: Path, tmp_path: Path) 
         )
         out = sweeps.run(lg, "once")
         assert (out["runs"], out["failed"]) == (2, 1)
-        rows = sweeps.results(lg, "once")["rows"]
+        rows = lg.sweep_results("once")["rows"]
         assert rows[0]["flags"] == ["single run"] and rows[0]["median"] == 10.0
         assert rows[1]["n"] == 0 and rows[1]["flags"] == ["not run"]
         view = {i["content"]: i for i in lg.show()["items"]}
         assert view["Run 2"]["status"] == "in_progress" and view["Run 2"]["verification"] == "failed"
         from todoledger.core.sweep_html import page
 
-        html = page(sweeps.results(lg, "once") | {"sweep": "<b>once</b>"})
+        html = page(lg.sweep_results("once") | {"sweep": "<b>once</b>"})
         assert "&lt;b&gt;once&lt;/b&gt;" in html and "<b>" not in html and "not run" in html
 
 
@@ -219,7 +216,7 @@ def test_bad_sweeps_change_nothing(ledger_env: Path, kw: dict[str, Any], says: s
     } | kw
     with Ledger() as lg:
         with pytest.raises(LedgerError) as err:
-            sweeps.add(lg, "bad", **args)
+            lg.add_sweep("bad", **args)
         assert says in str(err.value) and "\n" not in str(err.value)
         assert lg.show()["items"] == [] and lg.history() == []
 
@@ -231,5 +228,5 @@ def test_parallel_run_completes_every_combination(ledger_env: Path, tmp_path: Pa
         assert (out["runs"], out["failed"]) == (16, 0)
         items = lg.show()["items"]
         assert all(i["status"] == "completed" for i in items)
-        assert sorted(len(v.metrics(lg, i["id"])) for i in items if i["parent"]) == [4] * 8
+        assert sorted(len(lg.metrics(i["id"])) for i in items if i["parent"]) == [4] * 8
         assert lg.check() == []

@@ -13,8 +13,8 @@ import pytest
 
 from tests.test_checks_run import Health
 from todoledger import Ledger
-from todoledger import verification as v
 from todoledger.core.model import LedgerError
+from todoledger.ledger import verify as v
 
 DISK_ITEM = "Verify /data has space for 25K samples"
 INFERENCE = "Run inference on 25K samples"
@@ -49,7 +49,7 @@ def test_subagent_cannot_verify_a_failing_disk_gate_by_saying_so(lg: Ledger, tmp
     disk = lg.add(DISK_ITEM)
     lg.add(INFERENCE, depends_on=[disk["id"]])
     needs = free_bytes(tmp_path / "data") * 2  # stand-in: more than the folder's disk has free
-    v.add_check(lg, disk["id"], f"disk:data>={needs}")
+    lg.add_check(disk["id"], f"disk:data>={needs}")
     payload = {
         "todos": [
             {"content": DISK_ITEM, "status": "completed", "id": "1"},
@@ -65,7 +65,7 @@ def test_subagent_cannot_verify_a_failing_disk_gate_by_saying_so(lg: Ledger, tmp
     assert view[DISK_ITEM]["verification"] == "unverified"
     assert view[INFERENCE]["ready"] is False and view[INFERENCE]["blocked"] is True
     assert lg.next() == []
-    report = v.verify(lg)
+    report = lg.verify()
     (receipt,) = report["receipts"]
     assert receipt["result"] == "fails" and "free at data" in receipt["output"]
     view = rows(lg)
@@ -89,7 +89,7 @@ def test_subagent_cannot_verify_a_failing_disk_gate_by_saying_so(lg: Ledger, tmp
 def test_gate_refuses_done_while_failing_and_allows_it_once_passing(lg: Ledger, tmp_path: Path) -> None:
     bench = lg.add("Run benchmark_eagle3.py once")
     after = lg.add("Benchmark with 10 draft tokens", depends_on=[bench["id"]])
-    v.add_check(lg, bench["id"], "file:results.json", {"nonempty": True})
+    lg.add_check(bench["id"], "file:results.json", {"nonempty": True})
     before = lg.show()["revision"]
     with pytest.raises(LedgerError) as err:
         lg.done(bench["id"], evidence="ran it")
@@ -113,7 +113,7 @@ def test_gate_refuses_done_while_failing_and_allows_it_once_passing(lg: Ledger, 
 
 def test_force_overrides_a_failing_gate_and_records_why(lg: Ledger, tmp_path: Path) -> None:
     item = lg.add("Check if SGLang EAGLE3 server is still running")
-    v.add_check(lg, item["id"], "cmd:exit 1")
+    lg.add_check(item["id"], "cmd:exit 1")
     with pytest.raises(LedgerError, match="--reason"):
         lg.done(item["id"], force_reason=" ")
     assert lg.get(item["id"])["status"] == "pending"
@@ -141,9 +141,9 @@ def test_receipt_turns_stale_when_the_git_tree_changes(lg: Ledger, tmp_path: Pat
     os.chdir(repo)
     script = lg.add("Test benchmark script runs")
     later = lg.add("Benchmark with 5 draft tokens", depends_on=[script["id"]])
-    v.add_check(lg, script["id"], "cmd:python3 bench.py", {"expect": "ok"})
+    lg.add_check(script["id"], "cmd:python3 bench.py", {"expect": "ok"})
     lg.done(script["id"])
-    (receipt,) = v.receipts(lg, script["id"])
+    (receipt,) = lg.receipts(script["id"])
     assert receipt["tree"]["root"] == str(repo.resolve()) and receipt["tree"]["head"]
     assert rows(lg)["Test benchmark script runs"]["verification"] == "verified"
     assert [i["id"] for i in lg.next()] == [later["id"]]
@@ -151,11 +151,11 @@ def test_receipt_turns_stale_when_the_git_tree_changes(lg: Ledger, tmp_path: Pat
     view = rows(lg)
     assert view["Test benchmark script runs"]["verification"] == "stale"
     assert view["Benchmark with 5 draft tokens"]["ready"] is False and lg.next() == []
-    v.verify(lg)
+    lg.verify()
     assert rows(lg)["Test benchmark script runs"]["verification"] == "verified"
     (repo / "notes.txt").write_text("untracked work counts too")
     assert rows(lg)["Test benchmark script runs"]["verification"] == "stale"
-    v.verify(lg)
+    lg.verify()
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "more")
     assert rows(lg)["Test benchmark script runs"]["verification"] == "stale"  # a new HEAD
@@ -164,8 +164,8 @@ def test_receipt_turns_stale_when_the_git_tree_changes(lg: Ledger, tmp_path: Pat
 def test_watched_paths_decide_staleness(lg: Ledger, tmp_path: Path) -> None:
     (tmp_path / "cfg.toml").write_text("a = 1")
     item = lg.add("Config is valid")
-    v.add_check(lg, item["id"], "file:cfg.toml", {"watch": ["cfg.toml"]})
-    v.verify(lg)
+    lg.add_check(item["id"], "file:cfg.toml", {"watch": ["cfg.toml"]})
+    lg.verify()
     assert rows(lg)["Config is valid"]["verification"] == "verified"
     (tmp_path / "other.txt").write_text("unrelated")
     assert rows(lg)["Config is valid"]["verification"] == "verified"
@@ -180,21 +180,21 @@ def test_assumption_holds_when_its_check_passes(lg: Ledger, health: Health) -> N
     assert lg.get(bench["id"])["depends_on"] == [server["id"]]
     assert [i["id"] for i in lg.next()] == [server["id"]]  # someone should check it first
     health.status = 503
-    v.verify(lg)
+    lg.verify()
     view = rows(lg)
     assert (
         view[server["content"]]["status"] == "pending" and view[server["content"]]["verification"] == "failed"
     )
     assert view[bench["content"]]["ready"] is False
     health.status = 200
-    v.verify(lg)
+    lg.verify()
     view = rows(lg)
     assert view[server["content"]]["status"] == "completed"
     assert view[server["content"]]["verification"] == "verified"
     assert view[server["content"]]["evidence"].startswith(f"check holds: {health.url}: holds (200)")
     assert view[bench["content"]]["ready"] is True
     health.stop()
-    v.verify(lg)
+    lg.verify()
     view = rows(lg)
     assert view[server["content"]]["verification"] == "failed"
     assert view[bench["content"]]["ready"] is False  # completed earlier, but the server is gone now
@@ -205,34 +205,34 @@ def test_imported_checks_wait_for_trust_and_a_changed_spec_needs_it_again(
     lg: Ledger, tmp_path: Path, ledger_env: Path
 ) -> None:
     item = lg.add("Write the marker")
-    v.add_check(lg, item["id"], "cmd:touch marker-1")
+    lg.add_check(item["id"], "cmd:touch marker-1")
     lines = list(lg.export())
     assert json.loads(lines[0])["checks"][0]["spec"] == "cmd:touch marker-1"
     with Ledger(tmp_path / "other.db") as other:
         result = other.import_jsonl(lines)
         assert result["untrusted_checks"] == 1
-        report = v.verify(other)
+        report = other.verify()
         assert report["receipts"] == [] and report["skipped"][0]["why"].startswith("not trusted")
         assert not (tmp_path / "marker-1").exists()
         with pytest.raises(LedgerError, match="not trusted"):
             other.done(item["id"])
         shown: list[str] = []
-        approved = v.trust(other, approve=lambda row: shown.append(row.check.canonical()) or True)
+        approved = other.trust(approve=lambda row: shown.append(row.check.canonical()) or True)
         assert shown == ["cmd:touch marker-1\n{}"] and approved[0]["trusted"] is True
-        assert [r["result"] for r in v.verify(other)["receipts"]] == ["holds"]
+        assert [r["result"] for r in other.verify()["receipts"]] == ["holds"]
         assert (tmp_path / "marker-1").exists()
         # the same export again changes nothing; a changed spec loses the approval
         assert other.import_jsonl(lines).get("untrusted_checks") is None
         record = json.loads(lines[0])
         record["checks"][0]["spec"] = "cmd:touch marker-2"
         assert other.import_jsonl([json.dumps(record)])["untrusted_checks"] == 1
-        (check,) = v.checks(other)
+        (check,) = other.checks()
         assert check.trusted is False and check.id == record["checks"][0]["id"]
-        assert v.verify(other)["receipts"] == []
+        assert other.verify()["receipts"] == []
         assert not (tmp_path / "marker-2").exists()
         assert rows(other)["Write the marker"]["verification"] == "unverified"  # old receipt ran other text
-        v.trust(other)
-        v.verify(other)
+        other.trust()
+        other.verify()
         assert (tmp_path / "marker-2").exists()
         assert other.check() == []
 
@@ -242,12 +242,12 @@ def test_bad_specs_change_nothing(lg: Ledger, spec: str) -> None:
     item = lg.add("Something")
     before = (lg.show(), lg.history())
     with pytest.raises(LedgerError) as err:
-        v.add_check(lg, item["id"], spec)
+        lg.add_check(item["id"], spec)
     assert "\n" not in str(err.value) and str(err.value).startswith("bad check")
     with pytest.raises(LedgerError):
         v.assume(lg, "An assumption", check=spec, for_=[item["id"]])
     assert (lg.show(), lg.history()) == before
-    assert v.checks(lg) == []
+    assert lg.checks() == []
     record = {"id": "abcdef", "content": "Imported", "checks": [{"spec": spec}]}
     with pytest.raises(LedgerError, match="item abcdef: bad check"):
         lg.import_jsonl([json.dumps(record)])
@@ -258,23 +258,23 @@ def test_metrics_are_numbers_on_items_and_metric_gates_use_them(lg: Ledger) -> N
     base = lg.add("Baseline benchmark (no speculation)")
     spec = lg.add("Benchmark with 16 draft tokens")
     lg.done(base["id"], metrics={"tok_s": 82.0})
-    v.add_check(lg, spec["id"], "metric:tok_s>=baseline*1.1", {"baseline": base["id"]})
+    lg.add_check(spec["id"], "metric:tok_s>=baseline*1.1", {"baseline": base["id"]})
     with pytest.raises(LedgerError) as err:
         lg.done(spec["id"], metrics={"tok_s": 60.0, "accept_len": 2.95})
     assert "tok_s = 60 (needs >= 90.2)" in str(err.value)
     assert lg.get(spec["id"])["status"] == "pending"
-    recorded = v.metrics(lg, spec["id"])
+    recorded = lg.metrics(spec["id"])
     assert [(m["name"], m["value"], m["run"]) for m in recorded] == [
         ("tok_s", 60.0, 1),
         ("accept_len", 2.95, 1),
     ]
-    v.record_metrics(lg, spec["id"], {"tok_s": 130.0})
-    v.record_metrics(lg, spec["id"], {"tok_s": 140.0})
+    lg.record_metrics(spec["id"], {"tok_s": 130.0})
+    lg.record_metrics(spec["id"], {"tok_s": 140.0})
     assert lg.done(spec["id"])["status"] == "completed"  # median of 60, 130, 140 = 130 >= 90.2
     events = [e for e in lg.history(item=spec["id"]) if e["field"] == "metric"]
     assert [e["new"]["run"] for e in events if e["new"]["name"] == "tok_s"] == [1, 2, 3]
     with pytest.raises(LedgerError, match="not a finite number"):
-        v.record_metrics(lg, spec["id"], {"tok_s": float("nan")})
+        lg.record_metrics(spec["id"], {"tok_s": float("nan")})
     with pytest.raises(LedgerError, match="is not a number"):
         v.parse_metric("tok_s=fast")
     assert lg.check() == []
@@ -289,9 +289,9 @@ def test_completed_without_checks_is_reported_not_verified(lg: Ledger) -> None:
 
 def test_undo_after_verify_reverts_the_last_real_change(lg: Ledger, tmp_path: Path) -> None:
     item = lg.add("Something gated")
-    v.add_check(lg, item["id"], "cmd:true")
+    lg.add_check(item["id"], "cmd:true")
     lg.update(item["id"], priority="high")
-    v.verify(lg)
+    lg.verify()
     undone = lg.undo()
     assert undone["kind"] == "update" and lg.get(item["id"])["priority"] == "medium"
 
@@ -299,14 +299,14 @@ def test_undo_after_verify_reverts_the_last_real_change(lg: Ledger, tmp_path: Pa
 def test_a_ledger_that_runs_no_checks_refuses_instead(lg: Ledger, tmp_path: Path) -> None:
     """What `serve` without --allow-checks sets: nothing runs, nothing is claimed."""
     item = lg.add("Write the marker")
-    v.add_check(lg, item["id"], "cmd:touch marker")
+    lg.add_check(item["id"], "cmd:touch marker")
     lg.run_checks = False
     with pytest.raises(LedgerError, match="runs only where checks are allowed"):
         lg.done(item["id"])
     with pytest.raises(LedgerError, match="without --allow-checks"):
-        v.verify(lg)
+        lg.verify()
     assert not (tmp_path / "marker").exists()
-    assert lg.get(item["id"])["status"] == "pending" and v.receipts(lg) == []
+    assert lg.get(item["id"])["status"] == "pending" and lg.receipts() == []
     assert lg.done(item["id"], force_reason="ran it by hand")["status"] == "completed"
     assert not (tmp_path / "marker").exists()
     forced = [e["new"] for e in lg.history(item=item["id"]) if e["field"] == "forced"]

@@ -18,8 +18,8 @@ from todoledger.cli import render_plain
 from todoledger.core.prime import render_prime
 from todoledger.core.view import build
 from todoledger.ingest.report import load, render_md
+from todoledger.ledger import Ledger
 from todoledger.mcp.tools import PlanTools, render_markdown
-from todoledger.service import Ledger
 
 T = "2026-02-10T0{}:00:00.000Z"
 

@@ -15,12 +15,12 @@ if TYPE_CHECKING:
     from typing import Any
 
     from todoledger.core.model import LedgerError
-    from todoledger.service import Ledger
+    from todoledger.ledger.ledger import Ledger
 
 
 def __getattr__(name: str) -> Any:
     if name == "Ledger":
-        from todoledger.service import Ledger
+        from todoledger.ledger.ledger import Ledger
 
         return Ledger
     if name == "LedgerError":

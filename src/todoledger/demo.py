@@ -28,7 +28,8 @@ from todoledger.core.ids import seeded
 from todoledger.core.model import LedgerError
 
 if TYPE_CHECKING:
-    from todoledger.service import Ledger, WriteResult
+    from todoledger.ledger import Ledger
+    from todoledger.ledger.writes import WriteResult
 
 DEMO_PLAN = "demo"
 QWEN_SUFFIX = "-qwen"

@@ -34,7 +34,7 @@ from todoledger.core.ids import seeded
 from todoledger.demo import DEMO_PLAN, ID_SEED, REVIEWER
 
 if TYPE_CHECKING:
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
 SWEEP = "draft_tokens"
 TB = 1024**4  # binary, as `df -h` and the checks' sizes
@@ -102,11 +102,11 @@ class Ran:
 
 def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
     """Attach the checks, run them and the sweep against fresh stand-ins."""
-    from todoledger import sweeps
-    from todoledger import verification as v
     from todoledger.core.model import LedgerError
+    from todoledger.ledger import sweeps
+    from todoledger.ledger import verify as v
 
-    if v.checks(lg, plan=plan) or sweeps.exists(lg, SWEEP, plan=plan):
+    if lg.checks(plan=plan) or lg.sweep_exists(SWEEP, plan=plan):
         raise LedgerError(
             f"the demo's checks already ran in plan {plan!r} and their stand-ins are gone;"
             " load a fresh copy: todoledger demo --checks --plan NEW"
@@ -123,8 +123,8 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
         items = {i["content"]: i["id"] for i in lg.show(plan)["items"]}
         disk = next(i for text, i in items.items() if text.startswith(DISK_ITEM))
         with seeded(ID_SEED + "-checks"):
-            v.add_check(
-                lg, disk, f"disk:{data}>={need / TB:.4f}T", plan=plan, writer=REVIEWER, role="assumption"
+            lg.add_check(
+                disk, f"disk:{data}>={need / TB:.4f}T", plan=plan, writer=REVIEWER, role="assumption"
             )
             lg.update(
                 disk,
@@ -144,9 +144,8 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
                 plan=plan,
                 writer=REVIEWER,
             )
-            verified = v.verify(lg, plan=plan, writer=REVIEWER, roles=("assumption",))
-            sweeps.add(
-                lg,
+            verified = lg.verify(plan=plan, writer=REVIEWER, roles=("assumption",))
+            lg.add_sweep(
                 SWEEP,
                 template="Benchmark {draft_tokens} draft tokens (SIMULATED stand-in, seeded noise)",
                 params=["draft_tokens=16"],
@@ -160,4 +159,4 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
                 writer=REVIEWER,
             )
             sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder)
-        return Ran(verified["receipts"], sweeps.results(lg, SWEEP, plan=plan))
+        return Ran(verified["receipts"], lg.sweep_results(SWEEP, plan=plan))

@@ -201,8 +201,8 @@ def serve(
     """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger."""
     import sys
 
+    from todoledger.ledger.shared import SharedLedger
     from todoledger.mcp.http import serve as serve_http
-    from todoledger.service import SharedLedger
     from todoledger.web.app import Board
 
     shared = SharedLedger(pool_size=pool_size)  # the board's and MCP's calls share its connections

@@ -12,6 +12,10 @@ import click
 from todoledger.cli.main import emit, ledger, options, reader, writes
 from todoledger.core.model import LedgerError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.core.verification import CheckRow, Receipt
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -74,13 +78,13 @@ def assume(
     **kw: Any,
 ) -> None:
     """Record an assumption: an item that holds when its check passes."""
-    from todoledger import verification
+    from todoledger.ledger.verify import assume as record_assumption
 
     options = _options(kw)
     if options and spec is None:
         raise LedgerError("check options need --check SPEC")
     with ledger() as lg:
-        row = verification.assume(lg, text, check=spec, options=options, for_=for_, plan=plan, writer=writer)
+        row = record_assumption(lg, text, check=spec, options=options, for_=for_, plan=plan, writer=writer)
     if as_json:
         emit(row)
         return
@@ -102,14 +106,13 @@ def gate() -> None:
 def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json: bool, **kw: Any) -> None:
     """Give item ID a gate: `done` runs SPEC and refuses while it fails. The gate
     `approval` instead makes the item wait for a person's approval."""
-    from todoledger import verification
 
     with ledger() as lg:
         if spec == "approval":
             item = lg.update(ref, plan=plan, writer=writer, kind="gate", needs_approval=True)
             emit(item) if as_json else click.echo(f"{item['id']} now waits for a person's approval")
             return
-        row = verification.add_check(lg, ref, spec, options=_options(kw), plan=plan, writer=writer)
+        row = lg.add_check(ref, spec, options=_options(kw), plan=plan, writer=writer)
     emit(row) if as_json else click.echo(f"gate {row['id']} on {row['item']}: {row['spec']}")
 
 
@@ -121,10 +124,9 @@ def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json:
 )
 def gate_remove(check_id: str, plan: str | None, writer: str | None, as_json: bool, force: bool) -> None:
     """Remove a check (gate or assumption check) by its id."""
-    from todoledger import verification
 
     with ledger() as lg:
-        row = verification.remove_check(lg, check_id, plan=plan, writer=writer, force=force)
+        row = lg.remove_check(check_id, plan=plan, writer=writer, force=force)
     emit(row) if as_json else click.echo(f"removed {row['role']} {row['id']} from {row['item']}")
 
 
@@ -133,10 +135,9 @@ def gate_remove(check_id: str, plan: str | None, writer: str | None, as_json: bo
 @click.argument("refs", metavar="[ID...]", nargs=-1)
 def gate_list(refs: tuple[str, ...], plan: str | None, as_json: bool) -> None:
     """The checks of the plan or of the named items, with their trust."""
-    from todoledger import verification
 
     with reader() as lg:
-        rows = [r.as_dict() for r in verification.checks(lg, refs, plan=plan)]
+        rows = [r.as_dict() for r in lg.checks(refs, plan=plan)]
     if as_json:
         emit(rows)
         return
@@ -165,12 +166,10 @@ def verify(
     refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, every: float | None
 ) -> None:
     """Run the checks of the plan (or of the named items) in parallel; store a receipt each."""
-    from todoledger import verification
-
     failed = False
     while True:
         try:
-            failed = _verify_once(verification, refs, plan, writer, as_json)
+            failed = _verify_once(refs, plan, writer, as_json)
             if every is None:
                 break
             time.sleep(every)
@@ -181,22 +180,20 @@ def verify(
     sys.exit(1 if failed else 0)
 
 
-def _verify_once(
-    verification: Any, refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool
-) -> bool:
+def _verify_once(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool) -> bool:
     with ledger() as lg:
-        total = len([r for r in verification.checks(lg, refs, plan=plan) if r.trusted])
+        total = len([r for r in lg.checks(refs, plan=plan) if r.trusted])
         done = [0]
         started = time.monotonic()
 
-        def progress(row: Any, receipt: Any) -> None:
+        def progress(row: CheckRow, receipt: Receipt) -> None:
             done[0] += 1
             if as_json:
                 return
             line = f"[{done[0]}/{total}] {_MARK[receipt.result]} {row.id} {row.item}  {row.check.text()}"
             click.echo(_clean(f"{line}  ({receipt.duration_ms} ms) {receipt.line()}"))
 
-        result = verification.verify(lg, refs, plan=plan, writer=writer, on_result=progress)
+        result = lg.verify(refs, plan=plan, writer=writer, on_result=progress)
     failed = any(r["result"] != "holds" for r in result["receipts"])
     if as_json:
         emit(result)
@@ -218,7 +215,6 @@ def _verify_once(
 @click.option("--yes", is_flag=True, help="Approve every check shown without asking.")
 def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, yes: bool) -> None:
     """Show untrusted checks (imported, or from the HTTP server) and approve their exact text."""
-    from todoledger import verification
 
     interactive = sys.stdin.isatty() and not as_json
 
@@ -235,11 +231,11 @@ def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: 
         return click.confirm("Trust this exact check?", default=False)
 
     with ledger() as lg:
-        pending = [r for r in verification.checks(lg, refs, plan=plan) if not r.trusted]
+        pending = [r for r in lg.checks(refs, plan=plan) if not r.trusted]
         if not pending:
             emit([]) if as_json else click.echo("nothing to trust: every check is trusted")
             return
-        approved = verification.trust(lg, refs, plan=plan, writer=writer, approve=approve)
+        approved = lg.trust(refs, plan=plan, writer=writer, approve=approve)
     if as_json:
         emit(approved)
     elif approved:
@@ -253,10 +249,9 @@ def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: 
 @click.argument("ref", metavar="[ID]", required=False)
 def metrics_cmd(ref: str | None, plan: str | None, as_json: bool) -> None:
     """Numbers recorded on items (`done ID --metric NAME=VALUE`)."""
-    from todoledger import verification
 
     with reader() as lg:
-        rows = verification.metrics(lg, ref, plan=plan)
+        rows = lg.metrics(ref, plan=plan)
     if as_json:
         emit(rows)
         return

@@ -61,7 +61,7 @@ def ingest(paths: tuple[str, ...], as_json: bool) -> None:
     8 characters, or the whole id when another session already has that plan.
     Importing the same files again (or older copies of them) changes nothing.
     """
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     with Ledger() as lg:
         result = _run_ingest(lg, paths)
@@ -90,7 +90,7 @@ def ingest(paths: tuple[str, ...], as_json: bool) -> None:
 def report(plan: str, fmt: str, as_json: bool, output: Path | None) -> None:
     """A plan's story: timeline of every item, phases, and what went wrong, with evidence."""
     from todoledger.ingest.report import load, render_json, render_md
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     with Ledger(create=False) as lg:
         analysis = load(lg, plan)
@@ -121,7 +121,7 @@ def stats(paths: tuple[str, ...], as_json: bool) -> None:
     (the ledger is not touched); without, every plan of the ledger counts.
     """
     from todoledger.ingest import stats as st
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     if paths:
         with Ledger(":memory:") as lg:

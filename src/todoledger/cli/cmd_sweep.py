@@ -35,11 +35,10 @@ def sweep() -> None:
 @click.option("--timeout", default=3600.0, show_default=True, type=float, help="Seconds per run.")
 def sweep_add(name: str, plan: str | None, writer: str | None, as_json: bool, **kw: Any) -> None:
     """Define sweep NAME and add its items."""
-    from todoledger import sweeps
 
     kw["run"] = kw.pop("run_cmd")
     with ledger() as lg:
-        out = sweeps.add(lg, name, plan=plan, writer=writer, **kw)
+        out = lg.add_sweep(name, plan=plan, writer=writer, **kw)
     if as_json:
         emit(out)
         return
@@ -54,7 +53,7 @@ def sweep_add(name: str, plan: str | None, writer: str | None, as_json: bool, **
 @click.option("--parallel", default=1, show_default=True, type=click.IntRange(1, 64))
 def sweep_run(name: str, plan: str | None, writer: str | None, as_json: bool, parallel: int) -> None:
     """Run each pending combination; resumable after any interruption."""
-    from todoledger import sweeps
+    from todoledger.ledger import sweeps
 
     def progress(p: dict[str, Any]) -> None:
         if as_json:
@@ -86,11 +85,10 @@ def sweep_run(name: str, plan: str | None, writer: str | None, as_json: bool, pa
 )
 def sweep_results(name: str, plan: str | None, as_json: bool, fmt: str) -> None:
     """Median, min, max and spread per combination, ratio to the baseline, verdict."""
-    from todoledger import sweeps
     from todoledger.core.sweep import lines, table
 
     with reader() as lg:
-        out = sweeps.results(lg, name, plan=plan)
+        out = lg.sweep_results(name, plan=plan)
     if as_json or fmt == "json":
         emit(out)
         return

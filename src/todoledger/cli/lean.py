@@ -163,7 +163,7 @@ class _Opened:
     checkpoints it once it is long (wal_autocheckpoint)."""
 
     def __init__(self, create: bool) -> None:
-        from todoledger.service import Ledger
+        from todoledger.ledger import Ledger
 
         self.ledger = Ledger(create=create)
 
@@ -228,7 +228,7 @@ def _change(opts: Options, positional: list[str], verb: str) -> None:
             # done_command without metrics or a reason, without importing the checks' service
             row = lg.done(positional[0], evidence=opts.get("evidence"), **kw)
         elif verb == "done":
-            from todoledger.verification import done_command
+            from todoledger.ledger.verify import done_command
 
             row = done_command(
                 lg,

@@ -1,4 +1,4 @@
-"""The `todoledger` command: thin over `todoledger.service.Ledger`.
+"""The `todoledger` command: thin over `todoledger.ledger.Ledger`.
 
 Heavy interfaces (MCP, install, ingest) register by name and are imported
 only when their command runs.
@@ -105,13 +105,13 @@ def where(lg: Any) -> str:
 
 
 def ledger() -> Any:
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     return Ledger()
 
 
 def reader() -> Any:
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     return Ledger(create=False)
 
@@ -315,7 +315,7 @@ _item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.sta
 
 
 def _done(lg: Any, ref: str, **kw: Any) -> Any:
-    from todoledger.verification import done_command
+    from todoledger.ledger.verify import done_command
 
     return done_command(lg, ref, **kw)
 
@@ -392,9 +392,7 @@ def add(
             needs_approval=needs_approval,
         )
         if done_when is not None:
-            from todoledger.verification import add_check
-
-            row["gate"] = add_check(lg, row["id"], done_when, plan=plan, writer=writer)
+            row["gate"] = lg.add_check(row["id"], done_when, plan=plan, writer=writer)
     if as_json:
         emit(row)
     else:
@@ -546,8 +544,8 @@ def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool,
     with ledger() as lg:
         if fmt == "markdown":
             from todoledger.core.mdtasks import has_checklist, parse
+            from todoledger.defaults import default_plan
             from todoledger.ingest.markdown import apply
-            from todoledger.service import default_plan
 
             text = "".join(lines)
             items = parse(text)
@@ -604,7 +602,7 @@ def write(source: str, plan: str | None, writer: str | None, as_json: bool, dial
 @click.argument("source", metavar="[FILE|-]", default="-")
 def lint(source: str, as_json: bool, dialect: str) -> None:
     """Check a payload without writing it; exits 1 on errors."""
-    from todoledger.service import lint as lint_payload
+    from todoledger.dialects import lint_payload
 
     findings = lint_payload(_read_payload(source), dialect)
     if as_json:
@@ -663,13 +661,10 @@ def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> Non
 
     name = plan or DEMO_PLAN
     with ledger() as lg:
-        if reset:
-            from todoledger import verification
-
-            if verification.checks(lg, plan=name):
-                raise LedgerError(
-                    f"plan {name!r} holds the checks of demo --checks; load the demo into another --plan"
-                )
+        if reset and lg.checks(plan=name):
+            raise LedgerError(
+                f"plan {name!r} holds the checks of demo --checks; load the demo into another --plan"
+            )
         loaded = load_demo(lg, plan=name, reset=reset)
         ran = None
         if with_checks:

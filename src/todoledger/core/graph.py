@@ -69,17 +69,17 @@ def unmet_status(status: str) -> bool:
     return status != "completed"
 
 
-def derive(items: Sequence[Item], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
+def derive(items: Sequence[Item], gated: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
     """Map item id -> (blocked, ready) for a whole plan.
 
     Blocked: an unmet dependency (open, cancelled, or completed above open
     sub-items), directly or through a parent phase. Ready: pending, not
     blocked, and no unfinished sub-items (a phase is done through its
     children, so it is not itself the next thing).
-    `held`: items that count as unmet whatever their status (checked but
-    not verified, from `core.verification.held`).
+    `gated`: items that count as unmet whatever their status (checked but
+    not verified, from `core.verification.gated`).
     """
-    return derive_links([(i.id, i.parent, i.status, i.depends_on) for i in items], held)
+    return derive_links([(i.id, i.parent, i.status, i.depends_on) for i in items], gated)
 
 
 def open_below(items: Sequence[Links]) -> set[str]:
@@ -98,11 +98,11 @@ def open_below(items: Sequence[Links]) -> set[str]:
     return out
 
 
-def derive_links(items: Sequence[Links], held: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
+def derive_links(items: Sequence[Links], gated: frozenset[str] = frozenset()) -> dict[str, tuple[bool, bool]]:
     """`derive` over bare links: `Ledger.show` builds no `Item` only to read these four fields."""
     by_id: Mapping[str, Links] = {i[0]: i for i in items}
     open_children = open_below(items)
-    unmet_ids = held | open_children
+    unmet_ids = gated | open_children
     direct = {
         i[0]: any(b in by_id and (unmet_status(by_id[b][2]) or b in unmet_ids) for b in i[3]) for i in items
     }

@@ -135,10 +135,10 @@ def derive(
     return {item: item_state(by_item.get(item, ()), latest, fresh, status) for item, status in items}
 
 
-def held(verification: Mapping[str, str | None]) -> frozenset[str]:
+def gated(verification: Mapping[str, str | None]) -> frozenset[str]:
     """Items that count as unfinished for those waiting on them: checked but not verified.
 
-    `graph.derive(items, held=...)` and `Ledger.next` use it, so an item that
+    `graph.derive(items, gated=...)` and `Ledger.next` use it, so an item that
     waits for a gated item is ready only once that item is verified.
     """
     return frozenset(i for i, v in verification.items() if v not in (None, REPORTED, VERIFIED))

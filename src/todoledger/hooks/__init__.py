@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
 MAX_LOG_BYTES = 1024 * 1024
 # Agents kill hooks after 5 s (Gemini) or 10 s (Claude Code): wait for a busy
@@ -35,7 +35,7 @@ def _state_dir() -> str:
 
 
 def log_path(cwd: str | None = None) -> str:
-    from todoledger.service import locate
+    from todoledger.store.locate import ledger_file as locate
 
     where = locate(cwd)
     folder = os.path.dirname(where)
@@ -63,7 +63,7 @@ def event_cwd(event: dict[str, Any]) -> str | None:
 
 def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
     """The project's ledger with a hook's short patience for a busy file."""
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
     return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS)
 
@@ -80,7 +80,7 @@ def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response
 
 
 def spool_dir(cwd: str | None) -> str:
-    from todoledger.service import locate
+    from todoledger.store.locate import ledger_file as locate
 
     where = locate(cwd)
     if "://" in where:  # a ledger URL names no folder: the user's state folder, one spool per ledger

@@ -31,8 +31,8 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     tool = event.get("tool_name")
     if tool == "ExitPlanMode":
         # PostToolUse fires only when the call went through: the user approved this plan.
+        from todoledger.defaults import default_plan
         from todoledger.ingest.bridges import approved_plan, plan_text
-        from todoledger.service import default_plan
 
         text = plan_text(event.get("tool_input")) or plan_text(event.get("tool_response"))
         if text is None:

@@ -14,8 +14,8 @@ from typing import Any
 
 
 def handle(event: dict[str, Any], cwd: str | None) -> str | None:
+    from todoledger.defaults import default_plan
     from todoledger.hooks import ledger as hook_ledger
-    from todoledger.service import default_plan
 
     name = event.get("hook_event_name")
     if name not in ("Stop", "SessionStart"):

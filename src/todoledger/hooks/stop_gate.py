@@ -36,7 +36,6 @@ def session_writer(agent: str, event: dict[str, Any]) -> str | None:
 
 def answer(agent: str, event: dict[str, Any], cwd: str | None) -> str | None:
     """The JSON that blocks the stop, or None to let the agent stop."""
-    from todoledger import verification
     from todoledger.hooks import ledger as hook_ledger
     from todoledger.hooks import mcp_replies
 
@@ -49,7 +48,7 @@ def answer(agent: str, event: dict[str, Any], cwd: str | None) -> str | None:
     raw = event.get("transcript_path")
     through_mcp = mcp_replies.completions(agent, raw) if isinstance(raw, str) and raw else set()
     with hook_ledger(cwd, create=False) as lg:
-        unproven = verification.unproven_by(lg, writer, also=through_mcp)
+        unproven = lg.unproven_by(writer, also=through_mcp)
         blocks = lg.cursors([key]).get(key, (0, None))[0]
         if not unproven:
             if blocks:

@@ -26,7 +26,7 @@ from todoledger.core.mdtasks import has_checklist, parse
 from todoledger.core.model import MAX_NOTES_CHARS, LedgerError
 from todoledger.ingest.calls import TodoCall
 from todoledger.ingest.markdown import apply
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 PLAN_MODE = "claude-plan"
 CODEX_GOAL = "codex-goal"

@@ -25,7 +25,7 @@ from todoledger.ingest.calls import Skipped, TodoCall
 from todoledger.ingest.plans import PlanNames
 from todoledger.ingest.readahead import ReadAhead, worth_it
 from todoledger.ingest.sources import Source, discover, open_stdin, read_calls
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 BATCH_CALLS = 256  # calls per transaction: short enough for other writers to get in
 MAX_HELD = 256  # timeless calls waiting for their session's first known time

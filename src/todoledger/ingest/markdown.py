@@ -16,7 +16,7 @@ from typing import Any
 
 from todoledger.core.mdtasks import MdItem
 from todoledger.core.model import LedgerError
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 
 def apply(

@@ -15,7 +15,7 @@ from todoledger.core.sanitize import strip_hidden
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from todoledger.service import Ledger
+    from todoledger.ledger import Ledger
 
 PREFIXES = ("ses_", "session-")
 SHORT = 8

@@ -13,7 +13,7 @@ from typing import Any
 from todoledger.core.view import PlanView
 from todoledger.ingest.findings import Add, Finding, short
 from todoledger.ingest.story import Story
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 TITLES = {
     "completed-without-evidence": "completed without evidence",
@@ -52,11 +52,10 @@ class ItemProof:
 
 
 def gather(lg: Ledger, view: PlanView) -> dict[str, ItemProof]:
-    from todoledger import verification as v
 
     plan = view.plan
     out = {it.id: ItemProof(evidence=it.evidence, verification=it.verification) for it in view.items}
-    for row in v.checks(lg, plan=plan):
+    for row in lg.checks(plan=plan):
         proof = out.setdefault(row.item, ItemProof())
         proof.checks.append(
             {"id": row.id, "role": row.role, "spec": row.check.text(), "trusted": row.trusted}
@@ -64,7 +63,7 @@ def gather(lg: Ledger, view: PlanView) -> dict[str, ItemProof]:
         if row.role == "gate" and row.check.kind == "metric":
             proof.repeats = max(proof.repeats, 2)  # one number tells nothing of its spread
     latest: dict[str, dict[str, Any]] = {}
-    for r in v.receipts(lg, plan=plan):
+    for r in lg.receipts(plan=plan):
         latest[r["check"]] = r
     for r in latest.values():
         out.setdefault(r["item"], ItemProof()).receipts.append(
@@ -76,9 +75,9 @@ def gather(lg: Ledger, view: PlanView) -> dict[str, ItemProof]:
                 "at": r["at"],
             }
         )
-    for m in v.metrics(lg, plan=plan):
+    for m in lg.metrics(plan=plan):
         out.setdefault(m["item"], ItemProof()).metrics.setdefault(m["name"], []).append(float(m["value"]))
-    for item, repeat in v.sweep_repeats(lg, plan).items():
+    for item, repeat in lg.sweep_repeats(plan).items():
         proof = out.setdefault(item, ItemProof())
         proof.repeats = max(proof.repeats, repeat)
     return out

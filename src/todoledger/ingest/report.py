@@ -22,7 +22,7 @@ from todoledger.ingest.findings import Finding, duration, find, short
 from todoledger.ingest.proof import TITLES as PROOF_TITLES
 from todoledger.ingest.proof import ItemProof, gather, metric_line, proof_findings, receipt_line
 from todoledger.ingest.story import ItemStory, Story, build
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 # What the plan's state says of an item now, beside its story and its proof.
 VIEW_TITLES = {

@@ -20,7 +20,7 @@ from todoledger.ingest.codex import CodexReader
 from todoledger.ingest.importer import write_calls
 from todoledger.ingest.lines import LineCursor
 from todoledger.ingest.plans import PlanNames
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 FINGERPRINT_BYTES = 256
 

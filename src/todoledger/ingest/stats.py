@@ -12,7 +12,7 @@ from typing import Any
 
 from todoledger.ingest.findings import TITLES, duration
 from todoledger.ingest.report import Report, load
-from todoledger.service import Ledger
+from todoledger.ledger import Ledger
 
 
 def summarise(reports: list[Report]) -> dict[str, Any]:

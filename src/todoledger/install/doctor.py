@@ -472,7 +472,8 @@ def _native(r: AgentReport, project: Path, env: dict[str, str], found: probe.Ver
 
 def _ledger(project: Path) -> tuple[dict[str, Any], list[Problem]]:
     from todoledger.core.model import LedgerError
-    from todoledger.service import Ledger, locate
+    from todoledger.ledger import Ledger
+    from todoledger.store.locate import ledger_file as locate
 
     try:
         with Ledger(cwd=project, create=False) as lg:

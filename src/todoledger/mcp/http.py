@@ -26,7 +26,7 @@ from todoledger.mcp.tools import PlanTools
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from todoledger.service import SharedLedger
+    from todoledger.ledger.shared import SharedLedger
 
 MCP_PATH = "/mcp"
 # A browser cannot send a bearer header when it opens a page: the board asks

@@ -37,7 +37,7 @@ from todoledger.mcp.tools import INSTRUCTIONS, TOOL_ANNOTATIONS, TOOLS, PlanTool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from todoledger.service import SharedLedger
+    from todoledger.ledger.shared import SharedLedger
 
 logger = logging.getLogger("todoledger.mcp")
 

@@ -32,7 +32,7 @@ from todoledger.core.view import PlanView
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from todoledger.service import SharedLedger
+    from todoledger.ledger.shared import SharedLedger
 
 T = TypeVar("T")
 
@@ -341,7 +341,7 @@ class PlanTools:
     def __init__(
         self, *, default_plan: str | None = None, cwd: Path | None = None, shared: SharedLedger | None = None
     ) -> None:
-        from todoledger.service import SharedLedger
+        from todoledger.ledger.shared import SharedLedger
 
         self.default_plan = default_plan
         self.cwd = cwd
@@ -358,7 +358,7 @@ class PlanTools:
             return plan
         if self.default_plan:
             return self.default_plan
-        from todoledger.service import default_plan
+        from todoledger.defaults import default_plan
 
         return default_plan() or DEFAULT_PLAN
 
@@ -401,7 +401,7 @@ class PlanTools:
         return self.locked(lambda: self._todowrite({"todos": todos}, name, writer))
 
     def _todowrite(self, payload: dict[str, Any], plan: str, writer: str) -> dict[str, Any]:
-        from todoledger.service import parse
+        from todoledger.dialects import parse
 
         parsed = parse(payload)
         if not parsed.whole:
@@ -582,7 +582,7 @@ class PlanTools:
     def _proof(args: dict[str, Any]) -> dict[str, Any]:
         """The gate and the numbers to record, checked before anything is written."""
         from todoledger.core.checkspec import parse
-        from todoledger.verification import parse_metric
+        from todoledger.ledger.verify import parse_metric
 
         _blank(args, "check")
         out: dict[str, Any] = {}
@@ -625,18 +625,15 @@ class PlanTools:
     def _record_proof(
         self, lg: Any, plan: str, ref: str, writer: str, proof: dict[str, Any]
     ) -> dict[str, Any]:
-        from todoledger import verification
 
         out: dict[str, Any] = {}
         if "check" in proof:
-            row = verification.add_check(
-                lg, ref, proof["check"], plan=plan, writer=writer, trusted=self.trusted_checks
-            )
+            row = lg.add_check(ref, proof["check"], plan=plan, writer=writer, trusted=self.trusted_checks)
             out["check"] = {"id": row["id"], "spec": row["spec"], "trusted": row["trusted"]}
             if not row["trusted"]:
                 out["check"]["hint"] = f"not run until a person approves it: todoledger trust {row['id']}"
         if "metrics" in proof:
-            rows = verification.record_metrics(lg, ref, proof["metrics"], plan=plan, writer=writer)
+            rows = lg.record_metrics(ref, proof["metrics"], plan=plan, writer=writer)
             out["metrics"] = [f"{r['name']}={r['value']:g} (run {r['run']})" for r in rows]
         return out
 
@@ -704,13 +701,12 @@ class PlanTools:
         return self.locked(lambda: self._plan_verify(plan, explicit is not None, ids, writer))
 
     def _plan_verify(self, plan: str, explicit: bool, ids: list[str], writer: str) -> dict[str, Any]:
-        from todoledger import verification
         from todoledger.core.verification import tail
 
         if not self._known(self.ledger(write=False), plan, explicit):
             return {"plan": plan, "receipts": [], "hint": "empty: write your plan with todowrite"}
         lg = self.ledger(write=True)
-        done = verification.verify(lg, ids, plan=plan, writer=writer, cwd=str(self.cwd) if self.cwd else None)
+        done = lg.verify(ids, plan=plan, writer=writer, cwd=str(self.cwd) if self.cwd else None)
         out: dict[str, Any] = {
             "plan": plan,
             "receipts": [
@@ -849,7 +845,7 @@ def _uses_arg(args: dict[str, Any]) -> list[str] | None:
 
 def _render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """The list as the agent's own tool shows it."""
-    from todoledger.service import render
+    from todoledger.dialects import render
 
     try:
         return render(dialect, items)

@@ -27,12 +27,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from todoledger import sweeps
 from todoledger.core.model import LedgerError
 from todoledger.core.schedule import split_uses
 from todoledger.core.timefmt import now
 from todoledger.core.view import PlanView, build
-from todoledger.service import Ledger, SharedLedger, default_plan
+from todoledger.defaults import default_plan
+from todoledger.ledger import Ledger
+from todoledger.ledger.shared import SharedLedger
 from todoledger.web import pages, sweeps_page
 from todoledger.web.live import Hub
 
@@ -140,7 +141,7 @@ class Board:
             # between is then newer than the page says, and its event brings it in.
             change = int(lg.last_change())
             title, body = build_body(lg, plan)
-            has_sweeps = kind != "plans" and lg.exists and bool(sweeps.listing(lg, plan=plan))
+            has_sweeps = kind != "plans" and lg.exists and bool(lg.sweeps(plan=plan))
             return title, body, change, has_sweeps
 
         status = 200
@@ -285,8 +286,8 @@ class Board:
 
     async def page_sweeps(self, request: Request) -> Response:
         def body(lg: Ledger, plan: str) -> tuple[str, str]:
-            listed = sweeps.listing(lg, plan=plan) if lg.exists else []
-            found = [(entry, sweeps.results(lg, entry["name"], plan=plan)) for entry in listed]
+            listed = lg.sweeps(plan=plan) if lg.exists else []
+            found = [(entry, lg.sweep_results(entry["name"], plan=plan)) for entry in listed]
             return f"Sweeps {plan}", sweeps_page.page(plan, found)
 
         return await self._page(request, "sweeps", body, scripts=("/static/plotly.min.js",))

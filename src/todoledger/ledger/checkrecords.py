@@ -1,0 +1,170 @@
+"""The checks' records: adding, removing and trusting checks, and the numbers
+(metrics) recorded on items. Every function takes a `Unit`, the plan and the
+writer, resolved by the façade."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from todoledger.core import verification as core
+from todoledger.core.checkspec import parse
+from todoledger.core.model import LedgerError
+from todoledger.core.timefmt import now
+from todoledger.core.verification import CheckRow
+from todoledger.ledger.gates import check_repo, insert_check, require_check, select, states
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.ledger.unit import Unit
+
+MAX_METRICS_PER_CALL = 100
+
+
+def add_check(
+    u: Unit,
+    plan: str,
+    writer: str,
+    ref: str,
+    spec: str,
+    options: dict[str, Any] | None = None,
+    *,
+    role: str = "gate",
+    trusted: bool = True,
+) -> dict[str, Any]:
+    """Give an item a check (a completion gate by default). `trusted=False` for
+    checks that did not come from this machine's user (import, HTTP)."""
+    if role not in core.ROLES:
+        raise LedgerError(f"role must be one of {', '.join(core.ROLES)}, not {role!r}")
+    check = parse(spec, options)
+    at = now()
+    with u.transaction():
+        item = u.require(plan, ref)
+        return insert_check(u, plan, item.id, role, check, writer, at, trusted=trusted).as_dict()
+
+
+def remove_check(u: Unit, plan: str, writer: str, check_id: str, *, force: bool = False) -> dict[str, Any]:
+    """Remove a check. Not the check a completion has not passed: without it the
+    completion would read as reported, not failed, and what waits for it would
+    go ahead; `force` does it all the same, and is recorded."""
+    at = now()
+    with u.transaction():
+        row = require_check(u, plan, check_id)
+        item = u.require(plan, row.item)
+        state = states(u, plan, [(item.id, item.status)])[item.id] if item.status == "completed" else None
+        unpassed = state is not None and state != core.VERIFIED
+        if unpassed and not force:
+            raise LedgerError(
+                f"{row.id} is a check of {item.id}, which was completed without passing it ({state}):"
+                f" removing it would hide that; reopen {item.id} first (force overrides, and is recorded)"
+            )
+        check_repo(u).remove(row.id)
+        w = u.op(plan, writer, at, "uncheck", summary=f"removed {row.role} {row.id} from {row.item}")
+        if unpassed:
+            w.annotate(row.item, "forced", None, {"past": "check removal", "check": row.id, "was": state})
+        w.annotate(row.item, "check", {"id": row.id, "spec": row.check.canonical()}, None)
+        u.repo.touch_plan(plan, at)
+    return row.as_dict()
+
+
+def checks(u: Unit, plan: str, refs: Sequence[str] = ()) -> list[CheckRow]:
+    """The checks of the plan, or of the named items / check ids."""
+    with u.store.read():
+        return select(u, plan, refs)
+
+
+def trust(
+    u: Unit,
+    plan: str,
+    writer: str,
+    refs: Sequence[str] = (),
+    *,
+    approve: Callable[[CheckRow], bool] = lambda row: True,
+) -> list[dict[str, Any]]:
+    """Approve the exact text of untrusted checks; `approve` is asked for each
+    (the CLI shows the spec and asks). Returns the approved checks."""
+    pending = [r for r in checks(u, plan, refs) if not r.trusted]
+    approved = [r for r in pending if approve(r)]
+    if not approved:
+        return []
+    at = now()
+    with u.transaction():
+        repo = check_repo(u)
+        w = u.op(plan, writer, at, "trust", summary=f"trusted {len(approved)} checks")
+        done: list[dict[str, Any]] = []
+        for row in approved:
+            current = repo.get(row.id)
+            if current is None or current.check != row.check:
+                raise LedgerError(f"{row.id} changed while it was shown; run trust again")
+            repo.trust(row, writer, at)
+            w.annotate(row.item, "trust", None, {"id": row.id, "spec": row.check.canonical()})
+            done.append({**row.as_dict(), "trusted": True})
+        u.repo.touch_plan(plan, at)
+    return done
+
+
+def record_metrics(
+    u: Unit, plan: str, writer: str, ref: str, metrics: dict[str, float] | Sequence[tuple[str, float]]
+) -> list[dict[str, Any]]:
+    """Store numbers on an item (each a new run of that metric) with their events."""
+    pairs = list(metrics.items()) if isinstance(metrics, dict) else list(metrics)
+    if len(pairs) > MAX_METRICS_PER_CALL:
+        raise LedgerError(f"{len(pairs)} metrics in one call; the limit is {MAX_METRICS_PER_CALL}")
+    checked = [metric_pair(name, value) for name, value in pairs]
+    at = now()
+    out: list[dict[str, Any]] = []
+    with u.transaction():
+        item = u.require(plan, ref)
+        repo = check_repo(u)
+        w = u.op(plan, writer, at, "metric", summary=", ".join(f"{n}={v:g}" for n, v in checked))
+        for name, value in checked:
+            run = repo.add_metric(plan, item.id, name, value, writer, at)
+            w.annotate(item.id, "metric", None, {"name": name, "value": value, "run": run})
+            out.append({"item": item.id, "name": name, "value": value, "run": run})
+        u.repo.touch_plan(plan, at)
+    return out
+
+
+def parse_metric(text: str) -> tuple[str, float]:
+    """`tok_s=60` -> ("tok_s", 60.0); one clear line otherwise."""
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise LedgerError(f"metric {text!r}: write NAME=NUMBER (e.g. tok_s=60)")
+    try:
+        number = float(value)
+    except ValueError:
+        raise LedgerError(f"metric {text!r}: {value.strip()!r} is not a number") from None
+    return metric_pair(name.strip(), number)
+
+
+def metric_pair(name: str, value: Any) -> tuple[str, float]:
+    """A metric's name and number, checked; one clear line otherwise."""
+    import math
+    import re
+
+    if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_.]{0,63}$", name):
+        raise LedgerError(f"metric name {name!r}: letters, digits, _ and . (at most 64)")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise LedgerError(f"metric {name}: {value!r} is not a finite number")
+    return name, float(value)
+
+
+def metrics(u: Unit, plan: str, ref: str | None = None) -> list[dict[str, Any]]:
+    """The numbers recorded on the plan's items (or on one item), each run in order."""
+    with u.store.read():
+        item = u.require(plan, ref).id if ref else None
+        return check_repo(u).metrics(plan, item)
+
+
+def receipts(u: Unit, plan: str, ref: str | None = None) -> list[dict[str, Any]]:
+    """The receipts of the plan's checks (or of one item's), oldest first."""
+    with u.store.read():
+        item = u.require(plan, ref).id if ref else None
+        return [r.as_dict() for r in check_repo(u).receipts(plan, item)]
+
+
+def sweep_repeats(u: Unit, plan: str) -> dict[str, int]:
+    """item -> how many runs its sweep asks for."""
+    with u.store.read():
+        return check_repo(u).sweep_repeats(plan)

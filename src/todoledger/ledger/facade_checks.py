@@ -1,0 +1,209 @@
+"""`Ledger`'s check methods: gates, receipts, trust and metrics (see
+`ledger.gates` and `ledger.checkrecords`), and the records of parameter sweeps
+(`ledger.sweeprows`; running them is `ledger.sweeps`)."""
+
+from __future__ import annotations
+
+from todoledger.ledger.facade import Facade
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
+
+    from todoledger.core import sweep as sweep_core
+    from todoledger.core.verification import CheckRow, Receipt
+
+
+class CheckMethods(Facade):
+    """Checks, metrics and sweeps' records."""
+
+    def add_check(
+        self,
+        ref: str,
+        spec: str,
+        options: dict[str, Any] | None = None,
+        *,
+        role: str = "gate",
+        plan: str | None = None,
+        writer: str | None = None,
+        trusted: bool = True,
+    ) -> dict[str, Any]:
+        """Give an item a check (a completion gate by default); `trusted=False` for
+        checks that did not come from this machine's user (import, HTTP)."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.add_check(
+            self._unit, *self._who(plan, writer), ref, spec, options, role=role, trusted=trusted
+        )
+
+    def remove_check(
+        self, check_id: str, *, plan: str | None = None, writer: str | None = None, force: bool = False
+    ) -> dict[str, Any]:
+        """Remove a check; not one a completion has not passed, unless `force` (recorded)."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.remove_check(self._unit, *self._who(plan, writer), check_id, force=force)
+
+    def checks(self, refs: Sequence[str] = (), *, plan: str | None = None) -> list[CheckRow]:
+        """The checks of the plan, or of the named items and check ids."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.checks(self._unit, self._plan(plan), refs)
+
+    def trust(
+        self,
+        refs: Sequence[str] = (),
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        approve: Callable[[CheckRow], bool] = lambda row: True,
+    ) -> list[dict[str, Any]]:
+        """Approve the exact text of untrusted checks, `approve` asked for each; returns those approved."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.trust(self._unit, *self._who(plan, writer), refs, approve=approve)
+
+    def verify(
+        self,
+        refs: Sequence[str] = (),
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        cwd: str | None = None,
+        on_result: Callable[[CheckRow, Receipt], None] | None = None,
+        roles: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Run the trusted checks of the plan (or of the named items) in parallel
+        and store a receipt for each; untrusted checks are skipped and listed."""
+        from todoledger.core.verification import ROLES
+        from todoledger.ledger import gates
+
+        return gates.verify(
+            self._unit,
+            *self._who(plan, writer),
+            refs,
+            cwd=cwd,
+            on_result=on_result,
+            roles=ROLES if roles is None else roles,
+        )
+
+    def record_metrics(
+        self,
+        ref: str,
+        metrics: dict[str, float] | Sequence[tuple[str, float]],
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Store numbers on an item (each a new run of that metric) with their events."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.record_metrics(self._unit, *self._who(plan, writer), ref, metrics)
+
+    def metrics(self, ref: str | None = None, *, plan: str | None = None) -> list[dict[str, Any]]:
+        """The numbers recorded on the plan's items (or on one item)."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.metrics(self._unit, self._plan(plan), ref)
+
+    def receipts(self, ref: str | None = None, *, plan: str | None = None) -> list[dict[str, Any]]:
+        """The receipts of the plan's checks (or of one item's)."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.receipts(self._unit, self._plan(plan), ref)
+
+    def sweep_repeats(self, plan: str | None = None) -> dict[str, int]:
+        """item -> how many runs its sweep asks for."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.sweep_repeats(self._unit, self._plan(plan))
+
+    def unproven_by(self, writer: str, also: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """Completed items of `writer` (and those `also` names) whose gates fail,
+        never ran or went stale: what a Stop gate names."""
+        from todoledger.ledger import gates
+
+        return gates.unproven_by(self._unit, writer, also)
+
+    # sweeps' records (running them is `ledger.sweeps`) ------------------------------------
+    def add_sweep(
+        self,
+        name: str,
+        *,
+        template: str,
+        params: Sequence[str],
+        run: str,
+        metrics: Sequence[str],
+        repeat: int = 1,
+        baseline: Sequence[str] = (),
+        keep: str | None = None,
+        timeout: float = 3600.0,
+        plan: str | None = None,
+        writer: str | None = None,
+    ) -> dict[str, Any]:
+        """Define a sweep and expand it into items (a parent, one child per combination)."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.add(
+            self._unit,
+            *self._who(plan, writer),
+            name,
+            template=template,
+            params=params,
+            run=run,
+            metrics=metrics,
+            repeat=repeat,
+            baseline=baseline,
+            keep=keep,
+            timeout=timeout,
+        )
+
+    def sweep_work(
+        self, name: str, *, plan: str | None = None
+    ) -> tuple[sweep_core.Sweep, int, list[tuple[int, CheckRow, dict[str, str], int]]]:
+        """The sweep, its number of combinations, and those still to run."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.pending(self._unit, self._plan(plan), name)
+
+    def record_sweep_repeat(
+        self,
+        sweep: sweep_core.Sweep,
+        check: CheckRow,
+        receipt: Receipt,
+        values: dict[str, float],
+        repeat: int,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+    ) -> None:
+        """One repeat of a combination: its receipt, its numbers, and after the
+        last repeat the completed item, in one transaction."""
+        from todoledger.ledger import sweeprows
+
+        sweeprows.record_repeat(self._unit, *self._who(plan, writer), sweep, check, receipt, values, repeat)
+
+    def finish_sweep(self, name: str, *, plan: str | None = None, writer: str | None = None) -> None:
+        """Complete the sweep's parent once every combination is completed."""
+        from todoledger.ledger import sweeprows
+
+        sweeprows.finish(self._unit, *self._who(plan, writer), name)
+
+    def sweeps(self, plan: str | None = None) -> list[dict[str, str]]:
+        """The sweeps of a plan, oldest first: name and parent item."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.listing(self._unit, self._plan(plan))
+
+    def sweep_exists(self, name: str, *, plan: str | None = None) -> bool:
+        """Is there a sweep of this name in the plan?"""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.exists(self._unit, self._plan(plan), name)
+
+    def sweep_results(self, name: str, *, plan: str | None = None) -> dict[str, Any]:
+        """Per combination and metric: median/min/max/spread, ratio to the baseline, verdict, flags."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.results(self._unit, self._plan(plan), name)

@@ -1,0 +1,227 @@
+"""Single-item commands: add, update (start, done, cancel, dependencies),
+restore and clear. Starting or completing an item is refused while what it
+waits for is unmet, and completing one runs its gates first."""
+
+from __future__ import annotations
+
+from todoledger.core import graph
+from todoledger.core.merge import Seen
+from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, STATE_FIELDS, Item, LedgerError
+from todoledger.core.timefmt import now
+from todoledger.ledger import readiness
+from todoledger.ledger.values import PROGRESS, validate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from todoledger.ledger.gates import GatePassed
+    from todoledger.ledger.unit import Unit
+    from todoledger.store.repo import Writes
+
+
+def update(
+    u: Unit,
+    plan: str,
+    writer: str,
+    ref: str,
+    *,
+    kind: str = "update",
+    at: str | None = None,
+    force: bool = False,
+    token: int | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Change one item's fields (content, status, priority, active_form,
+    parent, evidence, reason, notes) and dependencies (`add_blocker`,
+    `remove_blocker`). Starting or completing an item whose prerequisites
+    are unmet is refused unless `force`, which is recorded. `token`, a
+    claim's fencing token, refuses the change once the item was claimed again."""
+    status = fields.get("status")
+    # Why a person forced it: recorded with whatever the force overrides.
+    why = {"reason": fields["force_reason"]} if fields.get("force_reason") else {}
+    with u.store.read():  # before the gates run: a refusal runs no check
+        early = u.require(plan, ref)
+        readiness.check_person(u, plan, early, writer, status, fields)
+        if status in PROGRESS and not force:
+            readiness.refuse_unmet(u, early, status)
+    gate = _gate(u, plan, ref, writer, fields, force)
+    at = at or now()
+    with u.transaction():
+        item = u.require(plan, ref)
+        if token is not None:
+            u.fence(item, writer, token, at)
+        readiness.check_person(u, plan, item, writer, status, fields)
+        waiting: list[tuple[Item, str]] = []
+        if status in PROGRESS and status != item.status:
+            if not force:
+                readiness.refuse_unmet(u, item, status)  # again: it may have changed since the gates ran
+            waiting = readiness.unmet_prerequisites(u, item.id)
+        above_open = status == "completed" and status != item.status and bool(u.repo.open_below([item.id]))
+        w = u.op(
+            plan,
+            writer,
+            at,
+            kind,
+            summary=f"{kind} {item.id}" + (" (forced)" if waiting or above_open else ""),
+        )
+        if gate is not None:
+            gate.record(u, w)  # the gates' receipts (and an override) go with the change
+        if waiting:
+            w.annotate(
+                item.id,
+                "forced",
+                None,
+                {"past": "prerequisites", "open": [b.id for b, _ in waiting]} | why,
+            )
+        if above_open:
+            w.annotate(item.id, "forced", None, {"past": "open sub-items"} | why)
+        _update_item(u, w, plan, item, fields)
+        u.repo.save_base(plan, writer, {item.id: Seen.of(u.require(plan, item.id))})
+        if w.count:
+            u.repo.touch_plan(plan, at)
+        return u.require(plan, item.id).as_dict()
+
+
+def _update_item(u: Unit, w: Writes, plan: str, item: Item, fields: dict[str, Any]) -> None:
+    add_blocker = fields.pop("add_blocker", None)
+    remove_blocker = fields.pop("remove_blocker", None)
+    for name, value in fields.items():
+        if name not in STATE_FIELDS or name == "depends_on":
+            raise LedgerError(
+                f"cannot update {name!r}"
+                + (": use add_blocker/remove_blocker" if name == "depends_on" else "")
+            )
+        if value is None:
+            continue
+        value = validate(name, value)
+        if name == "parent":
+            value = u.require(plan, value).id if value else None
+            if value:
+                graph.check_new_parent(item.id, value, u.repo.parent_of)
+        old = getattr(item, name)
+        if name == "status" and value in OPEN_STATUSES and item.status == "cancelled" and item.reason:
+            w.set(item.id, "reason", item.reason, None)
+        w.set(item.id, name, old, value)
+        setattr(item, name, value)
+    if add_blocker:
+        readiness.add_dep(u, w, item.id, u.require(plan, add_blocker).id)
+    if remove_blocker:
+        blocker = u.require(plan, remove_blocker).id
+        current = u.repo.blockers(item.id)
+        if blocker not in current:
+            raise LedgerError(f"{item.id} does not wait for {blocker}")
+        w.set(item.id, "depends_on", sorted(current), sorted(b for b in current if b != blocker))
+
+
+def restore(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
+    """Bring back a dropped or cancelled item with the status it had before."""
+    with u.store.read():
+        item = u.require(plan, ref)
+        if item.status != "cancelled":
+            raise LedgerError(f"{item.id} is {item.status}, not cancelled: nothing to restore")
+        previous = "pending"
+        for ev in reversed(u.repo.events(plan, item.id)):
+            if ev.field == "status" and ev.new == "cancelled":
+                previous = ev.old or "pending"
+                break
+    return update(u, plan, writer, item.id, status=previous, kind="restore")
+
+
+def add(
+    u: Unit,
+    plan: str,
+    writer: str,
+    content: str,
+    *,
+    parent: str | None = None,
+    after: str | None = None,
+    priority: str | None = None,
+    status: str = "pending",
+    depends_on: Iterable[str] = (),
+    notes: str | None = None,
+    estimate: str | None = None,
+    uses: Iterable[str] = (),
+    needs_approval: bool = False,
+    at: str | None = None,
+) -> dict[str, Any]:
+    """A new item, placed after `after` (else last among its parent's children, else last)."""
+    at = at or now()
+    content = validate("content", content)
+    estimate = validate("estimate", estimate) if estimate else None
+    used: list[str] = validate("uses", list(uses)) if uses else []
+    priority = validate("priority", priority or DEFAULT_PRIORITY)
+    status = validate("status", status)
+    if notes is not None:
+        notes = validate("notes", notes)
+    with u.transaction():
+        parent_id = u.require(plan, parent).id if parent else None
+        blockers = sorted({u.require(plan, d).id for d in depends_on})
+        position = _position_after(u, plan, after, parent_id)
+        item = Item(
+            id=u.fresh_id({}),
+            plan=plan,
+            content=content,
+            status=status,
+            priority=priority,
+            parent=parent_id,
+            position=position,
+            depends_on=blockers,
+            notes=notes,
+            estimate=estimate,
+            uses=used,
+            needs_approval=bool(needs_approval),
+        )
+        w = u.op(plan, writer, at, "add", summary=f"added {item.id}")
+        w.create(item)
+        u.repo.save_base(plan, writer, {item.id: Seen.of(item)})
+        u.repo.touch_plan(plan, at)
+        created = u.require(plan, item.id)
+    return created.as_dict()
+
+
+def _position_after(u: Unit, plan: str, after: str | None, parent: str | None) -> float:
+    anchor = u.require(plan, after) if after else None
+    if anchor is None and parent:
+        kids = [i for i in u.repo.items(plan) if i.parent == parent]
+        anchor = kids[-1] if kids else u.require(plan, parent)
+    if anchor is None:
+        return u.repo.tail_position(plan) + 1.0
+    following = u.repo.position_after(plan, anchor.position)
+    return anchor.position + 1.0 if following is None else (anchor.position + following) / 2
+
+
+def clear(u: Unit, plan: str, writer: str) -> int:
+    """Remove every item of a plan (recorded, so `undo` brings them back)."""
+    """Remove every item of a plan (recorded, so `undo` brings them back)."""
+    at = now()
+    with u.transaction():
+        items = u.repo.items(plan)
+        w = u.op(plan, writer, at, "clear", summary=f"cleared {len(items)} items")
+        for item in items:
+            w.remove(item)
+        if items:
+            u.repo.touch_plan(plan, at)
+    return len(items)
+
+
+def _gate(
+    u: Unit, plan: str, ref: str, writer: str, fields: dict[str, Any], force: bool
+) -> GatePassed | None:
+    """Completing an item runs its gates first (outside any transaction: a check may take a minute)."""
+    force_reason = fields.pop("force_reason", None)
+    if fields.get("status") != "completed":
+        return None
+    if force_reason is None:
+        with u.store.read():
+            if not u.repo.has_checks(plan):
+                return None  # no gates to run
+    from todoledger.ledger.gates import gate_before_done
+
+    try:
+        return gate_before_done(u, plan, ref, writer, force_reason)
+    except LedgerError as refusal:
+        if force and force_reason is None:  # forcing past a gate takes a reason, recorded with it
+            raise LedgerError(f"{refusal}; overriding a failing gate needs {u.override}") from None
+        raise

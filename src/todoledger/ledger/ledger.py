@@ -1,0 +1,578 @@
+"""`Ledger`: the public API and the one door every interface uses.
+
+A thin, typed façade: each method resolves the default plan and writer (in
+`Facade._plan` and `Facade._who`, nowhere else) and hands plain values to the module that
+owns the concern, each taking this ledger's `Unit`:
+
+    from todoledger import Ledger
+    with Ledger("plan.db") as ledger:
+        ledger.write({"todos": [{"content": "Train", "status": "pending"}]}, writer="me")
+        print(ledger.show()["items"])
+
+The concern modules are imported where a method first needs them, so that
+an agent's verb loads only what it uses (see bench/bench_core.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+from todoledger.core.scoped import contextmanager
+from todoledger.ledger.facade_checks import CheckMethods
+from todoledger.ledger.facade_leases import LeaseMethods
+from todoledger.ledger.unit import Unit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from pathlib import Path
+    from types import TracebackType
+    from typing import Any
+
+    from todoledger.core.model import ParsedWrite
+    from todoledger.core.view import PlanView
+    from todoledger.ledger.writes import WriteResult
+    from todoledger.store.base import Store
+    from todoledger.store.repo import Repo
+
+
+class Ledger(LeaseMethods, CheckMethods):
+    """A ledger of plans: a SQLite file or a PostgreSQL schema."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        store: Store | None = None,
+        cwd: str | Path | None = None,
+        create: bool = True,
+        busy_ms: int | None = None,
+    ) -> None:
+        """The ledger at `path` (":memory:" for a scratch ledger), else the
+        project's (see `store.locate`). With `create=False` a missing ledger
+        reads as empty and nothing is created."""
+        self._target: str | None = os.fspath(path) if path is not None else None
+        if store is None:
+            from todoledger.store.locate import ledger_file
+            from todoledger.store.open import open_store
+
+            self._target = self._target if self._target is not None else ledger_file(cwd)
+            store = open_store(self._target, create=create, busy_ms=busy_ms)
+        self._unit = Unit(store)
+
+    # the ledger itself -------------------------------------------------------
+    @property
+    def location(self) -> str:
+        """Where the ledger lives, or where its first write will create it (a
+        URL as the store says it: without its password)."""
+        if self._target is None or "://" in self._target:
+            return self._unit.store.location
+        return self._target
+
+    @property
+    def exists(self) -> bool:
+        """False for a reader opened before the ledger was created (it reads as empty)."""
+        return self._target is None or self._unit.store.location != ":memory:" or self._target == ":memory:"
+
+    @property
+    def store(self) -> Store:
+        """The backend, for tests and benchmarks; the interfaces never touch it (tests/test_layers.py)."""
+        return self._unit.store
+
+    @property
+    def repo(self) -> Repo:
+        """Every query of the ledger, for tests and benchmarks; the interfaces never touch it."""
+        return self._unit.repo
+
+    @property
+    def run_checks(self) -> bool:
+        """False where requests come from elsewhere (`serve` without --allow-checks): no check runs."""
+        return self._unit.run_checks
+
+    @run_checks.setter
+    def run_checks(self, value: bool) -> None:
+        self._unit.run_checks = value
+
+    @property
+    def override(self) -> str:
+        """How a refusal names the override of a failing gate on this interface."""
+        return self._unit.override
+
+    @override.setter
+    def override(self, value: str) -> None:
+        self._unit.override = value
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes in one transaction (an import): each write still
+        refuses alone and leaves nothing; the batch commits at the end."""
+        with self._unit.store.write():
+            self._unit.batching = True
+            try:
+                yield
+            finally:
+                self._unit.batching = False
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Many batches in a row: commits may skip the fsync (see the store)."""
+        with self._unit.store.bulk():
+            yield
+
+    def cursors(self, sources: list[str]) -> dict[str, tuple[int, str | None]]:
+        """Where an incremental reader stopped in each source: (position, fingerprint)."""
+        with self._unit.store.read():
+            return self._unit.repo.cursors(sources)
+
+    def save_cursors(self, cursors: dict[str, tuple[int, str | None]]) -> None:
+        """Remember where an incremental reader stopped in each source."""
+        from todoledger.core.timefmt import now
+
+        with self._unit.store.write():
+            self._unit.repo.save_cursors(cursors, now())
+
+    def imported_from_others(self, plan: str, source_prefix: str) -> bool:
+        """Does the plan hold imported calls whose source key does not start
+        with `source_prefix` (another session's calls)?"""
+        with self._unit.store.read():
+            return self._unit.repo.has_other_sources(plan, source_prefix)
+
+    def integrity(self) -> list[str]:
+        """What the backend finds wrong with the stored file itself; empty when sound."""
+        return self._unit.store.integrity()
+
+    def close(self) -> None:
+        """Close the store."""
+        self._unit.store.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # reading -------------------------------------------------------------------
+    def plans(self) -> list[dict[str, Any]]:
+        """Every plan: revision, last update, item and open counts."""
+        from todoledger.ledger import reading
+
+        return reading.plans(self._unit)
+
+    def items(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """The plan's items as `show` gives them."""
+        return list(self.show(plan)["items"])
+
+    def show(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
+        """The plan with derived `blocked`/`ready`. Given a writer, the items
+        join its base: it has now seen them."""
+        from todoledger.ledger import reading
+
+        return reading.show(self._unit, self._plan(plan), writer=writer)
+
+    def show_json(self, plan: str | None = None, *, writer: str | None = None) -> str:
+        """`show` as compact JSON text, written from the rows without building the dicts."""
+        from todoledger.ledger import reading
+
+        return reading.show_json(self._unit, self._plan(plan), writer=writer)
+
+    def view(self, plan: str | None = None, *, writer: str | None = None) -> PlanView:
+        """The plan as every reader shows it: counts, in progress, ready next,
+        blocked, recently completed, each item with its depth."""
+        from todoledger.ledger import reading
+
+        return reading.view(self._unit, self._plan(plan), writer=writer)
+
+    def rows(self, plan: str, ids: list[str]) -> list[dict[str, Any]]:
+        """These items as they are now, in the order given (those not in the plan left out)."""
+        from todoledger.ledger import reading
+
+        return reading.rows(self._unit, plan, ids)
+
+    def get(self, ref: str, plan: str | None = None) -> dict[str, Any]:
+        """One item, by id or unique prefix."""
+        from todoledger.ledger import reading
+
+        return reading.get(self._unit, self._plan(plan), ref)
+
+    def stranded(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """Open items that wait for a cancelled item: never ready until someone
+        removes or re-points the dependency."""
+        from todoledger.ledger import reading
+
+        return reading.stranded(self._unit, self._plan(plan))
+
+    def history(self, plan: str | None = None, item: str | None = None) -> list[dict[str, Any]]:
+        """The plan's events (or one item's), oldest first."""
+        from todoledger.ledger import reading
+
+        return reading.history(self._unit, self._plan(plan), item)
+
+    def ops(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """The plan's changes: who, when, what kind, summary and warnings."""
+        from todoledger.ledger import reading
+
+        return reading.ops(self._unit, self._plan(plan))
+
+    def check(self, plan: str | None = None) -> list[str]:
+        """Differences between the stored state and the replay of its events (every plan given None)."""
+        from todoledger.ledger import reading
+
+        return reading.check(self._unit, plan)
+
+    def watch(
+        self, *, after: int | None = None, wait: float = 1.0, stop: Callable[[], bool] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every plan's events as they are committed, from any process or machine."""
+        from todoledger.ledger import reading
+
+        return reading.watch(self._unit, after=after, wait=wait, stop=stop)
+
+    def last_change(self) -> int:
+        """A number that grows with every recorded change anywhere in the ledger."""
+        from todoledger.ledger import reading
+
+        return reading.last_change(self._unit)
+
+    def last_changes(self) -> dict[str, dict[str, Any]]:
+        """Per plan, its latest change: op, writer, at, kind, summary."""
+        from todoledger.ledger import reading
+
+        return reading.last_changes(self._unit)
+
+    def prime(
+        self, plan: str | None = None, *, recent: int = 5, writer: str | None = None, recovering: bool = False
+    ) -> str:
+        """The recovery text; `recovering` (after a compaction) resets the writer's base to what it shows."""
+        from todoledger.ledger import reading
+
+        return reading.prime(
+            self._unit, self._plan(plan), recent=recent, writer=writer, recovering=recovering
+        )
+
+    def recover_base(self, view: PlanView, writer: str, shown: Iterable[str]) -> None:
+        """After a compaction the writer's base shrinks to what it was just shown."""
+        from todoledger.ledger import reading
+
+        reading.recover_base(self._unit, view, writer, shown)
+
+    # whole-list writes -----------------------------------------------------------
+    def write(
+        self,
+        payload: str | bytes | dict[str, Any] | list[Any],
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        dialect: str = "auto",
+        response: Any = None,
+        at: str | None = None,
+        source_key: str | None = None,
+        source_at: str | None = None,
+    ) -> WriteResult:
+        """An agent's whole list (or patch) in its own format, merged into the plan."""
+        from todoledger.ledger import writes
+
+        return writes.write(
+            self._unit,
+            *self._who(plan, writer),
+            payload,
+            dialect=dialect,
+            response=response,
+            at=at,
+            source_key=source_key,
+            source_at=source_at,
+        )
+
+    def apply(
+        self,
+        parsed: ParsedWrite,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        at: str | None = None,
+        source_key: str | None = None,
+        source_at: str | None = None,
+    ) -> WriteResult:
+        """A list already parsed (`dialects.parse`), merged into the plan."""
+        from todoledger.ledger import writes
+
+        return writes.apply(
+            self._unit, *self._who(plan, writer), parsed, at=at, source_key=source_key, source_at=source_at
+        )
+
+    def record_refused(
+        self,
+        reason: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        dialect: str | None = None,
+        at: str | None = None,
+        source_key: str | None = None,
+        source_at: str | None = None,
+    ) -> bool:
+        """Tell in the plan's story that a call was made and refused; nothing in the plan changes."""
+        from todoledger.ledger import writes
+
+        return writes.record_refused(
+            self._unit,
+            *self._who(plan, writer),
+            reason,
+            dialect=dialect,
+            at=at,
+            source_key=source_key,
+            source_at=source_at,
+        )
+
+    # single-item commands ----------------------------------------------------------
+    def add(
+        self,
+        content: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        parent: str | None = None,
+        after: str | None = None,
+        priority: str | None = None,
+        status: str = "pending",
+        depends_on: Iterable[str] = (),
+        notes: str | None = None,
+        estimate: str | None = None,
+        uses: Iterable[str] = (),
+        needs_approval: bool = False,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """A new item, after `after` (else last among its parent's children, else last)."""
+        from todoledger.ledger import items
+
+        return items.add(
+            self._unit,
+            *self._who(plan, writer),
+            content,
+            parent=parent,
+            after=after,
+            priority=priority,
+            status=status,
+            depends_on=depends_on,
+            notes=notes,
+            estimate=estimate,
+            uses=uses,
+            needs_approval=needs_approval,
+            at=at,
+        )
+
+    def update(
+        self,
+        ref: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        kind: str = "update",
+        at: str | None = None,
+        force: bool = False,
+        token: int | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Change one item's fields and dependencies (`add_blocker`, `remove_blocker`);
+        progress past unmet prerequisites is refused unless `force`, which is recorded."""
+        from todoledger.ledger import items
+
+        return items.update(
+            self._unit, *self._who(plan, writer), ref, kind=kind, at=at, force=force, token=token, **fields
+        )
+
+    def start(
+        self,
+        ref: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        force: bool = False,
+        token: int | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """Mark an item in progress."""
+        return self.update(
+            ref, plan=plan, writer=writer, force=force, token=token, at=at, status="in_progress", kind="start"
+        )
+
+    def done(
+        self,
+        ref: str,
+        *,
+        evidence: str | None = None,
+        metrics: dict[str, float] | None = None,
+        force_reason: str | None = None,
+        plan: str | None = None,
+        writer: str | None = None,
+        force: bool = False,
+        token: int | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """Complete an item once its gates pass (`force_reason` overrides a failing
+        gate and is recorded); `metrics` are recorded first, so metric gates see them."""
+        if metrics:
+            self.record_metrics(ref, metrics, plan=plan, writer=writer)
+        return self.update(
+            ref,
+            plan=plan,
+            writer=writer,
+            force=force,
+            token=token,
+            at=at,
+            status="completed",
+            evidence=evidence,
+            kind="done",
+            force_reason=force_reason,
+        )
+
+    def cancel(
+        self,
+        ref: str,
+        *,
+        reason: str | None = None,
+        plan: str | None = None,
+        writer: str | None = None,
+        token: int | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """Cancel an item, with why."""
+        return self.update(
+            ref,
+            plan=plan,
+            writer=writer,
+            token=token,
+            at=at,
+            status="cancelled",
+            reason=reason or "cancelled",
+            kind="cancel",
+        )
+
+    def restore(self, ref: str, *, plan: str | None = None, writer: str | None = None) -> dict[str, Any]:
+        """Bring back a dropped or cancelled item with the status it had before."""
+        from todoledger.ledger import items
+
+        return items.restore(self._unit, *self._who(plan, writer), ref)
+
+    def dep_add(
+        self,
+        ref: str,
+        blocker: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """Make an item wait for `blocker`."""
+        return self.update(ref, plan=plan, writer=writer, at=at, add_blocker=blocker, kind="dep")
+
+    def dep_remove(
+        self,
+        ref: str,
+        blocker: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """Stop an item waiting for `blocker`."""
+        return self.update(ref, plan=plan, writer=writer, at=at, remove_blocker=blocker, kind="dep")
+
+    def clear(self, plan: str | None = None, *, writer: str | None = None) -> int:
+        """Remove every item of a plan (recorded, so `undo` brings them back)."""
+        from todoledger.ledger import items
+
+        return items.clear(self._unit, *self._who(plan, writer))
+
+    # history -------------------------------------------------------------------------
+    def undo(
+        self, plan: str | None = None, *, writer: str | None = None, any_writer: bool = False
+    ) -> dict[str, Any]:
+        """Reverse the writer's last change (with `any_writer`, the plan's last) by inverse events."""
+        from todoledger.ledger import history
+
+        return history.undo(self._unit, *self._who(plan, writer), any_writer=any_writer)
+
+    def export(self, plan: str | None = None) -> Iterator[str]:
+        """JSON Lines, one item a line in plan order, keys sorted: diffs well in git."""
+        from todoledger.ledger import history
+
+        return history.export(self._unit, self._plan(plan))
+
+    def import_jsonl(
+        self, lines: Iterable[str], *, plan: str | None = None, writer: str | None = None
+    ) -> dict[str, Any]:
+        """Make the plan's items match an export; importing the same file twice changes nothing."""
+        from todoledger.ledger import history
+
+        return history.import_jsonl(self._unit, *self._who(plan, writer), lines)
+
+    def copy_to(self, target: str) -> dict[str, Any]:
+        """Copy the whole ledger into the empty ledger at `target` (a file path or
+        a postgresql:// URL), then verify the copy: the same row counts, its events
+        replay to its state, and every plan exports and tells its history as here.
+        A copy that does not verify raises."""
+        from todoledger.core.model import LedgerError
+        from todoledger.store.copy import copy_rows, count_rows
+        from todoledger.store.open import open_store
+
+        store = open_store(target)
+        with Ledger(store=store) as copy:
+            counts = copy_rows(self._unit.store, store)
+            problems = [
+                f"{table}: {n} rows here, {m} there"
+                for table, n in counts.items()
+                if (m := count_rows(store, [table])[table]) != n
+            ]
+            problems += copy.check()
+            for plan in [p["plan"] for p in self.plans()]:
+                if list(copy.export(plan)) != list(self.export(plan)):
+                    problems.append(f"plan {plan!r} exports differently")
+                if copy.history(plan) != self.history(plan) or copy.ops(plan) != self.ops(plan):
+                    problems.append(f"plan {plan!r} tells a different history")
+            location = store.location
+        if problems:
+            raise LedgerError(f"the copy at {location} does not verify: {'; '.join(problems[:5])}")
+        return {"from": self._unit.store.location, "to": location, "rows": counts, "verified": True}
+
+    # people and the schedule -----------------------------------------------------------
+    def approve(self, ref: str, *, plan: str | None = None, writer: str | None = None) -> dict[str, Any]:
+        """A person approves an item as it is now: an agent may then start it."""
+        from todoledger.ledger import people
+
+        return people.approve(self._unit, *self._who(plan, writer), ref)
+
+    def approve_plan(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
+        """A person approves the plan as it stands, with a hash; any later change is flagged."""
+        from todoledger.ledger import people
+
+        return people.approve_plan(self._unit, *self._who(plan, writer))
+
+    def approvals(
+        self, plan: str | None = None, *, rows: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The plan against its last approval, and each item's standing."""
+        from todoledger.ledger import people
+
+        return people.approvals(self._unit, self._plan(plan), rows=rows)
+
+    def writers(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """Each writer of the plan: last write, number of changes, what it holds in progress."""
+        from todoledger.ledger import people
+
+        return people.writers(self._unit, self._plan(plan))
+
+    def durations(self, plan: str | None = None) -> dict[str, str]:
+        """How long each completed item took, measured from its history, as `1h30m`."""
+        from todoledger.ledger import people
+
+        return people.durations(self._unit, self._plan(plan))
+
+    def schedule(self, plan: str | None = None) -> dict[str, Any]:
+        """Critical path of the open work and its length, the sets of ready items
+        that can run together (resources), and measured durations of finished items."""
+        plan = self._plan(plan)
+        out = self.view(plan).schedule().as_dict()
+        out["measured"] = self.durations(plan)
+        return {"plan": plan, **out}

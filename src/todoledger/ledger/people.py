@@ -1,0 +1,98 @@
+"""People: approvals of items and of the whole plan (only a person approves),
+each plan's writers, and measured durations for the schedule."""
+
+from __future__ import annotations
+
+from todoledger.core.model import LedgerError
+from todoledger.core.timefmt import now
+from todoledger.ledger.values import epoch, rows_open
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.ledger.unit import Unit
+
+
+def approve(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
+    """A person approves an item as it is now: an agent may then start it."""
+    from todoledger.core.approval import is_person, item_snapshot
+
+    if not is_person(writer):
+        raise LedgerError(f"only a person can approve (cli:... or web:...), not {writer}")
+    at = now()
+    with u.transaction():
+        item = u.require(plan, ref)
+        w = u.op(plan, writer, at, "approve", summary=f"approved {item.id}")
+        w.annotate(item.id, "approved", None, item_snapshot(item.as_dict()))
+        u.repo.touch_plan(plan, at)
+    standing: dict[str, Any] = approvals(u, plan)["items"].get(item.id, {})
+    return standing | {"id": item.id, "content": item.content}
+
+
+def approve_plan(u: Unit, plan: str, writer: str) -> dict[str, Any]:
+    """A person approves the plan as it stands: its items' content, order,
+    dependencies and gates, with a hash; any later change is flagged."""
+    from todoledger.core.approval import is_person, plan_hash, plan_snapshot
+
+    if not is_person(writer):
+        raise LedgerError(f"only a person can approve (cli:... or web:...), not {writer}")
+    at = now()
+    with u.transaction():
+        items = u.repo.items(plan)
+        if not items:
+            raise LedgerError(f"plan {plan!r} is empty: nothing to approve")
+        snap = plan_snapshot([it.as_dict() for it in items])
+        digest = plan_hash(snap)
+        w = u.op(plan, writer, at, "approve", summary=f"approved the plan ({len(items)} items)")
+        w.annotate(None, "plan_approved", None, {"hash": digest, "items": snap})
+        u.repo.touch_plan(plan, at)
+    return {"plan": plan, "by": writer, "at": at, "hash": digest, "items": len(snap)}
+
+
+def approvals(u: Unit, plan: str, *, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The plan against its last approval, and each item's standing:
+    {"plan": {approved, by, at, hash, diff}, "items": {id: {...}}, "waiting": [ids]}.
+    Items listed are those that need approval or were approved."""
+    from todoledger.core.approval import item_approvals, plan_standing
+
+    with u.store.read():  # `rows`: the plan's items as `show` gave them, read in the same instant
+        rows = rows if rows is not None else [it.as_dict() for it in u.repo.items(plan)]
+        events = [e.as_dict() for e in u.repo.approval_events(plan)]
+    last_plan = next((e for e in reversed(events) if e["field"] == "plan_approved"), None)
+    standing = item_approvals(rows, events)
+    items = {i: a.as_dict() for i, a in standing.items() if a.needs_approval or a.by is not None}
+    waiting = [i for i, a in standing.items() if a.waiting and rows_open(rows, i)]
+    return {"plan": plan_standing(rows, last_plan), "items": items, "waiting": waiting}
+
+
+def durations(u: Unit, plan: str) -> dict[str, str]:
+    """How long each completed item took, measured from its history (first
+    start, or creation, to completion), as `1h30m`."""
+    from todoledger.core.schedule import format_duration, measured
+
+    with u.store.read():
+        events = [e.as_dict() for e in u.repo.events(plan)]
+    return {i: format_duration(sec) for i, sec in measured(events, epoch).items()}
+
+
+def writers(u: Unit, plan: str) -> list[dict[str, Any]]:
+    """Each writer of the plan: last write, number of changes, what it holds in progress."""
+    from todoledger.core.approval import is_person
+
+    with u.store.read():
+        rows = u.repo.writers(plan)
+        items = u.repo.items(plan)
+    out = []
+    for writer, at, count in rows:
+        holding = [it.id for it in items if it.status == "in_progress" and it.updated_by == writer]
+        out.append(
+            {
+                "writer": writer,
+                "person": is_person(writer),
+                "last_write": at,
+                "changes": int(count),
+                "in_progress": holding,
+            }
+        )
+    return out

@@ -1,0 +1,149 @@
+"""The unit of work: one store and its repo, the write transaction, and the
+recording of each change as an op with its events.
+
+Every concern module of the ledger (writes, items, leases, reading, history,
+people, gates) takes a `Unit` and plain values; only the façade (`Ledger`)
+makes one. A change happens inside `transaction()`: `op()` opens an op whose
+events are buffered and inserted just before the transaction commits, after
+the leases of the writer's touched items are renewed (or ended).
+"""
+
+from __future__ import annotations
+
+from todoledger.core.ids import new_id
+from todoledger.core.merge import Seen
+from todoledger.core.model import OPEN_STATUSES, Item, LedgerError
+from todoledger.core.scoped import contextmanager
+from todoledger.core.timefmt import shift
+from todoledger.core.unicode import check_text
+from todoledger.store.repo import Lease, Repo, Writes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from todoledger.store.base import Store
+
+
+class Unit:
+    """One store, its queries, and the transaction that records changes."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.repo = Repo(store)
+        # False where requests come from elsewhere (`serve` without --allow-checks):
+        # then no check runs, neither by `verify` nor as the gate of `done`.
+        self.run_checks = True
+        # How a refusal names the override of a failing gate: the CLI's flags here;
+        # the MCP tools name their own arguments.
+        self.override = "--force with --reason"
+        self.batching = False  # inside `Ledger.batch()`: one transaction holds many writes
+        self._writes: list[Writes] | None = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction whose buffered events are inserted before it
+        commits; a nested one joins the outer."""
+        with self.store.write():
+            if self._writes is not None:
+                yield
+                return
+            self._writes = []
+            try:
+                yield
+                for w in self._writes:
+                    self._renew_leases(w)
+                    w.flush()
+            finally:
+                self._writes = None
+
+    def op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
+        """A new op of this transaction: the change's record, its events to follow."""
+        assert self._writes is not None, "changes happen inside transaction()"
+        check_text("the plan name", plan)
+        check_text("the writer", writer)
+        op = self.repo.new_op(plan, writer, at, kind, **extra)
+        w = Writes(self.repo, plan, writer, at, op)
+        self._writes.append(w)
+        return w
+
+    def require(self, plan: str, ref: str) -> Item:
+        """The item `ref` names in the plan: its id, or a unique prefix of two or more characters."""
+        item = self.repo.item(ref)
+        if item is not None and item.plan == plan:
+            return item
+        ids = self.repo.ids_with_prefix(plan, ref) if len(ref) >= 2 else []
+        if len(ids) == 1:
+            found = self.repo.item(ids[0])
+            assert found is not None
+            return found
+        if len(ids) > 1:
+            raise LedgerError(f"item {ref!r} is ambiguous in plan {plan!r}: {', '.join(sorted(ids)[:5])}")
+        raise LedgerError(f"no item {ref!r} in plan {plan!r}")
+
+    def fresh_id(self, taken: dict[str, Item]) -> str:
+        """An item id used nowhere in the ledger nor among `taken`."""
+        while True:
+            candidate = new_id()
+            if candidate not in taken and not self.repo.exists(candidate):
+                return candidate
+
+    def save_base(
+        self, plan: str, writer: str, old: dict[str, Seen], new: dict[str, Seen], *, whole: bool
+    ) -> None:
+        """Store only what changed in the writer's view: most writes flip one status.
+        A whole list forgets what it no longer names."""
+        changed = {k: v for k, v in new.items() if old.get(k) != v}
+        if changed:
+            self.repo.save_base(plan, writer, changed)
+        if whole:
+            gone = [k for k in old if k not in new]
+            if gone:
+                self.repo.forget_base(plan, writer, gone)
+
+    def fence(self, item: Item, writer: str, token: int, at: str) -> Lease:
+        """The lease this token names, if it is still the item's latest: an
+        older token (the item was claimed again since) is refused. A lease
+        that expired and was released, but not claimed again, is taken back
+        while the item is open."""
+        item_id = item.id
+        if isinstance(token, bool) or not isinstance(token, int) or token < 1:
+            raise LedgerError(f"a fencing token is a positive whole number, not {token!r}")
+        lease = self.repo.lease(item_id)
+        if lease is None or token > lease.token:
+            raise LedgerError(f"token {token} was never given for {item_id}: claim it with next --claim")
+        if token < lease.token:
+            by = f" by {lease.holder}" if lease.holder else ""
+            raise LedgerError(
+                f"fenced: {item_id} was claimed again{by} (token {lease.token}) after your token {token};"
+                " your change is refused: claim another item"
+            )
+        if lease.holder is not None and lease.holder != writer:
+            raise LedgerError(f"token {token} on {item_id} is {lease.holder}'s, not {writer}'s")
+        if lease.holder is None and item.status in OPEN_STATUSES:
+            lease.holder, lease.expires_at = writer, shift(at, lease.seconds)
+            self.repo.save_lease(lease)
+        return lease
+
+    def end_lease(self, w: Writes, lease: Lease, why: str) -> None:
+        """Each release is an event; work given back or abandoned is pending again."""
+        w.annotate(lease.item, "released", None, {"holder": lease.holder, "token": lease.token, "why": why})
+        item = self.repo.item(lease.item)
+        if item is not None and item.status == "in_progress" and why in ("expired", "released"):
+            w.set(item.id, "status", "in_progress", "pending")
+        self.repo.end_lease(lease.item)
+
+    def _renew_leases(self, w: Writes) -> None:
+        """Any write by a holder to its item renews the lease; finishing,
+        cancelling or removing the item ends it."""
+        touched = {row[2] for row in w.pending if row[2] is not None}
+        if not touched:
+            return
+        for lease in self.repo.held_leases(w.writer, touched):
+            item = self.repo.item(lease.item)
+            if item is None or item.status in ("completed", "cancelled"):
+                self.end_lease(w, lease, item.status if item is not None else "removed")
+            else:
+                lease.expires_at = shift(w.at, lease.seconds)
+                self.repo.save_lease(lease)

@@ -1,0 +1,390 @@
+"""Whole-list writes: an agent's list (any dialect) merged into the plan, with
+what the writer should know in the reply: the changes, warnings for progress
+claimed past unmet prerequisites, approvals or failing gates, and notices for
+what it dropped or what was taken as a rewording."""
+
+from __future__ import annotations
+
+from todoledger.core.describe import short
+from todoledger.core.merge import Conflict, Merge, MergeInput, Seen, merge
+from todoledger.core.model import Finding, Item, LedgerError, ParsedWrite
+from todoledger.core.record import dataclass, field
+from todoledger.core.scoped import nullcontext
+from todoledger.core.timefmt import now
+from todoledger.ledger import readiness
+from todoledger.ledger.values import PROGRESS, list_items
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.ledger.unit import Unit
+    from todoledger.store.repo import Writes
+
+
+@dataclass
+class WriteResult:
+    plan: str
+    dialect: str
+    revision: int
+    ids: list[str]
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # what the writer should act on now
+    skipped: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "dialect": self.dialect,
+            "revision": self.revision,
+            "ids": self.ids,
+            "changes": self.changes,
+            "warnings": [w.as_dict() for w in self.warnings],
+            "notices": self.notices,
+            "skipped": self.skipped,
+        }
+
+
+def write(
+    u: Unit,
+    plan: str,
+    writer: str,
+    payload: str | bytes | dict[str, Any] | list[Any],
+    *,
+    dialect: str = "auto",
+    response: Any = None,
+    at: str | None = None,
+    source_key: str | None = None,
+    source_at: str | None = None,
+) -> WriteResult:
+    """An agent's whole list (or patch), parsed for its dialect and merged into the plan."""
+    if source_key is not None:
+        with u.store.read():
+            if u.repo.has_source(source_key):  # imported before: skip even the parsing
+                return WriteResult(plan, dialect, u.repo.revision(plan), [], skipped=True)
+    from todoledger.dialects import parse
+
+    parsed = parse(payload, dialect, response=response)
+    # Inside a longer transaction (an import's batch) the check above still holds.
+    checked = source_key is not None and u.batching
+    return apply(
+        u,
+        plan,
+        writer,
+        parsed,
+        at=at,
+        source_key=source_key,
+        source_at=source_at,
+        _source_checked=checked,
+    )
+
+
+def apply(
+    u: Unit,
+    plan: str,
+    writer: str,
+    parsed: ParsedWrite,
+    *,
+    at: str | None = None,
+    source_key: str | None = None,
+    source_at: str | None = None,
+    _source_checked: bool = False,
+) -> WriteResult:
+    """A parsed list merged into the plan: the merge's changes recorded as one
+    op, the writer's base moved on, and what the writer should know in the reply."""
+    at = at or now()
+    warnings = [f for f in parsed.findings if f.level == "warning"]
+    with u.transaction():
+        if source_key and not _source_checked and u.repo.has_source(source_key):
+            return WriteResult(plan, parsed.dialect, u.repo.revision(plan), [], skipped=True)
+        # The writer's base and the items it names, as they are now, in one query.
+        base, known, blocked = u.repo.writer_view(plan, writer)
+        linked = any(e.ext_id or e.blocked_by or e.blocks for e in parsed.items)
+        aliases = u.repo.aliases(plan, writer) if linked else {}
+        wanted: set[str] = set()
+        for entry in parsed.items:
+            if entry.ext_id:
+                wanted.add(entry.ext_id)
+                if entry.ext_id in aliases:
+                    wanted.add(aliases[entry.ext_id])
+        # Only text the writer has not seen needs a lookup across the plan.
+        seen_text = {s.content for s in base.values()}
+        contents = [e.content for e in parsed.items if e.content and e.content not in seen_text]
+        if contents:
+            by_content, also_blocked = u.repo.items_by_content(plan, contents)
+            known.update(by_content)
+            blocked |= also_blocked
+        wanted.difference_update(known)
+        if wanted:  # ids the writer names that it has not seen
+            named = {
+                i: it for i, it in u.repo.items_by_id(sorted(wanted), deps=False).items() if it.plan == plan
+            }
+            if named:
+                known.update(named)
+                blocked |= u.repo.with_blockers(list(named))
+        known = {i: known[i] for i in sorted(known)}  # in id order, as merge has always met them
+        _check_patch_targets(u, parsed, known, aliases)
+        result = merge(
+            MergeInput(
+                writer=writer,
+                at=at,
+                incoming=parsed.items,
+                known=known,
+                base={k: v for k, v in base.items() if k in known},
+                aliases=aliases,
+                whole=parsed.whole,
+                tail=lambda: u.repo.tail_position(plan),
+                new_id=lambda: u.fresh_id(known),
+            )
+        )
+        warnings += _hold_for_approval(u, plan, writer, parsed, result, known)
+        changes = _changes(result, known)
+        warnings += _progress_warnings(u, parsed, result, known, blocked)
+        warnings += _completion_warnings(u, plan, result)
+        notices = _drop_notices(result, known) + _reword_notices(parsed, result, known)
+        links = any(e.blocked_by or e.blocks for e in parsed.items)
+        fresh = [c for c in result.conflicts if not _repeat_conflict(u, c.item, writer, _conflict(c))]
+        recorded = result.creates or result.sets or result.dropped or fresh
+        if not (recorded or links or warnings or source_key):
+            # Agents rewrite unchanged lists often: no op row, no revision, only the writer's view.
+            u.save_base(plan, writer, base, result.base, whole=parsed.whole)
+            return WriteResult(plan, parsed.dialect, u.repo.ensure_plan(plan, at), result.matches)
+        # A link refused (a cycle) after this write's state went in takes back only this
+        # write, so that an enclosing transaction (an import) can go on.
+        with u.repo.savepoint() if links else nullcontext():
+            w = u.op(
+                plan,
+                writer,
+                at,
+                "write",
+                dialect=parsed.dialect,
+                summary=_summary(changes) if changes else None,
+                warnings=[f.as_dict() for f in warnings],
+                source_key=source_key,
+                source_at=source_at,
+            )
+            for create in result.creates:
+                create.item.plan = plan
+                w.create(create.item)
+            for s in result.sets:
+                w.set(s.item, s.field, s.old, s.new)
+            for c in fresh:
+                w.annotate(c.item, "conflict", None, _conflict(c))
+            for item_id in result.dropped:
+                w.annotate(item_id, "dropped", None, writer)
+            if links:
+                _apply_links(u, w, parsed, result.matches, known, aliases | result.aliases)
+        new_base = dict(result.base)
+        for create in result.creates:
+            new_base[create.item.id] = Seen.of(create.item)
+            entry = parsed.items[create.index]
+            if entry.ext_id and entry.ext_id != create.item.id:
+                result.aliases[entry.ext_id] = create.item.id
+        u.save_base(plan, writer, base, new_base, whole=parsed.whole)
+        if result.aliases:
+            u.repo.save_aliases(plan, writer, result.aliases)
+        revision = u.repo.touch_plan(plan, at) if w.count else u.repo.ensure_plan(plan, at)
+    return WriteResult(plan, parsed.dialect, revision, result.matches, changes, warnings, notices)
+
+
+def record_refused(
+    u: Unit,
+    plan: str,
+    writer: str,
+    reason: str,
+    *,
+    dialect: str | None = None,
+    at: str | None = None,
+    source_key: str | None = None,
+    source_at: str | None = None,
+) -> bool:
+    """Tell in the plan's story that a call was made and refused (by the agent's
+    own tool, or by lint): nothing in the plan changes. False if recorded before."""
+    at = at or now()
+    with u.transaction():
+        if source_key and u.repo.has_source(source_key):
+            return False
+        u.repo.ensure_plan(plan, at)
+        u.repo.new_op(
+            plan,
+            writer,
+            at,
+            "refused",
+            dialect=dialect,
+            summary=reason,
+            source_key=source_key,
+            source_at=source_at,
+        )
+    return True
+
+
+def _hold_for_approval(
+    u: Unit, plan: str, writer: str, parsed: ParsedWrite, result: Merge, known: dict[str, Item]
+) -> list[Finding]:
+    """An agent's list cannot start or complete an item that waits for a
+    person's approval: that status change is left out, and the agent told."""
+    from todoledger.core.approval import is_person
+
+    moves = [s for s in result.sets if s.field == "status" and s.new in PROGRESS and s.item in known]
+    if is_person(writer) or not moves:
+        return []
+    awaiting = readiness.awaiting(u, plan, [known[s.item] for s in moves])
+    if not awaiting:
+        return []
+    result.sets = [s for s in result.sets if not (s in moves and s.item in awaiting)]
+    where = {item_id: parsed.items[n].where or f"item {n}" for n, item_id in enumerate(result.matches)}
+    return [
+        Finding(
+            "warning",
+            where.get(s.item, s.item),
+            "needs-approval",
+            f"{short(known[s.item].content, 60)!r} stays {known[s.item].status}: it needs a person's"
+            " approval before an agent marks it " + str(s.new),
+            s.item,
+        )
+        for s in moves
+        if s.item in awaiting
+    ]
+
+
+def _progress_warnings(
+    u: Unit, parsed: ParsedWrite, result: Merge, known: dict[str, Item], blocked: set[str]
+) -> list[Finding]:
+    """A list cannot be refused for what the agent already did, but starting or
+    finishing work whose prerequisites are unmet is told to the writer and kept.
+    `blocked`: which known items wait for anything (most lists have no links at all)."""
+    after = {s.item: s.new for s in result.sets if s.field == "status"}
+    moved = [i for i, status in after.items() if status in PROGRESS and i in known]
+    if not moved:
+        return []
+    linked = {i for i in moved if known[i].parent or i in blocked}
+    out: list[Finding] = []
+    for index, item_id in enumerate(result.matches):
+        status = after.get(item_id)
+        if item_id not in linked or status not in PROGRESS:
+            continue
+        waiting = readiness.unmet_prerequisites(u, item_id, after)
+        if waiting:
+            where = parsed.items[index].where or f"item {index}"
+            message = (
+                f"{short(known[item_id].content, 60)!r} marked {status} while it waits for"
+                f" {list_items(waiting)}"
+            )
+            out.append(Finding("warning", where, "prerequisites-unmet", message, item_id))
+    return out
+
+
+def _check_patch_targets(
+    u: Unit, parsed: ParsedWrite, known: dict[str, Item], aliases: dict[str, str]
+) -> None:
+    if parsed.whole:
+        return
+    for entry in parsed.items:
+        target = entry.ext_id and aliases.get(entry.ext_id, entry.ext_id)
+        if entry.ext_id and target not in known and not entry.content:
+            raise LedgerError(
+                f"{entry.where or 'task'}: unknown task id {entry.ext_id!r} and no subject to create it"
+            )
+
+
+def _apply_links(
+    u: Unit,
+    w: Writes,
+    parsed: ParsedWrite,
+    matches: list[str],
+    known: dict[str, Item],
+    aliases: dict[str, str],
+) -> None:
+    def resolve(ref: str) -> str | None:
+        target = aliases.get(ref, ref)
+        if target in known:
+            return target
+        item = u.repo.item(target)
+        return target if item is not None and item.plan == w.plan else None  # never reach into another plan
+
+    for entry, item_id in zip(parsed.items, matches, strict=True):
+        for blocker_ref in entry.blocked_by:
+            blocker = resolve(blocker_ref)
+            if blocker:
+                readiness.add_dep(u, w, item_id, blocker)
+        for dependent_ref in entry.blocks:
+            dependent = resolve(dependent_ref)
+            if dependent:
+                readiness.add_dep(u, w, dependent, item_id)
+
+
+def _repeat_conflict(u: Unit, item: str, writer: str, detail: dict[str, Any]) -> bool:
+    """Has this writer already reported this conflict since the item last changed?"""
+    return detail in u.repo.conflicts_since_change(item, writer)
+
+
+def _completion_warnings(u: Unit, plan: str, result: Merge) -> list[Finding]:
+    """Gated items the list says completed that are not proven (one query for a plan without checks)."""
+    completed = [s.item for s in result.sets if s.field == "status" and s.new == "completed"]
+    if not completed or not u.repo.has_checks(plan):
+        return []
+    from todoledger.ledger.gates import write_warnings
+
+    return write_warnings(u, plan, completed)
+
+
+def _describe(item: str, name: str, old: Any, new: Any) -> dict[str, Any]:
+    if name == "status" and new == "cancelled":
+        return {"kind": "status", "item": item, "old": old, "new": new}
+    kind = {"content": "reworded", "position": "reordered", "priority": "priority"}.get(name, name)
+    return {"kind": kind, "item": item, "old": old, "new": new}
+
+
+def _changes(result: Merge, known: dict[str, Item]) -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = [
+        {"kind": "added", "item": c.item.id, "content": c.item.content} for c in result.creates
+    ]
+    changes += [_describe(s.item, s.field, s.old, s.new) for s in result.sets]
+    changes += [{"kind": "conflict", "item": c.item, **_conflict(c)} for c in result.conflicts]
+    # Named, not counted: the writer sees what it left out and what it was.
+    changes += [
+        {"kind": "dropped", "item": i, "content": known[i].content, "was": known[i].status}
+        for i in result.dropped
+    ]
+    return changes
+
+
+def _drop_notices(result: Merge, known: dict[str, Item]) -> list[str]:
+    """Work in progress that a list left out was cancelled: if it was finished
+    instead, the writer should say so."""
+    cancelled = {s.item for s in result.sets if s.field == "status" and s.new == "cancelled"}
+    return [
+        f"you dropped {short(known[i].content, 60)!r} ({i}), which was in progress: it is now cancelled;"
+        " if it is done, mark it completed"
+        for i in result.dropped
+        if i in cancelled and known[i].status == "in_progress"
+    ]
+
+
+def _reword_notices(parsed: ParsedWrite, result: Merge, known: dict[str, Item]) -> list[str]:
+    """An entry taken as a rewording of an item the list left out carries that
+    item's status, history and evidence: the writer is told which, since a
+    close text can still be other work."""
+    guessed = {
+        item_id
+        for index, item_id in enumerate(result.matches)
+        if item_id is not None and not parsed.items[index].ext_id
+    }
+    return [
+        f"{short(str(s.new), 60)!r} was taken as a rewording of {short(str(s.old), 60)!r} ({s.item}),"
+        f" which was {known[s.item].status}: if it is other work, list that item again"
+        for s in result.sets
+        if s.field == "content" and s.item in guessed and s.item in known
+    ]
+
+
+def _conflict(c: Conflict) -> dict[str, Any]:
+    return {"field": c.field, "kept": c.kept, "rejected": c.rejected, "winner": c.winner}
+
+
+def _summary(changes: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for ch in changes:
+        counts[ch["kind"]] = counts.get(ch["kind"], 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in counts.items())

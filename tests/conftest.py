@@ -18,6 +18,9 @@ from typing import Any
 import pytest
 
 BIN = Path(sys.executable).parent
+# Real agents' transcripts from public repositories, vendored (MANIFEST.md there names each
+# file's source, licence and blob); the tests that read them fail, never skip, without them.
+PUBLIC_TRANSCRIPTS = Path(__file__).resolve().parent / "data" / "transcripts" / "public"
 
 # Every test that touches a ledger runs twice: on a SQLite file and on a fresh
 # schema of the real PostgreSQL server (issue 11). Only these modules run once:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import PUBLIC_TRANSCRIPTS
 from todoledger import agents
 from todoledger.dialects import DIALECTS
 from todoledger.hooks import handler, run_hook
@@ -20,7 +21,6 @@ from todoledger.install import AGENTS as INSTALLABLE
 from todoledger.install import agents as installers
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-FIXTURES = Path("/work/shared/fixtures/transcripts")
 
 
 @pytest.mark.parametrize("agent", agents.AGENTS, ids=lambda a: a.name)
@@ -56,9 +56,8 @@ def test_an_unknown_agent_is_logged_and_the_hook_still_exits_0(tmp_path: Path) -
     assert out.getvalue() == ""
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
 def test_every_real_transcript_belongs_to_an_agent() -> None:
-    found: list[Source] = list(discover([str(FIXTURES)], Skipped()))
+    found: list[Source] = list(discover([str(PUBLIC_TRANSCRIPTS)], Skipped()))
     assert len(found) >= 4
     owners = {s.fmt: next((a for a in agents.AGENTS if s.fmt in a.transcripts), None) for s in found}
     assert None not in owners.values(), owners

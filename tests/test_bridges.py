@@ -12,14 +12,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import beside, subprocess_env, todoledger_bin
+from tests.conftest import PUBLIC_TRANSCRIPTS, beside, subprocess_env, todoledger_bin
 from todoledger.core.mdtasks import parse, render
 from todoledger.hooks import run_hook
 from todoledger.ingest.importer import import_source
 from todoledger.ingest.sources import Source
 from todoledger.ledger import Ledger
 
-FIXTURE = Path("/work/shared/fixtures/transcripts/claude-jsonl__jnarowski_agentcmd__full-session-two.jsonl")
+FIXTURE = PUBLIC_TRANSCRIPTS / "claude-jsonl__jnarowski_agentcmd__full-session-two.jsonl"
 
 KIRO = """# Implementation Plan
 

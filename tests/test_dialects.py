@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import PUBLIC_TRANSCRIPTS
 from todoledger.core.model import Finding, Incoming, LedgerError, LimitError, LintError
 from todoledger.dialects import DIALECTS, TOOL_DIALECTS, detect, parse, read, render
 
-TRANSCRIPTS = Path("/work/shared/fixtures/transcripts")
+TRANSCRIPTS = PUBLIC_TRANSCRIPTS
 
 
 def error_lines(exc: LintError) -> list[str]:

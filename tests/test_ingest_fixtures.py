@@ -1,9 +1,11 @@
-"""The real transcripts in shared/fixtures: exact call counts and final
+"""The real transcripts in tests/data/transcripts/public: exact call counts and final
 states, computed here with a plain json scan, independently of the importer."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,12 +13,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import PUBLIC_TRANSCRIPTS
 from todoledger.cli.main import cli
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "transcripts"
-if not FIXTURES.is_dir():  # CI lays shared/ beside the clone
-    FIXTURES = Path("/work/shared/fixtures/transcripts")
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
+FIXTURES = PUBLIC_TRANSCRIPTS
 
 CLAUDE = "claude-jsonl__chiphuyen_sniffly__d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
 CLAUDE2 = "claude-jsonl__jnarowski_agentcmd__full-session-two.jsonl"
@@ -103,6 +103,18 @@ def test_real_transcript_call_count(name: str, calls: int, plan: str, fmt: str) 
 
 
 FINAL = [CLAUDE, CLAUDE2, CODEX, OPENCODE]
+MANIFEST_ROW = re.compile(r"^\| `([^`]+)` \|.*\| ([0-9a-f]{40}) \|$", re.MULTILINE)
+
+
+def test_the_vendored_transcripts_are_the_manifests_blobs() -> None:
+    """Every file MANIFEST.md lists is there, byte for byte the git blob it names
+    in its source repository, and nothing else is: a lost or edited copy fails here."""
+    rows = dict(MANIFEST_ROW.findall((FIXTURES / "MANIFEST.md").read_text("utf-8")))
+    assert sorted(rows) == sorted(FINAL)
+    assert sorted(p.name for p in FIXTURES.iterdir()) == sorted([*rows, "MANIFEST.md"])
+    for name, blob in rows.items():
+        data = (FIXTURES / name).read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest() == blob, name
 
 
 @pytest.mark.parametrize("name", FINAL)

@@ -11,16 +11,14 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import PUBLIC_TRANSCRIPTS
 from todoledger import Ledger
 from todoledger.ingest.calls import Skipped
 from todoledger.ingest.importer import ingest
 from todoledger.ingest.readahead import ReadAhead
 from todoledger.ingest.sources import Source, discover, read_calls
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "transcripts"
-if not FIXTURES.is_dir():  # CI lays shared/ beside the clone
-    FIXTURES = Path("/work/shared/fixtures/transcripts")
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
+FIXTURES = PUBLIC_TRANSCRIPTS
 
 
 def corpus(tmp_path: Path) -> Path:

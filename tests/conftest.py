@@ -38,6 +38,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_jsonload",
         "tests.test_tool_schemas",
         "tests.test_docs",
+        "tests.test_lean_specs",
         "tests.test_render",
         "tests.test_checks_run",
         "tests.test_board_live",

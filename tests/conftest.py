@@ -20,7 +20,7 @@ import pytest
 BIN = Path(sys.executable).parent
 
 # Every test that touches a ledger runs twice: on a SQLite file and on a fresh
-# schema of the real PostgreSQL server (issue 11). Only these modules run once:
+# schema of the real PostgreSQL server. Only these modules run once:
 # they open no ledger (parsers, schedulers, static checks of the code), or they
 # choose their backends themselves (the conformance suite, the copy between
 # backends, the PostgreSQL-only tests), or, for the real agent CLIs (tests/e2e),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False  # `typing` itself costs a few ms of start-up: only for the checker
+TYPE_CHECKING = False  # `typing` itself costs start-up (see bench/bench_agents.py): only for the checker
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

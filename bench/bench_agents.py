@@ -1,4 +1,4 @@
-"""Benchmarks for issue 9 (agents without todo tools). Every figure is a ratio
+"""Benchmarks for agents without todo tools. Every figure is a ratio
 measured side by side in one run: absolute times on a shared machine are noise.
 
     .venv/bin/python bench/bench_agents.py            # everything
@@ -13,8 +13,19 @@ measured side by side in one run: absolute times on a shared machine are noise.
 4. `todoledger doctor` with the agents found on PATH: its total, the agents'
    own processes (`--version` where no npm manifest declares the binary,
    `codex app-server`) and todoledger's own time (its MCP server's start
-   included) measured apart (the issue's target: <= 3 s in all, todoledger's
+   included) measured apart (the target: <= 3 s in all, todoledger's
    own share <= 1/3 of that).
+
+Figures that comments in the code point here for, measured when each choice
+was made (item 2 is what they add up to):
+
+- `typing`'s import: a few ms of a verb's start-up (cli/lean.py);
+- `contextlib`'s imports (`collections`, `functools`, `types`): about a
+  quarter of a bare interpreter's start (core/scoped.py);
+- tearing the interpreter down after a lean verb's output: a fifth of the
+  command again (cli/entry.py `_exit`);
+- pip's entry-point launcher, which imports `re`: a third of a bare
+  interpreter's start on every call (scripts/todoledger).
 """
 
 from __future__ import annotations

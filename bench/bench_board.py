@@ -1,4 +1,4 @@
-"""Benchmarks for the board (issue 10), in headless Chromium against a real
+"""Benchmarks for the board, in headless Chromium against a real
 `todoledger serve`, measured side by side in one run:
 
 1. first render of a 2,000-item plan vs a 20-item plan (target < 500 ms for

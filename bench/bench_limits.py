@@ -1,5 +1,5 @@
 """Refusals and pathological inputs must stay cheap. These timings were wall-clock
-asserts in tests/ (flaky on a busy CI machine, issue 7 B13); here each is printed
+asserts in tests/ (flaky on a busy CI machine); here each is printed
 beside a reference measured in the same run, with its target.
 
     .venv/bin/python bench/bench_limits.py

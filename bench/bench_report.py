@@ -1,5 +1,5 @@
 """`report` must grow linearly with the plan: the time of report on N items
-against report on N/100 items, measured side by side in one run (issue 7 B11).
+against report on N/100 items, measured side by side in one run.
 
     .venv/bin/python bench/bench_report.py              # 100,000 vs 1,000 items, target <= 150x
     .venv/bin/python bench/bench_report.py --items 10000  # quicker: 10,000 vs 100

@@ -23,7 +23,7 @@ BIN = Path(sys.executable).parent
 PUBLIC_TRANSCRIPTS = Path(__file__).resolve().parent / "data" / "transcripts" / "public"
 
 # Every test that touches a ledger runs twice: on a SQLite file and on a fresh
-# schema of the real PostgreSQL server (issue 11). Only these modules run once:
+# schema of the real PostgreSQL server. Only these modules run once:
 # they open no ledger (parsers, schedulers, static checks of the code), or they
 # choose their backends themselves (the conformance suite, the copy between
 # backends, the PostgreSQL-only tests), or, for the real agent CLIs (tests/e2e),
@@ -40,6 +40,8 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_lint",
         "tests.test_jsonload",
         "tests.test_tool_schemas",
+        "tests.test_docs",
+        "tests.test_lean_specs",
         "tests.test_render",
         "tests.test_checks_run",
         "tests.test_board_live",

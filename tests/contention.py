@@ -1,4 +1,4 @@
-"""The team contention run (issue 11): processes as two simulated hosts, each
+"""The team contention run: processes as two simulated hosts, each
 with its own connection, write whole lists, update single items, claim with
 short leases, renew, pause past their lease and come back, release, finish.
 

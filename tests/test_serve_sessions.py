@@ -1,4 +1,4 @@
-"""`todoledger serve` under a flood of `initialize` requests (issue 7 B1): one
+"""`todoledger serve` under a flood of `initialize` requests: one
 client cannot fill the session table, others still get in, idle sessions
 expire, and SIGTERM ends the server promptly."""
 

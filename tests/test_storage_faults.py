@@ -1,5 +1,5 @@
-"""The file system says no: a read-only mount, a full disk, a damaged file
-(issue 7 B3, B7). Real mounts in a private mount namespace (`unshare -m`), so
+"""The file system says no: a read-only mount, a full disk, a damaged file.
+Real mounts in a private mount namespace (`unshare -m`), so
 the kernel refuses the writes even for root, and nothing leaks to the host."""
 
 from __future__ import annotations

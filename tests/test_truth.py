@@ -1,5 +1,5 @@
 """The plan must not lie: each scenario here was reproduced against the ledger
-before its fix (issue 7, part A) and is kept as a regression test."""
+before its fix and is kept as a regression test."""
 
 from __future__ import annotations
 
@@ -440,7 +440,7 @@ def test_lint_refused_calls_are_told_in_the_story(lg: Ledger, tmp_path: Path) ->
     assert 'refused: rejected: todos[0].status: status "high" is a priority value' in refusal.message
 
 
-# Found by an adversarial review after issue 7: "finished" judged one way everywhere -------
+# "Finished" judged one way everywhere (found by an adversarial review) -------
 
 
 def test_a_phase_completed_above_open_work_does_not_release_what_waits_for_it(ledger_env: Path) -> None:

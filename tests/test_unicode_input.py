@@ -1,6 +1,6 @@
 """Text SQLite cannot store (lone surrogates from JSON escapes, bytes that are
 not UTF-8 on the command line) is refused at every door with one line, and
-never reaches the store (issue 7 B5)."""
+never reaches the store."""
 
 from __future__ import annotations
 

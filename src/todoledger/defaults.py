@@ -13,7 +13,8 @@ def default_writer() -> str:
     env = os.environ.get("TODOLEDGER_WRITER")
     if env:
         return env
-    # What getpass.getuser() does, without importing getpass (termios, warnings: 1 ms a call).
+    # What getpass.getuser() does, without importing getpass (termios, warnings: start-up
+    # every call would pay, see bench/bench_core.py).
     for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
         user = os.environ.get(name)
         if user:

@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
 def _exit(code: int, console: bool) -> None:
     """Run from the console script, a lean command is finished once its output is
     flushed: tearing the interpreter down (freeing every module and object one by
-    one) would cost a fifth of the command again. Nothing registers exit handlers
+    one) would cost a good part of the command again (see bench/bench_agents.py).
+    Nothing registers exit handlers
     on these paths, and what a verb wrote is committed. Called as a function (tests),
     or when the flush fails (a closed pipe), it exits as usual. A lean verb
     leaves its ledger open for this exit (`cli/lean.py`, `_Opened`)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False  # `typing` itself costs a few ms of start-up: only for the checker
+TYPE_CHECKING = False  # `typing` itself costs start-up (see bench/bench_agents.py): only for the checker
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -43,7 +43,11 @@ SPECS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], tuple[int
     "prime": (frozenset({"json"}), frozenset({"plan"}), frozenset(), (0, 0)),
 }
 VERBS = frozenset(SPECS)
+# What an absent option or argument means, as in the click command (an absent flag: false).
+DEFAULTS: dict[str, dict[str, object]] = {"next": {"limit": 5}, "write": {"source": "-", "dialect": "auto"}}
+# The values click would refuse, left to it (`_valid`): its choices and ranges, as in cli/main.py.
 PRIORITIES = ("high", "medium", "low")
+LIMIT_RANGE = (1, 1000)
 
 
 def run(args: list[str], *, console: bool = False) -> int | None:
@@ -123,7 +127,7 @@ def _valid(verb: str, opts: Options) -> bool:
             limit = int(opts["limit"])
         except ValueError:
             return False
-        if not 1 <= limit <= 1000:
+        if not LIMIT_RANGE[0] <= limit <= LIMIT_RANGE[1]:
             return False
         opts["limit"] = limit
     if opts.get("priority") is not None and opts["priority"] not in PRIORITIES:
@@ -200,7 +204,7 @@ def _show(opts: Options, _: list[str]) -> None:
 def _next(opts: Options, _: list[str]) -> None:
     plan, writer, claim = opts.get("plan"), opts.get("writer"), bool(opts.get("claim"))
     with _ledger(create=claim) as lg:
-        rows = lg.next(plan, limit=opts.get("limit", 5), claim=claim, writer=writer)
+        rows = lg.next(plan, limit=opts.get("limit", DEFAULTS["next"]["limit"]), claim=claim, writer=writer)
         stranded = [] if opts.get("json") else lg.stranded(plan)
     if opts.get("json"):
         _emit(rows)
@@ -270,10 +274,14 @@ def _add(opts: Options, positional: list[str]) -> None:
 def _write(opts: Options, positional: list[str]) -> None:
     from todoledger.cli.payload import read_payload
 
-    data = read_payload(positional[0] if positional else "-")
+    default = DEFAULTS["write"]
+    data = read_payload(positional[0] if positional else str(default["source"]))
     with _ledger() as lg:
         result = lg.write(
-            data, plan=opts.get("plan"), writer=opts.get("writer"), dialect=opts.get("dialect", "auto")
+            data,
+            plan=opts.get("plan"),
+            writer=opts.get("writer"),
+            dialect=opts.get("dialect", default["dialect"]),
         )
     if opts.get("json"):
         _emit(result.as_dict())

@@ -32,7 +32,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "ingest": "todoledger.cli.cmd_ingest:ingest",
     "report": "todoledger.cli.cmd_ingest:report",
     "stats": "todoledger.cli.cmd_ingest:stats",
-    # checks (issue 8)
+    # checks
     "assume": "todoledger.cli.cmd_checks:assume",
     "gate": "todoledger.cli.cmd_checks:gate",
     "verify": "todoledger.cli.cmd_checks:verify",

@@ -52,7 +52,7 @@ def plan_snapshot(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def plan_hash(snapshot: Sequence[Mapping[str, Any]]) -> str:
-    import hashlib  # here: OpenSSL's start-up costs the hook path (which asks is_person) 2 ms
+    import hashlib  # here: OpenSSL's start-up costs the hook path (which asks is_person): bench/bench_core.py
     import json  # and `json` costs `start`/`done` (which ask is_person) more
 
     text = json.dumps(list(snapshot), sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -144,7 +144,8 @@ def _bad(spec: str, why: str) -> LedgerError:
 
 def sha256(data: bytes = b"") -> Digest:
     """hashlib.sha256 without hashlib: importing it loads OpenSSL, which costs
-    a gated `done` a tenth of its start-up. CPython's own module computes the same."""
+    a gated `done` a good part of its start-up (see bench/bench_checks.py). CPython's
+    own module computes the same."""
     import importlib
 
     for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11

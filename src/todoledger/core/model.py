@@ -34,7 +34,7 @@ STATE_FIELDS: tuple[str, ...] = (
     "evidence",
     "reason",
     "notes",
-    # The board (issue 10): how long it should take, what it holds exclusively,
+    # The board: how long it should take, what it holds exclusively,
     # whether a person must approve it before an agent may start it.
     "estimate",
     "uses",
@@ -50,10 +50,10 @@ APPROVED = "approved"
 PLAN_APPROVED = "plan_approved"
 ANNOTATIONS: frozenset[str] = frozenset(
     {"conflict", "lint", "dropped", "reordered", APPROVED, PLAN_APPROVED}
-    # checks (issue 8): a check added/removed, a receipt of a run, a number recorded,
+    # checks: a check added/removed, a receipt of a run, a number recorded,
     # an approval of a check's text, a gate or prerequisite overridden by `--force`
     | {"check", "receipt", "metric", "trust", "forced"}
-    # leases (issue 11): an item given to a writer for a while, and taken back
+    # leases: an item given to a writer for a while, and taken back
     | {"claimed", "released"}
 )
 # Leases: how long a claim holds an item unless the plan or the claim says otherwise.

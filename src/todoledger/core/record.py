@@ -1,9 +1,8 @@
 """`dataclass` for the hook path.
 
-Agents run `todoledger hook` on every tool call, and the issue caps that at
-4x a bare interpreter start. The standard `dataclasses` module imports
-`inspect` (with `ast`, `dis`, `tokenize`...), which alone costs a quarter of
-that budget here. Type checkers see the real `dataclasses`; at run time this
+Agents run `todoledger hook` on every tool call, so its start-up has a budget
+(bench/bench_core.py). The standard `dataclasses` module imports `inspect`
+(with `ast`, `dis`, `tokenize`...), which alone costs a good part of it. Type checkers see the real `dataclasses`; at run time this
 module supplies the small subset the core uses: generated `__init__`,
 `__eq__`, `__repr__`, `field(default_factory=...)` and `frozen`.
 """
@@ -29,8 +28,8 @@ else:
         raise AttributeError(f"cannot assign to field {name!r} of frozen {type(self).__name__}")
 
     def _build(cls, frozen):
-        """Methods are generated on their first use: compiling them costs about
-        0.1 ms a class, and a command uses few of the classes it imports."""
+        """Methods are generated on their first use: compiling them costs start-up
+        (see bench/bench_core.py), and a command uses few of the classes it imports."""
         names = [n for n in cls.__dict__.get("__annotations__", {}) if not n.startswith("_")]  # noqa: RUF063 (no inspect)
         defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
 
@@ -52,7 +51,7 @@ else:
                 else:
                     params.append(name)
                     value = name
-                # Frozen: straight into the instance's dict (object.__setattr__ per field is 3x slower).
+                # Frozen: straight into the instance's dict (object.__setattr__ per field is slower: bench/bench_core.py).
                 body.append(f"    _d[{name!r}] = {value}" if frozen else f"    self.{name} = {value}")
             own = "(" + "".join(f"self.{n}, " for n in names) + ")"
             theirs = "(" + "".join(f"other.{n}, " for n in names) + ")"

@@ -1,8 +1,8 @@
 """`contextmanager` and `nullcontext` for the agents' verbs and the hook path.
 
 `contextlib` imports `collections`, `functools` and `types`, which together
-cost the agents' verbs (a fresh process per call) about a quarter of a bare
-interpreter's start. Type checkers see the real `contextlib`; at run time
+cost the agents' verbs (a fresh process per call) a good part of a bare
+interpreter's start (see bench/bench_agents.py). Type checkers see the real `contextlib`; at run time
 this module supplies the same two things: `contextmanager` runs the
 generator exactly as `contextlib._GeneratorContextManager` does (the same
 `__exit__`, an exception thrown in at the `yield`; tests/test_scoped.py

@@ -47,7 +47,7 @@ class Scanner:
     ) -> None:
         # Markers that share their first byte go in one regex, which then runs at
         # memchr speed (Todo|Task); a regex over markers that do not (Todo|Task|
-        # ExitPlanMode) would try every position, ten times slower than this.
+        # ExitPlanMode) would try every position, far slower than this (see bench/bench_ingest.py).
         groups: dict[int, list[bytes]] = {}
         for m in markers:
             groups.setdefault(m[0], []).append(m)
@@ -75,7 +75,8 @@ class Scanner:
         carry: list[bytes] = []
         size = 0
         # Blocks are read into one buffer: a fresh 1 MB bytes object per read is a fresh
-        # allocation whose pages fault in one by one, a third of the cost of reading.
+        # allocation whose pages fault in one by one, a good part of the cost of reading
+        # (see bench/bench_ingest.py).
         # Whatever outlives the block (the lines yielded, the cut line's pieces) is copied.
         readinto = getattr(fh, "readinto", None)
         buffer = bytearray(BLOCK_BYTES if readinto is not None else 0)
@@ -170,10 +171,10 @@ class Scanner:
 
 
 def count_lines(block: bytes | bytearray, lo: int, hi: int) -> int:
-    """Newlines in block[lo:hi]. `count` looks at every byte (about 1.5 GB/s);
-    `find` of one byte is memchr, several times faster over transcripts' long
-    lines (KBs of tool output) but a Python call per line: lines that are
-    short on average (below about 256 bytes) are left to `count`."""
+    """Newlines in block[lo:hi]. `count` looks at every byte; `find` of one
+    byte is memchr, faster over transcripts' long lines (KBs of tool output)
+    but a Python call per line: lines that are short on average (below about
+    256 bytes) are left to `count` (see bench/bench_ingest.py)."""
     find = block.find
     budget = (hi - lo) >> 8
     n = 0

@@ -25,7 +25,7 @@ from todoledger.ingest.calls import Skipped, TodoCall
 from todoledger.ingest.sources import Source, read_calls
 
 # Below this much to read, a helper's start (a fresh interpreter that imports
-# the readers: about a tenth of a second) costs more than the overlap saves.
+# the readers: see bench/bench_ingest.py) costs more than the overlap saves.
 MIN_BYTES = 16 << 20
 # Files read ahead and not written yet: their calls wait in memory.
 DEPTH = 4

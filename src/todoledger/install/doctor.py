@@ -414,7 +414,7 @@ def _gemini_trusted(trusted: dict[str, Any], project: Path) -> bool:
 
 
 def _native(r: AgentReport, project: Path, env: dict[str, str], found: probe.Version | None) -> None:
-    """Whether the agent still offers the model its own todo tool (issue 9's survey)."""
+    """Whether the agent still offers the model its own todo tool."""
     version = found if found is not None and found.text else None
     if r.name == "claude-code":
         settings_env = _dig(_loose(read_text(project / ".claude" / "settings.json")), "env")

@@ -205,7 +205,7 @@ def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
         call,
         name=name,
         description=spec["description"],
-        annotations=ToolAnnotations(read_only_hint=hints.get("readOnlyHint")) if hints else None,
+        annotations=ToolAnnotations.model_validate(hints) if hints else None,  # every hint, as named
         structured_output=False,
     )
     # The published schema is hand-written (compact, exact); the arguments

@@ -1,4 +1,4 @@
-"""Bounds on MCP sessions over HTTP (issue 7 B1).
+"""Bounds on MCP sessions over HTTP: a fair share of the session table for each client.
 
 The SDK's session manager already bounds the total (`max_sessions`) and
 expires idle sessions (`session_idle_timeout`); todoledger sets both far

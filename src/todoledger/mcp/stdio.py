@@ -2,9 +2,8 @@
 
 The SDK's `stdio_server()` reads and writes the standard streams through
 `anyio.wrap_file`: every line read and every write and flush of an answer is a
-hop to a worker thread and back, about a dozen per call: 0.7 ms of a warm
-round trip here (side by side, `tools/list` 3.7 -> 2.9 ms, a 20-item
-`todowrite` 7.0 -> 6.3 ms with the SDK's client). When stdin and stdout are
+hop to a worker thread and back, about a dozen per call: a noticeable part of
+a warm round trip (see bench/bench_mcp.py). When stdin and stdout are
 pipes or sockets, this module hands `stdio_server()` the same
 streams read and written by the asyncio loop itself; anything else (a
 terminal, a regular file redirected to stdin) keeps the SDK's threads.

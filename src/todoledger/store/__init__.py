@@ -1,0 +1,1 @@
+"""Storage: where the ledger lives, its backends (SQLite, PostgreSQL behind one protocol) and every query."""

@@ -114,7 +114,7 @@ def m003_checks_receipts_metrics(db: Executor) -> None:
 
 def m004_board_fields(db: Executor) -> None:
     """(Numbered after main's m003, the checks' tables: it goes after them when merged.)
-    The board's item fields (issue 10): an estimate (canonical text like
+    The board's item fields: an estimate (canonical text like
     `1h30m`), the resources an item holds exclusively (a JSON list), and
     whether a person must approve it before an agent may start it."""
     db.execute_script(

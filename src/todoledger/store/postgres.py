@@ -45,8 +45,8 @@ CHANNEL = "todoledger"  # NOTIFY channel; the payload names the ledger's schema
 
 # The ready query (what `next` offers) joins items to their blockers and children.
 # Planned on statistics from before a large write (autovacuum analyzes a minute
-# or more later), it loops over every item for every item: 70 ms for `next` on a
-# fresh 500-item plan, and growing with the square. So a process that has added
+# or more later), it loops over every item for every item: `next` on a fresh plan
+# takes time growing with the square of its items (see bench/bench_team.py). So a process that has added
 # this many rows, plus a tenth of what the tables held when last analyzed,
 # analyzes them itself after its commit.
 _GROWING = ("INSERT INTO items", "INSERT INTO deps")

@@ -70,7 +70,7 @@ def decode(text: str | None) -> Any:
 
 def _item(row: Row) -> Item:
     # Positional, in Item's field order: a plan of 1,000 items builds 1,000 of these per read,
-    # and binding 19 keywords costs half as much again.
+    # and binding 19 keywords costs noticeably more (see bench/bench_core.py).
     return Item(
         row[0],  # id
         row[1],  # plan
@@ -168,7 +168,8 @@ class Repo:
     def item_rows(self, plan: str) -> list[dict[str, Any]]:
         """The plan's items as `Item.as_dict` gives them (same keys, same order),
         straight from the rows: `show` of a plan of 1,000 items reads them on every
-        agent call, and an `Item` built only to become this dict costs as much again."""
+        agent call, and an `Item` built only to become this dict would add to every
+        read (see bench/bench_core.py)."""
         rows = [
             {
                 "id": r[0],

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 # The C module itself, not the `sqlite3` package: the package adds only the default
-# datetime adapters (the ledger stores text) and costs every agent call 1.8 ms to import
-# `datetime`. The classes are the same objects (`_sqlite3.Error is sqlite3.Error`).
+# datetime adapters (the ledger stores text) and costs every agent call the import of
+# `datetime` (see bench/bench_core.py). The classes are the same objects (`_sqlite3.Error is sqlite3.Error`).
 import _sqlite3 as sqlite3
 import errno
 import os
@@ -158,9 +158,9 @@ class SQLiteStore:
 
         SQLite's own busy handler backs off to 100 ms naps, so a writer that has
         waited long polls least often and loses the lock to newcomers again and
-        again: with eight processes writing one plan, one waited 8 s while the
-        median wait was 20 us, and on a loaded machine a writer ran past the
-        30 s limit and failed. Here every waiter polls at the same short,
+        again: with several processes writing one plan, one waited seconds while
+        the median wait was microseconds, and on a loaded machine a writer ran
+        past its busy limit and failed (see bench/bench_team.py). Here every waiter polls at the same short,
         jittered interval, so the wait is a fair draw among the waiters.
         """
         if self.location == ":memory:":

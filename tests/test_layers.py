@@ -47,9 +47,7 @@ RANKS = {
     "defaults": 2,  # who writes and which plan when nobody says (environment)
     "checks": 2,  # runs a check against its target (a command, a URL, a port, a disk): I/O below the ledger
     "ledger": 3,  # the ledger package: class Ledger and what it is made of (LEDGER_RANKS below)
-    "service": 3,  # class Ledger before the split; after it, a shim re-exporting todoledger.ledger.Ledger
-    "verification": 3,  # before the split: checks, gates, receipts (now ledger.gates / ledger.verify)
-    "sweeps": 3,  # before the split: parameter sweeps (now ledger.sweeps)
+    "service": 3,  # kept for one release: a shim re-exporting todoledger.ledger.Ledger
     "demo": 3,  # the seeds' campaign, written through the ledger
     "demo_checks": 3,  # the seeds' assumptions as checks against local stand-ins (demo --checks)
     "": 3,  # the package itself: `todoledger.Ledger`, `__version__`
@@ -64,41 +62,45 @@ INTERFACES = frozenset(name for name, rank in RANKS.items() if rank == 4)
 
 # Inside the ledger package (`todoledger.ledger.NAME`): a module imports only a lower rank;
 # modules of one rank do not import each other, but for the pairs in LEDGER_SAME_RANK.
-# Keys are module names under the package, or shell patterns (`gate*`) for families of
+# Keys are module names under the package, or shell patterns (`facade_*`) for families of
 # helpers; an exact name wins over a pattern. A module of the package that no key
 # names fails `test_every_ledger_module_has_a_rank`: a new module gets a rank here.
 LEDGER = "todoledger.ledger"
 LEDGER_RANKS = {
     # 0: the unit of work (store, repo, transaction, op/event recording, require, fresh
-    # ids, lease renewal at commit), and the values (field validation, pure helpers).
+    # ids, fencing, lease renewal at commit), and the values (field validation, pure helpers).
     "unit": 0,
     "values": 0,
-    # 1: the gates (verification state, gate before done, receipts, metrics, checks'
-    # import/export; they take a Unit), and their helpers.
+    # 1: the gates (verification state, running checks, receipts, the gate of done, the
+    # checks of an export; they take a Unit).
     "gates": 1,
-    "gate*": 1,  # gaterows and any other gate helper
-    # 2: readiness (prerequisites, approvals awaited, the ready items).
+    # 2: readiness (prerequisites, approvals awaited, the ready items, the fast paths of
+    # verification for plans without checks).
     "readiness": 2,
-    # 3: the verbs; each takes a Unit and plain values, none imports another.
+    # 3: the concerns; each takes a Unit and plain values, none imports another.
     "writes": 3,
     "items": 3,
     "leases": 3,
     "reading": 3,
     "history": 3,
     "people": 3,
-    "sweeprows": 3,
-    # 4: class Ledger, the thin façade over the verbs.
-    "ledger": 4,
-    # 5: above the façade: SharedLedger, running checks (the checks API), parameter sweeps.
-    "shared": 5,
-    "verify": 5,
-    "sweeps": 5,
+    "checkrecords": 3,
+    # 4: sweeps' records: a sweep defined as items (through `items`) with their checks.
+    "sweeprows": 4,
+    # 5-7: the façade: its base (default plan and writer), its method groups, `Ledger`.
+    "facade": 5,
+    "facade_*": 6,
+    "ledger": 7,
+    # 8: above the façade, public methods only: SharedLedger, checks' compositions, sweeps.
+    "shared": 8,
+    "verify": 8,
+    "sweeps": 8,
     # The package's __init__: it re-exports the façade (and what sits above it);
     # nothing inside the package imports it.
-    "": 6,
+    "": 9,
 }
 # (importer, imported) pairs of one rank that may import each other, as LEDGER_RANKS keys.
-LEDGER_SAME_RANK = {("gates", "gate*")}  # the gates use their helpers, never the reverse
+LEDGER_SAME_RANK: set[tuple[str, str]] = set()  # none today
 
 # Interfaces are siblings: only the command line (the shell over all of them) imports the
 # others, and hooks may call the ingest entry points built for them: the Codex rollout, and
@@ -299,7 +301,7 @@ def test_every_ledger_module_has_a_rank_and_imports_only_below_it() -> None:
 
 
 def test_the_ledger_ranks_are_the_ones_written_down() -> None:
-    assert set(LEDGER_RANKS.values()) == set(range(7))
+    assert set(LEDGER_RANKS.values()) == set(range(10))
     for a, b in LEDGER_SAME_RANK:
         assert LEDGER_RANKS[a] == LEDGER_RANKS[b]
 
@@ -699,12 +701,14 @@ LEDGER_PROBE = {
     "todoledger.ledger": "from .ledger import Ledger\n",
     "todoledger.ledger.unit": "class Unit:\n    pass\n",
     "todoledger.ledger.values": "",
-    "todoledger.ledger.gates": "from .gaterows import row\nfrom .unit import Unit\n",
-    "todoledger.ledger.gaterows": "from .values import check\n",
+    "todoledger.ledger.gates": "from .unit import Unit\nfrom .values import check\n",
     "todoledger.ledger.readiness": "from . import gates\n",
     "todoledger.ledger.writes": "from todoledger.ledger import readiness, unit\n",
     "todoledger.ledger.items": "from todoledger.ledger.unit import Unit\n",
-    "todoledger.ledger.ledger": "from . import items, writes\n",
+    "todoledger.ledger.facade": "from .unit import Unit\n",
+    "todoledger.ledger.facade_checks": "from .facade import Facade\n",
+    "todoledger.ledger.facade_leases": "from .facade import Facade\n",
+    "todoledger.ledger.ledger": "from . import items, writes\nfrom .facade_checks import CheckMethods\n",
     "todoledger.ledger.shared": "from .ledger import Ledger\n",
 }
 
@@ -732,19 +736,19 @@ def test_probe_the_ledger_ranks_pass_a_sound_package() -> None:
             "todoledger.ledger.unit imports todoledger.ledger.values, both of rank 0",
         ),
         (
-            "todoledger.ledger.gaterows",
-            "from .gates import gate\n",
-            "todoledger.ledger.gaterows imports todoledger.ledger.gates, both of rank 1",
+            "todoledger.ledger.facade_checks",
+            "from .facade_leases import LeaseMethods\n",
+            "todoledger.ledger.facade_checks imports todoledger.ledger.facade_leases, both of rank 6",
         ),
         (
             "todoledger.ledger.writes",
             "from todoledger.ledger import Ledger\n",
-            "todoledger.ledger.writes (rank 3) imports todoledger.ledger (rank 6)",
+            "todoledger.ledger.writes (rank 3) imports todoledger.ledger (rank 9)",
         ),
         (
             "todoledger.ledger.ledger",
             "from .shared import SharedLedger\n",
-            "todoledger.ledger.ledger (rank 4) imports todoledger.ledger.shared (rank 5)",
+            "todoledger.ledger.ledger (rank 7) imports todoledger.ledger.shared (rank 8)",
         ),
         ("todoledger.ledger.helpers", "", "todoledger.ledger.helpers has no rank in LEDGER_RANKS"),
     ],

@@ -13,6 +13,10 @@ import click
 
 from todoledger.core.model import LedgerError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.ledger.ledger import Ledger
+
 # A progress bar only pays off when there are this many files, and only on a terminal.
 PROGRESS_MIN_FILES = 20
 
@@ -27,7 +31,7 @@ def _skipped_line(counts: dict[str, int]) -> str:
     return "skipped: " + ", ".join(f"{n} {what}" for what, n in counts.items())
 
 
-def _run_ingest(lg: Any, paths: tuple[str, ...]) -> Any:
+def _run_ingest(lg: Ledger, paths: tuple[str, ...]) -> Any:
     from todoledger.ingest.calls import Skipped
     from todoledger.ingest.importer import ingest as run
     from todoledger.ingest.sources import discover

@@ -18,6 +18,10 @@ import click
 from todoledger.agents import DIALECTS
 from todoledger.core.model import LedgerError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.ledger.ledger import Ledger
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 LAZY_COMMANDS: dict[str, str] = {
@@ -99,18 +103,18 @@ def options(*, plan: bool = False, writer: bool = False, as_json: bool = False) 
 writes = options(plan=True, writer=True, as_json=True)
 
 
-def where(lg: Any) -> str:
+def where(lg: Ledger) -> str:
     """The ledger's place, said truthfully before it exists."""
     return lg.location if lg.exists else f"{lg.location} (not created yet: the first write creates it)"
 
 
-def ledger() -> Any:
+def ledger() -> Ledger:
     from todoledger.ledger import Ledger
 
     return Ledger()
 
 
-def reader() -> Any:
+def reader() -> Ledger:
     from todoledger.ledger import Ledger
 
     return Ledger(create=False)
@@ -225,15 +229,15 @@ def next_cmd(
             say(line)
         return
     with ledger() if claim else reader() as lg:
-        rows = lg.next(plan, limit=limit, claim=claim, writer=writer, lease=lease)
+        found = lg.next(plan, limit=limit, claim=claim, writer=writer, lease=lease)
         stranded = [] if as_json else lg.stranded(plan)
     if as_json:
-        emit(rows)
+        emit(found)
         return
     from todoledger.cli import render
 
-    render.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
-    for row in rows if claim else []:
+    render.items(found, title="claimed" if claim else "ready", empty="nothing is ready")
+    for row in found if claim else []:
         say(f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates")
     if stranded:
         render.stranded(stranded)
@@ -314,7 +318,7 @@ FORCE = click.option(
 _item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE, TOKEN)
 
 
-def _done(lg: Any, ref: str, **kw: Any) -> Any:
+def _done(lg: Ledger, ref: str, **kw: Any) -> dict[str, Any]:
     from todoledger.ledger.verify import done_command
 
     return done_command(lg, ref, **kw)

@@ -32,6 +32,7 @@ from todoledger.core.view import PlanView
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from todoledger.ledger.ledger import Ledger
     from todoledger.ledger.shared import SharedLedger
 
 T = TypeVar("T")
@@ -309,7 +310,7 @@ def plan_name(value: Any) -> str | None:
 # the tools -------------------------------------------------------------------
 
 
-def _also_in_progress(lg: Any, plan: str, writer: str, item_id: str) -> list[str]:
+def _also_in_progress(lg: Ledger, plan: str, writer: str, item_id: str) -> list[str]:
     """The writer's other items in progress: the habit is one at a time."""
     return [
         it["id"]
@@ -318,7 +319,7 @@ def _also_in_progress(lg: Any, plan: str, writer: str, item_id: str) -> list[str
     ]
 
 
-def _verification(lg: Any, plan: str, item_id: str) -> str | None:
+def _verification(lg: Ledger, plan: str, item_id: str) -> str | None:
     return next((it["verification"] for it in lg.show(plan)["items"] if it["id"] == item_id), None)
 
 
@@ -362,10 +363,11 @@ class PlanTools:
 
         return default_plan() or DEFAULT_PLAN
 
-    def ledger(self, *, write: bool) -> Any:
+    def ledger(self, *, write: bool) -> Ledger:
         """This call's Ledger (inside `locked`). Until a SQLite ledger's file
         exists, reads see it empty and create nothing; the first write creates it."""
-        return self._call.get(write)
+        found: Ledger = self._call.get(write)
+        return found
 
     def close(self) -> None:
         self.shared.close()
@@ -380,7 +382,7 @@ class PlanTools:
             finally:
                 del self._call.get
 
-    def _known(self, lg: Any, plan: str, explicit: bool) -> bool:
+    def _known(self, lg: Ledger, plan: str, explicit: bool) -> bool:
         """Whether the plan exists. A plan named explicitly must exist; the
         default plan reads as empty before its first write."""
         names = [p["plan"] for p in lg.plans()]
@@ -623,7 +625,7 @@ class PlanTools:
         return out | recorded
 
     def _record_proof(
-        self, lg: Any, plan: str, ref: str, writer: str, proof: dict[str, Any]
+        self, lg: Ledger, plan: str, ref: str, writer: str, proof: dict[str, Any]
     ) -> dict[str, Any]:
 
         out: dict[str, Any] = {}
@@ -639,7 +641,7 @@ class PlanTools:
 
     def _apply_update(
         self,
-        lg: Any,
+        lg: Ledger,
         plan: str,
         ref: str,
         fields: dict[str, Any],

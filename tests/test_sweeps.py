@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import subprocess_env, todoledger_bin
 from tests.test_cli import run, run_json
 from todoledger import Ledger
-from todoledger.ledger import sweeps
 from todoledger.core.model import LedgerError
+from todoledger.ledger import sweeps
 
 # A stand-in benchmark (a simulation): throughput depends on the draft tokens, with seeded noise.
 BENCH = """

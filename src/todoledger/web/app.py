@@ -131,12 +131,12 @@ class Board:
         self,
         request: Request,
         kind: str,
-        build_body: Callable[[Ledger, str], tuple[str, str]],
+        build_body: Callable[[Ledger, str], tuple[str, pages.Html]],
         scripts: tuple[str, ...] = (),
     ) -> Response:
         plan = request.query_params.get("plan") or self.plan or default_plan()
 
-        def render(lg: Ledger) -> tuple[str, str, int, bool]:
+        def render(lg: Ledger) -> tuple[str, pages.Html, int, bool]:
             # The change number is read before what it stamps: a change that lands in
             # between is then newer than the page says, and its event brings it in.
             change = int(lg.last_change())
@@ -148,7 +148,7 @@ class Board:
         try:
             title, body, change, has_sweeps = await run_in_threadpool(self.locked, render)
         except LedgerError as exc:
-            title, body, change = "not found", f"<h1>Not found</h1><p>{pages.esc(exc)}</p>", 0
+            title, body, change = "not found", pages.not_found(exc), 0
             status, has_sweeps = 404, False
         if request.headers.get("x-fragment") == "1":  # the live script swaps the content only
             return HTMLResponse(
@@ -169,7 +169,7 @@ class Board:
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
     async def page_plans(self, request: Request) -> Response:
-        def body(lg: Ledger, _plan: str) -> tuple[str, str]:
+        def body(lg: Ledger, _plan: str) -> tuple[str, pages.Html]:
             last = lg.last_changes()
             rows = []
             for p in lg.plans():
@@ -196,14 +196,16 @@ class Board:
         return await self._page(request, "plans", body)
 
     async def page_plan(self, request: Request) -> Response:
-        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+        def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             head, rows, view = self._plan_parts(lg, plan)
             first = [html for _, _, html in rows[: pages.FIRST_ROWS]]
             return f"Plan {plan}", pages.plan(view, head, first, len(rows))
 
         return await self._page(request, "plan", body)
 
-    def _plan_parts(self, lg: Ledger, plan: str) -> tuple[str, list[tuple[str, str, str]], PlanView]:
+    def _plan_parts(
+        self, lg: Ledger, plan: str
+    ) -> tuple[pages.Html, list[tuple[str, str, pages.Html]], PlanView]:
         """The plan's head and its rows as (id, hash, html), in tree order."""
         doc = lg.show(plan)
         view = build(doc)
@@ -244,7 +246,7 @@ class Board:
     async def page_item(self, request: Request) -> Response:
         ref = request.query_params.get("id", "")
 
-        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+        def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             item_id = lg.get(ref, plan)["id"]
             view = _view(lg, plan)
             it = next(x for x in view.items if x.id == item_id)
@@ -262,7 +264,7 @@ class Board:
         return await self._page(request, "item", body)
 
     async def page_timeline(self, request: Request) -> Response:
-        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+        def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             from todoledger.core.timeline import spans
 
             events = lg.history(plan)
@@ -273,19 +275,19 @@ class Board:
         return await self._page(request, "timeline", body, scripts=("/static/plotly.min.js",))
 
     async def page_approvals(self, request: Request) -> Response:
-        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+        def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             return f"Approvals {plan}", pages.approvals(_view(lg, plan), lg.approvals(plan))
 
         return await self._page(request, "approvals", body)
 
     async def page_sessions(self, request: Request) -> Response:
-        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+        def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             return f"Sessions {plan}", pages.sessions(_view(lg, plan), lg.writers(plan))
 
         return await self._page(request, "sessions", body)
 
     async def page_sweeps(self, request: Request) -> Response:
-        def body(lg: Ledger, plan: str) -> tuple[str, str]:
+        def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             listed = lg.sweeps(plan=plan) if lg.exists else []
             found = [(entry, lg.sweep_results(entry["name"], plan=plan)) for entry in listed]
             return f"Sweeps {plan}", sweeps_page.page(plan, found)
@@ -362,14 +364,14 @@ class RowCache:
     what it shows changed, so a 2,000-item plan refreshes in milliseconds."""
 
     def __init__(self) -> None:
-        self.plans: dict[str, dict[str, tuple[Any, str, str]]] = {}
+        self.plans: dict[str, dict[str, tuple[Any, str, pages.Html]]] = {}
 
-    def render(self, view: PlanView, sched: Any, waiting: set[str]) -> list[tuple[str, str, str]]:
+    def render(self, view: PlanView, sched: Any, waiting: set[str]) -> list[tuple[str, str, pages.Html]]:
         crit = set(sched.critical_path)
         set_of = {item_id: n for n, members in enumerate(sched.parallel) for item_id in members}
         status = {it.id: it.status for it in view.items}
         old = self.plans.get(view.plan, {})
-        new: dict[str, tuple[Any, str, str]] = {}
+        new: dict[str, tuple[Any, str, pages.Html]] = {}
         out = []
         for it in view.tree():
             deps = {d: status.get(d, "") for d in it.depends_on}
@@ -379,7 +381,7 @@ class RowCache:
                 html = pages.row(view.plan, it, key[1], key[2], key[3], deps)
                 h = hashlib.blake2b(html.encode(), digest_size=8).hexdigest()
                 # The page tells the server which form of each row it holds.
-                cached = (key, h, html.replace(" data-id=", f' data-h="{h}" data-id=', 1))
+                cached = (key, h, pages.tagged(html, h))
             new[it.id] = cached
             out.append((it.id, cached[1], cached[2]))
         self.plans[view.plan] = new

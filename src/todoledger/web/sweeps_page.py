@@ -1,11 +1,12 @@
-"""The board's Sweeps page as HTML text. Pure: `sweeps.results` in, markup out.
+"""The board's Sweeps page: `sweeps.results` in, markup out (`templates/sweeps.html`).
 
 Nothing is computed again here: the table shows the result rows (formatted by
 `core.sweep.table`, as the CLI does, with the raw numbers in `data-value`),
 and each chart only lays the same medians, minima and maxima out against the
 sweep's first parameter, one line per combination of the other parameters,
 the baseline dashed. Every text goes through the one sanitiser and is escaped
-(in the chart too: Plotly reads names as a small HTML dialect).
+by the template (in the chart too: Plotly reads names as a small HTML dialect,
+so its texts are escaped for Plotly before they go into the JSON).
 """
 
 from __future__ import annotations
@@ -17,61 +18,49 @@ from typing import Any
 
 from todoledger.core.sanitize import for_terminal
 from todoledger.core.sweep import table
-from todoledger.web.pages import esc, url
+from todoledger.web.pages import Html, render
 
 NUMBERS = ("median", "min", "max", "spread", "ratio")
 
 
-def page(plan: str, found: Sequence[tuple[Mapping[str, str], Mapping[str, Any]]]) -> str:
+def page(plan: str, found: Sequence[tuple[Mapping[str, str], Mapping[str, Any]]]) -> Html:
     """`found`: each sweep's (listing entry, `sweeps.results` answer), oldest first."""
-    if not found:
-        return (
-            f"<h1>Sweeps · {esc(plan)}</h1><p class=empty>This plan has no sweep (todoledger sweep add).</p>"
-        )
-    parts = [f"<h1>Sweeps · {esc(plan)}</h1>"]
-    for n, (entry, result) in enumerate(found):
-        parts.append(_sweep(plan, n, entry, result))
-    return "".join(parts)
+    return render("sweeps.html", plan=plan, sweeps=[_sweep(entry, result) for entry, result in found])
 
 
-def _sweep(plan: str, n: int, entry: Mapping[str, str], result: Mapping[str, Any]) -> str:
+def _sweep(entry: Mapping[str, str], result: Mapping[str, Any]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = result["rows"]
-    keep = f"<p>keep when <code>{esc(result['keep'])}</code></p>" if result.get("keep") else ""
     drawn = charts_of(rows)
-    # The chart's texts are escaped for Plotly already: shown here as they are, never as markup.
-    charts = "".join(
-        f'<div class="chart sweep-chart" id="sweep-{n}-{k}" data-traces="{len(chart["traces"])}"'
-        f' aria-label="{esc(html.unescape(chart["metric"]))}"></div>'
-        for k, chart in enumerate(drawn)
-    )
-    data = _json({"charts": drawn})
-    return (
-        f'<section class=sweep data-sweep="{esc(entry["name"])}"><h2>{esc(entry["name"])}'
-        f' <a href="{url("/item", plan=plan, id=entry["parent"])}"><code class=id>{esc(entry["parent"])}</code></a></h2>'
-        f"{keep}{_table(rows)}<div class=sweep-charts>{charts}</div>"
-        f'<script type="application/json" class=sweep-data data-for="sweep-{n}">{data}</script></section>'
-    )
-
-
-def _table(rows: list[dict[str, Any]]) -> str:
     cells = table(rows)
-    head = "".join(f"<th>{esc(c)}</th>" for c in cells[0])
-    body = []
-    for r, text in zip(rows, cells[1:], strict=True):
-        tds = [f"<td class=params>{esc(text[0])}</td>", f"<td class=metric>{esc(text[1])}</td>"]
-        tds.append(f'<td class=n data-value="{r["n"]}">{esc(text[2])}</td>')
-        for name, shown in zip(NUMBERS, text[3:8], strict=True):
-            raw = "" if r[name] is None else repr(float(r[name]))
-            tds.append(f'<td class={name} data-value="{raw}">{esc(shown)}</td>')
-        verdict = r["verdict"] or ""
-        tds.append(f'<td class="verdict v-{esc(verdict or "none")}">{esc(text[8])}</td>')
-        tds.append(f"<td class=flags>{esc(text[9])}</td>")
-        classes = "baseline" if r["baseline"] else ""
-        body.append(
-            f'<tr class="{classes}" data-params="{esc(json.dumps(r["params"], sort_keys=True))}"'
-            f' data-metric="{esc(r["metric"])}">{"".join(tds)}</tr>'
-        )
-    return f"<table class=sweep-table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return {
+        "name": entry["name"],
+        "parent": entry["parent"],
+        "keep": result.get("keep"),
+        "head": cells[0],
+        "rows": [_row(r, text) for r, text in zip(rows, cells[1:], strict=True)],
+        # The chart's texts are escaped for Plotly already: its label is the text itself.
+        "labels": [(len(chart["traces"]), html.unescape(chart["metric"])) for chart in drawn],
+        "data": {"charts": drawn},
+    }
+
+
+def _row(r: Mapping[str, Any], text: Sequence[str]) -> dict[str, Any]:
+    """One row of the table: its cells as (class, raw number or None, text)."""
+    cells: list[tuple[str, str | None, str]] = [
+        ("params", None, text[0]),
+        ("metric", None, text[1]),
+        ("n", str(r["n"]), text[2]),
+    ]
+    for name, shown in zip(NUMBERS, text[3:8], strict=True):
+        cells.append((name, "" if r[name] is None else repr(float(r[name])), shown))
+    cells.append((f"verdict v-{r['verdict'] or 'none'}", None, text[8]))
+    cells.append(("flags", None, text[9]))
+    return {
+        "classes": "baseline" if r["baseline"] else "",
+        "params": json.dumps(r["params"], sort_keys=True),
+        "metric": r["metric"],
+        "cells": cells,
+    }
 
 
 def charts_of(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -127,8 +116,3 @@ def _x(text: str, numeric: bool) -> float | str:
 def _label(text: str) -> str:
     """Text Plotly shows: sanitised, then escaped (Plotly renders a little HTML)."""
     return html.escape(for_terminal(text)[:80], quote=False)
-
-
-def _json(data: Any) -> str:
-    # JSON in a data block, never executed; "<" and "&" escaped so no text can close the block.
-    return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace("&", "\\u0026")

@@ -1,0 +1,302 @@
+"""The board's templates render agent text as text: every page, fragment and
+row of the board, through the real app `todoledger serve` runs (the board's
+routes behind MCP's Guard) on a real SQLite ledger written through
+`todoledger.Ledger`, with markup and control characters in every field an
+agent (or anyone) writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import subprocess_env
+from tests.test_hook_claude import TODOS, post_tool
+from todoledger import Ledger, sweeps
+from todoledger import verification as v
+from todoledger.mcp.http import create_app
+from todoledger.web.app import Board
+
+pytestmark = pytest.mark.sqlite_only  # the pages, not the backend, are under test
+
+SCRIPT = "<script>alert(1)</script>"
+BREAKOUT = "\"'><img src=x onerror=alert(1)>"
+CONTROLS = ("\x1b[31m", "\x07", "\u202e")
+MARKUP = SCRIPT + BREAKOUT  # printable: fields that take one line of printable text only
+HOSTILE = MARKUP + "".join(CONTROLS)  # a page shows the markup as text; the controls marked or gone
+
+PLAN = "plan " + HOSTILE
+AGENT = "claude-code:" + HOSTILE
+PERSON = "cli:" + HOSTILE  # a person's writer: approvals are theirs
+AGENT_SHOWN, PERSON_SHOWN = "claude-code:" + MARKUP, "cli:" + MARKUP  # as pages show them (and more)
+
+
+def hostile_ledger(db: Path) -> dict[str, dict[str, str]]:
+    """Two plans (one named with the payload, and `main`) with the payload in
+    every text an agent or a person writes; returns each plan's items by role."""
+    (db.parent / "bench.py").write_text("print('v=7')\n")
+    ids: dict[str, dict[str, str]] = {}
+    with Ledger(db) as lg:
+        for plan in (PLAN, "main"):
+            kw: dict[str, Any] = {"plan": plan, "writer": AGENT}
+            a = lg.add("content " + HOSTILE, notes="notes " + HOSTILE + "\n" + HOSTILE, estimate="30m", **kw)
+            b = lg.add("gated " + HOSTILE, depends_on=[a["id"]], needs_approval=True, estimate="1h", **kw)
+            child = lg.add("child " + HOSTILE, parent=a["id"], **kw)
+            done = lg.add("done " + HOSTILE, **kw)
+            lg.approve_plan(plan, writer=PERSON)
+            lg.approve(b["id"], plan=plan, writer=PERSON)
+            lg.update(b["id"], content="reworded " + HOSTILE, **kw)  # a diff for the approvals
+            lg.add("added " + HOSTILE, **kw)  # the plan changed since it was approved
+            lg.start(a["id"], **kw)
+            lg.done(done["id"], evidence="evidence " + HOSTILE + "\n" + HOSTILE, **kw)
+            lg.cancel(child["id"], reason="reason " + HOSTILE, **kw)
+            forced = lg.add("forced " + HOSTILE, depends_on=[b["id"]], **kw)
+            lg.done(forced["id"], plan=plan, writer=PERSON, force=True, force_reason="forced " + HOSTILE)
+            v.add_check(lg, b["id"], "file:" + MARKUP, plan=plan, writer=PERSON)
+            v.add_check(lg, a["id"], f"cmd:echo '{SCRIPT}'", role="assumption", plan=plan, writer=PERSON)
+            v.record_metrics(lg, a["id"], {"tok_s": 3.0}, **kw)  # metric names are plain words
+            ids[plan] = {"first": a["id"], "gated": b["id"], "child": child["id"], "done": done["id"]}
+            sweeps.add(
+                lg,
+                "hostile",
+                template="sweep " + HOSTILE + " {label}",
+                params=["label=" + MARKUP + ",plain"],  # a value becomes a command's argument: printable
+                run="python3 bench.py {label}",
+                metrics=[r"v=v=(\d+)"],
+                **kw,
+            )
+            sweeps.run(lg, "hostile", **kw)
+    return ids
+
+
+@pytest.fixture
+def client(ledger_env: Path) -> Iterator[TestClient]:
+    """The app `todoledger serve` runs: the board's routes behind MCP's Guard."""
+    board = Board(name="tester")
+    app, tools = create_app(routes=board.routes(), shared=board.shared)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as test_client:
+            test_client.board = board  # type: ignore[attr-defined]
+            yield test_client
+    finally:
+        tools.close()
+        board.close()
+
+
+class Page(HTMLParser):
+    """What a browser would build from the HTML: elements, attributes, text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.data_blocks: list[Any] = []
+        self._in: str | None = None
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in = tag
+        self.text.extend(value for _, value in attrs if value)
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "script":
+            script = self.tags[-1][1]
+            assert script.get("type") == "application/json", f"a script with a body: {data[:80]!r}"
+            self.data_blocks.append(json.loads(data))
+        else:
+            self.text.append(data)
+
+
+def inert(text: str, where: str) -> Page:
+    """The HTML holds agent text only as text: the payloads never raw, no
+    element or attribute of theirs, no control character."""
+    for raw in (SCRIPT, BREAKOUT, "<img", "onerror=alert(1)>", *CONTROLS):
+        assert raw not in text, f"{where}: {raw!r} unescaped"
+    page = Page(text)
+    for tag, attrs in page.tags:
+        assert tag not in ("img", "svg", "iframe", "object"), f"{where}: <{tag}>"
+        assert not [name for name in attrs if name.startswith("on")], f"{where}: <{tag} {attrs}>"
+        if tag == "script":
+            assert attrs.get("type") == "application/json" or (attrs.get("src") or "").startswith(
+                "/static/"
+            ), f"{where}: {attrs}"
+        for name in ("href", "src", "action"):
+            assert not (attrs.get(name) or "").lower().startswith("javascript:"), f"{where}: {attrs}"
+    return page
+
+
+def shown(page: Page) -> str:
+    """The page's text, its attributes' and its data blocks' strings."""
+
+    def strings(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict | list):
+            for inner in value.values() if isinstance(value, dict) else value:
+                yield from strings(inner)
+
+    return "\n".join([*page.text, *strings(page.data_blocks)])
+
+
+def routes() -> list[str]:
+    """Every page of the board for both plans, each item's page, and the pages
+    of a plan and an item that do not exist."""
+    out = ["/"]
+    with Ledger() as lg:
+        for plan in (PLAN, "main"):
+            out += [f"/{kind}?{urlencode({'plan': plan})}" for kind in ("plan", "timeline", "approvals")]
+            out += [f"/{kind}?{urlencode({'plan': plan})}" for kind in ("sessions", "sweeps")]
+            out += [f"/item?{urlencode({'plan': plan, 'id': r['id']})}" for r in lg.items(plan)]
+    out.append(f"/item?{urlencode({'plan': PLAN, 'id': HOSTILE})}")
+    out.append(f"/plan?{urlencode({'plan': 'missing ' + HOSTILE})}")
+    return out
+
+
+def test_every_page_fragment_and_row_shows_agent_text_only_as_text(
+    ledger_env: Path, client: TestClient
+) -> None:
+    hostile_ledger(ledger_env)
+    every = routes()
+    assert len(every) > 20
+    for url in every:
+        whole = client.get(url)
+        assert whole.status_code in (200, 404), url
+        assert whole.headers["content-type"].startswith("text/html")
+        assert "script-src 'self';" in whole.headers["content-security-policy"]
+        page = inert(whole.text, url)
+        # Each page shows agent text (a plan's name, an item's, an error's): the payload as text.
+        assert SCRIPT in shown(page), url
+        fragment = client.get(url, headers={"x-fragment": "1"})
+        assert fragment.status_code == whole.status_code
+        inert(fragment.text, "fragment " + url)
+    for plan in (PLAN, "main"):
+        answer = client.post("/api/rows", json={"plan": plan, "known": {}})
+        assert answer.status_code == 200
+        data = answer.json()
+        assert MARKUP in shown(inert(data["head"], "head " + plan))
+        with Ledger(ledger_env) as lg:
+            assert len(data["rows"]) == len(lg.items(plan))
+        for item_id, row in data["rows"].items():
+            assert MARKUP in shown(inert(row, f"row {item_id} of {plan}"))
+
+
+def test_each_field_reaches_its_page_as_text(ledger_env: Path, client: TestClient) -> None:
+    ids = hostile_ledger(ledger_env)
+
+    def text(url: str, **query: str) -> Page:
+        return inert(client.get(f"{url}?{urlencode(query)}").text, url)
+
+    for plan in (PLAN, "main"):
+        first = shown(text("/item", plan=plan, id=ids[plan]["first"]))
+        for field in ("content", "notes"):
+            assert f"{field} {MARKUP}" in first, field
+        assert f"\n{MARKUP}" in first  # notes keep their line breaks
+        assert AGENT_SHOWN in first  # the writer
+        assert f"echo '{SCRIPT}'" in first  # a check's text, in the history
+        assert f"evidence {MARKUP}" in shown(text("/item", plan=plan, id=ids[plan]["done"]))
+        assert f"reason {MARKUP}" in shown(text("/item", plan=plan, id=ids[plan]["child"]))
+        gated = shown(text("/item", plan=plan, id=ids[plan]["gated"]))
+        assert f"file:{SCRIPT}" in gated and f"reworded {MARKUP}" in gated and f"gated {MARKUP}" in gated
+        approvals = shown(text("/approvals", plan=plan))
+        assert f"added {MARKUP}" in approvals and PERSON_SHOWN in approvals
+        sessions = shown(text("/sessions", plan=plan))
+        assert AGENT_SHOWN in sessions and f"content {MARKUP}" in sessions
+        (timeline,) = text("/timeline", plan=plan).data_blocks
+        assert f"content {MARKUP}"[:60] in [span["label"] for span in timeline["spans"]]
+        plans = shown(text("/"))
+        assert "last change" in plans and f"content {MARKUP}" in plans
+        swept = text("/sweeps", plan=plan)
+        assert f"label={MARKUP}" in shown(swept)
+        (charts,) = swept.data_blocks
+        # Plotly reads a label as a little HTML: the chart's texts are escaped for it, inside the JSON.
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in charts["charts"][0]["traces"][0]["x"][0]
+        assert f"sweep {MARKUP}" in shown(text("/plan", plan=plan))
+
+
+def test_the_login_page_and_its_error(ledger_env: Path) -> None:
+    board = Board(name="tester", token="s3cret-token")
+    app, tools = create_app(token="s3cret-token", routes=board.routes(), shared=board.shared)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            asked = client.get("/login")
+            assert asked.status_code == 200 and "<form method=post" in asked.text
+            inert(asked.text, "login")
+            wrong = client.post("/login", data={"token": HOSTILE})
+            assert wrong.status_code == 401 and "That is not the token." in wrong.text
+            inert(wrong.text, "login refused")
+    finally:
+        tools.close()
+        board.close()
+
+
+def test_pages_link_their_static_files_by_this_version(ledger_env: Path, client: TestClient) -> None:
+    """The stylesheet and scripts are cached for good under a name that changes
+    with them: each page's links carry the version the server serves them by."""
+    with Ledger(ledger_env) as lg:
+        lg.add("Write the loader", writer=AGENT)
+    version: str = client.board.version  # type: ignore[attr-defined]
+    assert re.fullmatch(r"[0-9a-f]{12}", version)
+    for url in ("/", "/plan?plan=main", "/timeline?plan=main", "/sweeps?plan=main"):
+        text = client.get(url).text
+        assert "{esc(" not in text and "{{" not in text and "{%" not in text, url
+        links = [a for tag, a in Page(text).tags if tag == "link"]
+        assert [a["href"] for a in links] == [f"/static/board.css?v={version}"], url
+        scripts = [a["src"] for tag, a in Page(text).tags if tag == "script" and a.get("src")]
+        assert scripts[-1] == f"/static/board.js?v={version}", url
+        assert all(src and src.endswith(f"?v={version}") for src in scripts), url
+        for href in [links[0]["href"], *scripts]:
+            assert href is not None
+            static = client.get(href)
+            assert static.status_code == 200 and "immutable" in static.headers["cache-control"], href
+
+
+def test_the_hook_and_show_json_load_no_template_engine(ledger_env: Path) -> None:
+    """Templates are the board's alone: the agents' paths never import Jinja2."""
+    probe = (
+        "import json, sys\nfrom todoledger.cli.entry import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('LOADED ' + json.dumps([m for m in ('jinja2', 'markupsafe') if m in sys.modules]))\n"
+    )
+    event = json.dumps(post_tool("TodoWrite", {"todos": TODOS}))
+    for args, stdin in ((["hook", "claude-code"], event), (["show", "--json"], None)):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=subprocess_env(ledger_env),
+            cwd=os.getcwd(),
+            timeout=60,
+        )
+        assert json.loads(done.stderr.rsplit("LOADED ", 1)[1]) == [], (args, done.stderr)
+    with Ledger(ledger_env) as lg:
+        assert len(lg.show()["items"]) == len(TODOS)
+
+
+def test_no_template_marks_text_safe() -> None:
+    """Escaping stays the default: no template turns it off or marks a value
+    safe, and the board's code makes markup only from its templates' output."""
+    web = Path(__file__).resolve().parents[1] / "src" / "todoledger" / "web"
+    templates = sorted((web / "templates").glob("*.html"))
+    assert len(templates) >= 10
+    for path in templates:
+        source = path.read_text("utf-8")
+        assert not re.search(r"\|\s*safe\b|autoescape\s+false|Markup|\{%\s*raw", source), path.name
+    made = {p.name: p.read_text("utf-8").count("Markup(") for p in web.glob("*.py")}
+    assert made == {name: 3 if name == "pages.py" else 0 for name in made}  # render() and tagged()

@@ -3,6 +3,7 @@ side in one run: absolute times on a shared machine are noise.
 
     .venv/bin/python bench/bench_core.py            # everything
     .venv/bin/python bench/bench_core.py --quick    # smaller scale test
+    .venv/bin/python bench/bench_core.py --only process --against main~3   # beside another build
 
 1. hook path: `todoledger hook claude-code` with a 20-item TodoWrite on a
    ledger with 1,000 events, vs `python -c pass` (same interpreter), target <= 3.5x;
@@ -91,36 +92,63 @@ def todowrite_event(n: int, step: int) -> bytes:
     return json.dumps(event).encode()
 
 
-def bench_processes(runs: int, work: Path) -> None:
+def checkout(ref: str, work: Path) -> Path:
+    """Another build of todoledger to measure beside this one: `ref` checked out
+    (a git worktree, without installing it), its bytecode compiled."""
+    tree = work / f"build-{ref}"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), ref], check=True)
+    compileall.compile_dir(str(tree / "src" / "todoledger"), quiet=1)
+    return tree
+
+
+def builds(work: Path, against: str | None) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """name -> (how to run its `todoledger`, what its environment adds): this
+    build, and the one at `against` run the same way from its own source tree."""
+    out: dict[str, tuple[list[str], dict[str, str]]] = {"this build": ([TODOLEDGER], {})}
+    if against:
+        tree = checkout(against, work)
+        out[f"at {against}"] = (
+            [sys.executable, str(tree / "scripts" / "todoledger")],
+            {"PYTHONPATH": str(tree / "src")},
+        )
+    return out
+
+
+def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
     from todoledger import Ledger
 
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # An installed package has its bytecode compiled at install time; do the same for the editable tree.
     compileall.compile_dir(str(ROOT / "src" / "todoledger"), quiet=1)
-    hook_db = work / "hook.db"
-    env["TODOLEDGER_DB"] = str(hook_db)
-    with Ledger(hook_db) as lg:
-        step = 0
-        while lg.repo.count_events() < 1000:
-            lg.write(todowrite_event(20, step), writer="claude-code:warmup")
-            step += 1
-        events = lg.repo.count_events()
+    made = builds(work, against)
+    hook_env: dict[str, dict[str, str]] = {}
+    events = 0
+    for name, (_, extra) in made.items():
+        hook_db = work / f"hook-{len(hook_env)}.db"
+        hook_env[name] = env | extra | {"TODOLEDGER_DB": str(hook_db)}
+        with Ledger(hook_db) as lg:
+            step = 0
+            while lg.repo.count_events() < 1000:
+                lg.write(todowrite_event(20, step), writer="claude-code:warmup")
+                step += 1
+            events = lg.repo.count_events()
     # The measured hook call flips one status per run, as an agent's list does.
     payloads = [todowrite_event(20, step + k) for k in range(runs)]
-    hook_samples: list[float] = []
+    hook_samples: dict[str, list[float]] = {name: [] for name in made}
     pass_samples: list[float] = []
-    for k in range(runs):
+    for k in range(runs):  # alternated, so that machine noise hits every build alike
         pass_samples.append(timed([sys.executable, "-c", "pass"], env))
-        hook_samples.append(timed([TODOLEDGER, "hook", "claude-code"], env, payloads[k]))
+        for name, (cmd, _) in made.items():
+            hook_samples[name].append(timed([*cmd, "hook", "claude-code"], hook_env[name], payloads[k]))
     base = median_ms(pass_samples)
-    hook = median_ms(hook_samples)
-    print(f"hook claude-code (20-item TodoWrite, ledger of {events} events): {hook:.1f} ms")
     print(f"python -c pass: {base:.1f} ms")
-    print(f"  ratio hook / python -c pass = {hook / base:.2f}x (target <= 3.5x)")
+    hook = {name: median_ms(samples) for name, samples in hook_samples.items()}
+    for name, ms in hook.items():
+        print(f"hook claude-code (20-item TodoWrite, ledger of {events} events), {name}: {ms:.1f} ms")
+        print(f"  ratio hook / python -c pass = {ms / base:.2f}x (target <= 3.5x)")
 
     show_db = work / "show.db"
-    env["TODOLEDGER_DB"] = str(show_db)
     with Ledger(show_db) as lg:
         for chunk in range(0, 1000, 500):
             lg.import_jsonl(
@@ -136,13 +164,24 @@ def bench_processes(runs: int, work: Path) -> None:
                     for k in range(chunk, chunk + 500)
                 ]
             )
-    times = interleaved(
-        runs,
-        {"show": ([TODOLEDGER, "show", "--json"], None), "pass": ([sys.executable, "-c", "pass"], None)},
-        env,
-    )
-    print(f"show --json (1,000 items): {times['show']:.1f} ms; python -c pass: {times['pass']:.1f} ms")
-    print(f"  ratio show / python -c pass = {times['show'] / times['pass']:.2f}x (target <= 4x)")
+    show_samples: dict[str, list[float]] = {name: [] for name in made}
+    pass_samples = []
+    for _ in range(runs):
+        pass_samples.append(timed([sys.executable, "-c", "pass"], env))
+        for name, (cmd, extra) in made.items():
+            show_samples[name].append(
+                timed([*cmd, "show", "--json"], env | extra | {"TODOLEDGER_DB": str(show_db)})
+            )
+    base = median_ms(pass_samples)
+    show = {name: median_ms(samples) for name, samples in show_samples.items()}
+    for name, ms in show.items():
+        print(f"show --json (1,000 items), {name}: {ms:.1f} ms; python -c pass: {base:.1f} ms")
+        print(f"  ratio show / python -c pass = {ms / base:.2f}x (target <= 4x)")
+    if against:
+        other = f"at {against}"
+        print(
+            f"  this build / {other}: hook {hook['this build'] / hook[other]:.2f}x, show --json {show['this build'] / show[other]:.2f}x"
+        )
 
 
 def build_scale_plan(db: Path, items: int, events: int) -> None:
@@ -275,17 +314,22 @@ def main() -> None:
         "--quick", action="store_true", help="10,000 items and 100,000 events for the scale test"
     )
     parser.add_argument("--only", choices=["process", "scale", "taskwarrior"])
+    parser.add_argument(
+        "--against", metavar="REF", help="also measure the hook and show --json of the build at this git ref"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="todoledger-bench-") as tmp:
         work = Path(tmp)
         os.chdir(work)
         if args.only in (None, "process"):
-            bench_processes(args.runs, work)
+            bench_processes(args.runs, work, args.against)
         if args.only in (None, "scale"):
             items, events = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
             bench_scale(items, events, work, args.runs)
         if args.only in (None, "taskwarrior"):
             bench_taskwarrior(args.runs, work)
+    if args.against:  # the checkout went with the temporary folder: forget it
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
 
 
 if __name__ == "__main__":

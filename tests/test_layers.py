@@ -933,3 +933,43 @@ def test_probe_storage_attributes_outside_the_ledger_are_caught() -> None:
         }
     )
     assert storage_attributes_outside(mods) == ["probe/web/app/x.py:2: .repo"]
+
+
+# -- the façade ---------------------------------------------------------------------
+
+
+def undocumented_or_untyped(cls: type) -> list[str]:
+    """Public methods of `cls` (its bases' included) without a docstring or with a
+    parameter or return left unannotated."""
+    import inspect
+
+    found = []
+    for name, member in inspect.getmembers(cls):
+        if name.startswith("_") or not (inspect.isfunction(member) or isinstance(member, property)):
+            continue
+        func = member.fget if isinstance(member, property) else member
+        if not (func.__doc__ or "").strip():
+            found.append(f"{name}: no docstring")
+        signature = inspect.signature(func)
+        bare = [p for p in signature.parameters.values() if p.name != "self" and p.annotation is p.empty]
+        if bare or signature.return_annotation is signature.empty:
+            found.append(f"{name}: not fully typed")
+    return found
+
+
+def test_every_public_method_of_the_ledger_is_typed_and_documented() -> None:
+    from todoledger.ledger import Ledger
+
+    assert undocumented_or_untyped(Ledger) == []
+
+
+def test_probe_an_undocumented_untyped_method_is_caught() -> None:
+    class Probe:
+        def typed(self, a: int) -> int:
+            """Documented."""
+            return a
+
+        def bare(self, a):  # type: ignore[no-untyped-def]
+            return a
+
+    assert undocumented_or_untyped(Probe) == ["bare: no docstring", "bare: not fully typed"]

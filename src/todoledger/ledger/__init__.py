@@ -9,7 +9,8 @@ those below it; tests/test_layers.py holds the ranks):
     writes, items, leases, reading, history, people, checkrecords
                           one concern each, taking a Unit and plain values
     sweeprows             sweeps' records
-    facade, facade_*      the façade's base (default plan and writer) and method groups
+    facade, facade_*      the façade's base (default plan and writer) and its method
+                          groups (checks, leases, history, people)
     ledger                `Ledger`
     shared, verify, sweeps
                           above the façade, public methods only

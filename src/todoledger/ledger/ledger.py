@@ -19,7 +19,9 @@ import os
 
 from todoledger.core.scoped import contextmanager
 from todoledger.ledger.facade_checks import CheckMethods
+from todoledger.ledger.facade_history import HistoryMethods
 from todoledger.ledger.facade_leases import LeaseMethods
+from todoledger.ledger.facade_people import PeopleMethods
 from todoledger.ledger.unit import Unit
 
 TYPE_CHECKING = False
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from todoledger.store.repo import Repo
 
 
-class Ledger(LeaseMethods, CheckMethods):
+class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
     """A ledger of plans: a SQLite file or a PostgreSQL schema."""
 
     def __init__(
@@ -118,24 +120,6 @@ class Ledger(LeaseMethods, CheckMethods):
         """Many batches in a row: commits may skip the fsync (see the store)."""
         with self._unit.store.bulk():
             yield
-
-    def cursors(self, sources: list[str]) -> dict[str, tuple[int, str | None]]:
-        """Where an incremental reader stopped in each source: (position, fingerprint)."""
-        with self._unit.store.read():
-            return self._unit.repo.cursors(sources)
-
-    def save_cursors(self, cursors: dict[str, tuple[int, str | None]]) -> None:
-        """Remember where an incremental reader stopped in each source."""
-        from todoledger.core.timefmt import now
-
-        with self._unit.store.write():
-            self._unit.repo.save_cursors(cursors, now())
-
-    def imported_from_others(self, plan: str, source_prefix: str) -> bool:
-        """Does the plan hold imported calls whose source key does not start
-        with `source_prefix` (another session's calls)?"""
-        with self._unit.store.read():
-            return self._unit.repo.has_other_sources(plan, source_prefix)
 
     def integrity(self) -> list[str]:
         """What the backend finds wrong with the stored file itself; empty when sound."""
@@ -485,29 +469,7 @@ class Ledger(LeaseMethods, CheckMethods):
 
         return items.clear(self._unit, *self._who(plan, writer))
 
-    # history -------------------------------------------------------------------------
-    def undo(
-        self, plan: str | None = None, *, writer: str | None = None, any_writer: bool = False
-    ) -> dict[str, Any]:
-        """Reverse the writer's last change (with `any_writer`, the plan's last) by inverse events."""
-        from todoledger.ledger import history
-
-        return history.undo(self._unit, *self._who(plan, writer), any_writer=any_writer)
-
-    def export(self, plan: str | None = None) -> Iterator[str]:
-        """JSON Lines, one item a line in plan order, keys sorted: diffs well in git."""
-        from todoledger.ledger import history
-
-        return history.export(self._unit, self._plan(plan))
-
-    def import_jsonl(
-        self, lines: Iterable[str], *, plan: str | None = None, writer: str | None = None
-    ) -> dict[str, Any]:
-        """Make the plan's items match an export; importing the same file twice changes nothing."""
-        from todoledger.ledger import history
-
-        return history.import_jsonl(self._unit, *self._who(plan, writer), lines)
-
+    # copying between backends -------------------------------------------------------------
     def copy_to(self, target: str) -> dict[str, Any]:
         """Copy the whole ledger into the empty ledger at `target` (a file path or
         a postgresql:// URL), then verify the copy: the same row counts, its events
@@ -536,39 +498,7 @@ class Ledger(LeaseMethods, CheckMethods):
             raise LedgerError(f"the copy at {location} does not verify: {'; '.join(problems[:5])}")
         return {"from": self._unit.store.location, "to": location, "rows": counts, "verified": True}
 
-    # people and the schedule -----------------------------------------------------------
-    def approve(self, ref: str, *, plan: str | None = None, writer: str | None = None) -> dict[str, Any]:
-        """A person approves an item as it is now: an agent may then start it."""
-        from todoledger.ledger import people
-
-        return people.approve(self._unit, *self._who(plan, writer), ref)
-
-    def approve_plan(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
-        """A person approves the plan as it stands, with a hash; any later change is flagged."""
-        from todoledger.ledger import people
-
-        return people.approve_plan(self._unit, *self._who(plan, writer))
-
-    def approvals(
-        self, plan: str | None = None, *, rows: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
-        """The plan against its last approval, and each item's standing."""
-        from todoledger.ledger import people
-
-        return people.approvals(self._unit, self._plan(plan), rows=rows)
-
-    def writers(self, plan: str | None = None) -> list[dict[str, Any]]:
-        """Each writer of the plan: last write, number of changes, what it holds in progress."""
-        from todoledger.ledger import people
-
-        return people.writers(self._unit, self._plan(plan))
-
-    def durations(self, plan: str | None = None) -> dict[str, str]:
-        """How long each completed item took, measured from its history, as `1h30m`."""
-        from todoledger.ledger import people
-
-        return people.durations(self._unit, self._plan(plan))
-
+    # the schedule ------------------------------------------------------------------
     def schedule(self, plan: str | None = None) -> dict[str, Any]:
         """Critical path of the open work and its length, the sets of ready items
         that can run together (resources), and measured durations of finished items."""

@@ -1,0 +1,56 @@
+"""`Ledger`'s history methods: undo, a plan exported and imported as JSON
+Lines (see `ledger.history`), and where incremental transcript readers stopped."""
+
+from __future__ import annotations
+
+from todoledger.ledger.facade import Facade
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
+
+class HistoryMethods(Facade):
+    """Undo, export and import, and the readers' cursors."""
+
+    def undo(
+        self, plan: str | None = None, *, writer: str | None = None, any_writer: bool = False
+    ) -> dict[str, Any]:
+        """Reverse the writer's last change (with `any_writer`, the plan's last) by inverse events."""
+        from todoledger.ledger import history
+
+        return history.undo(self._unit, *self._who(plan, writer), any_writer=any_writer)
+
+    def export(self, plan: str | None = None) -> Iterator[str]:
+        """JSON Lines, one item a line in plan order, keys sorted: diffs well in git."""
+        from todoledger.ledger import history
+
+        return history.export(self._unit, self._plan(plan))
+
+    def import_jsonl(
+        self, lines: Iterable[str], *, plan: str | None = None, writer: str | None = None
+    ) -> dict[str, Any]:
+        """Make the plan's items match an export; importing the same file twice changes nothing."""
+        from todoledger.ledger import history
+
+        return history.import_jsonl(self._unit, *self._who(plan, writer), lines)
+
+    # where incremental transcript readers stopped -----------------------------------
+    def cursors(self, sources: list[str]) -> dict[str, tuple[int, str | None]]:
+        """Where an incremental reader stopped in each source: (position, fingerprint)."""
+        with self._unit.store.read():
+            return self._unit.repo.cursors(sources)
+
+    def save_cursors(self, cursors: dict[str, tuple[int, str | None]]) -> None:
+        """Remember where an incremental reader stopped in each source."""
+        from todoledger.core.timefmt import now
+
+        with self._unit.store.write():
+            self._unit.repo.save_cursors(cursors, now())
+
+    def imported_from_others(self, plan: str, source_prefix: str) -> bool:
+        """Does the plan hold imported calls whose source key does not start
+        with `source_prefix` (another session's calls)?"""
+        with self._unit.store.read():
+            return self._unit.repo.has_other_sources(plan, source_prefix)

@@ -1,0 +1,46 @@
+"""`Ledger`'s methods about people: approvals of items and of the plan, each
+plan's writers, and measured durations (see `ledger.people`)."""
+
+from __future__ import annotations
+
+from todoledger.ledger.facade import Facade
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class PeopleMethods(Facade):
+    """Approvals, writers, durations."""
+
+    def approve(self, ref: str, *, plan: str | None = None, writer: str | None = None) -> dict[str, Any]:
+        """A person approves an item as it is now: an agent may then start it."""
+        from todoledger.ledger import people
+
+        return people.approve(self._unit, *self._who(plan, writer), ref)
+
+    def approve_plan(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
+        """A person approves the plan as it stands, with a hash; any later change is flagged."""
+        from todoledger.ledger import people
+
+        return people.approve_plan(self._unit, *self._who(plan, writer))
+
+    def approvals(
+        self, plan: str | None = None, *, rows: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The plan against its last approval, and each item's standing."""
+        from todoledger.ledger import people
+
+        return people.approvals(self._unit, self._plan(plan), rows=rows)
+
+    def writers(self, plan: str | None = None) -> list[dict[str, Any]]:
+        """Each writer of the plan: last write, number of changes, what it holds in progress."""
+        from todoledger.ledger import people
+
+        return people.writers(self._unit, self._plan(plan))
+
+    def durations(self, plan: str | None = None) -> dict[str, str]:
+        """How long each completed item took, measured from its history, as `1h30m`."""
+        from todoledger.ledger import people
+
+        return people.durations(self._unit, self._plan(plan))

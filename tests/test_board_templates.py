@@ -23,8 +23,8 @@ from starlette.testclient import TestClient
 
 from tests.conftest import subprocess_env
 from tests.test_hook_claude import TODOS, post_tool
-from todoledger import Ledger, sweeps
-from todoledger import verification as v
+from todoledger import Ledger
+from todoledger.ledger import sweeps
 from todoledger.mcp.http import create_app
 from todoledger.web.app import Board
 
@@ -63,12 +63,11 @@ def hostile_ledger(db: Path) -> dict[str, dict[str, str]]:
             lg.cancel(child["id"], reason="reason " + HOSTILE, **kw)
             forced = lg.add("forced " + HOSTILE, depends_on=[b["id"]], **kw)
             lg.done(forced["id"], plan=plan, writer=PERSON, force=True, force_reason="forced " + HOSTILE)
-            v.add_check(lg, b["id"], "file:" + MARKUP, plan=plan, writer=PERSON)
-            v.add_check(lg, a["id"], f"cmd:echo '{SCRIPT}'", role="assumption", plan=plan, writer=PERSON)
-            v.record_metrics(lg, a["id"], {"tok_s": 3.0}, **kw)  # metric names are plain words
+            lg.add_check(b["id"], "file:" + MARKUP, plan=plan, writer=PERSON)
+            lg.add_check(a["id"], f"cmd:echo '{SCRIPT}'", role="assumption", plan=plan, writer=PERSON)
+            lg.record_metrics(a["id"], {"tok_s": 3.0}, **kw)  # metric names are plain words
             ids[plan] = {"first": a["id"], "gated": b["id"], "child": child["id"], "done": done["id"]}
-            sweeps.add(
-                lg,
+            lg.add_sweep(
                 "hostile",
                 template="sweep " + HOSTILE + " {label}",
                 params=["label=" + MARKUP + ",plain"],  # a value becomes a command's argument: printable

@@ -29,7 +29,50 @@ APPROVED_FIELDS = ("content", "parent", "depends_on", "estimate", "uses")
 
 
 def is_person(writer: str) -> bool:
+    """Is this writer a person (a terminal without an agent's marker, the board or
+    a person's token, an MCP client's user answering its prompt)?"""
     return writer == "cli" or writer.startswith(PEOPLE_PREFIXES)
+
+
+# The agent kinds, as the writers of each route name them (hooks and ingest:
+# `<kind>:<session>`; an agent's shell: `agent-shell:<kind>[:<session>]`; MCP:
+# `mcp:<client name>:<session>`, the client name mapped to its kind below).
+AGENT_KINDS = ("claude-code", "codex", "gemini", "opencode")
+MCP_CLIENT_KINDS = {
+    "claude-code": "claude-code",
+    "codex-mcp-client": "codex",
+    "codex": "codex",
+    "gemini-cli-mcp-client": "gemini",
+    "gemini-cli": "gemini",
+    "opencode": "opencode",
+}
+
+
+def principal(writer: str) -> str:
+    """Who stands behind a writer, for independence: `person:<name>` for a
+    person, else `agent:<kind>` for an agent on this machine (one principal
+    across its MCP server, its shell and its hooks, whatever the session), or a
+    token's identity (`agent:ci`, `ann`) for a write through a server.
+
+    Two writers with the same principal are not independent: a check one wrote
+    and the other passed proves nothing about the other's claim."""
+    identity, at, _ = writer.partition("@")
+    if at and identity:  # behind `serve --tokens` every writer starts `<identity>@`
+        return identity if identity.startswith("agent:") else f"person:{identity}"
+    if is_person(writer):
+        head, _, tail = writer.partition(":")
+        if head == "mcp-user":  # the user at that MCP client
+            return f"person:mcp-user:{tail.partition(':')[0]}"
+        return f"person:{tail.partition(':')[0] or head}"
+    head, _, tail = writer.partition(":")
+    if head == "agent":  # a token's agent identity, named as such
+        return f"agent:{tail.partition(':')[0] or 'unknown'}"
+    if head == "agent-shell":
+        return f"agent:{tail.partition(':')[0] or 'unknown'}"
+    if head == "mcp":
+        client = tail.partition(":")[0]
+        return f"agent:{MCP_CLIENT_KINDS.get(client, 'mcp-' + client)}"
+    return f"agent:{head}" if tail or head in AGENT_KINDS else f"agent:{writer}"
 
 
 def item_snapshot(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ RANKS = {
     "dialects": 1,
     "store": 2,
     "defaults": 2,  # who writes and which plan when nobody says (environment)
+    "tokens": 2,  # who holds each token, a person or an agent (the tokens file)
     "checks": 2,  # runs a check against its target (a command, a URL, a port, a disk): I/O below the ledger
     "ledger": 3,  # the ledger package: class Ledger and what it is made of (LEDGER_RANKS below)
     "service": 3,  # kept for one release: a shim re-exporting todoledger.ledger.Ledger

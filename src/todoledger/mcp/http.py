@@ -181,33 +181,11 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, messa
 
 
 def load_tokens(path: str) -> dict[str, str]:
-    """`serve --tokens FILE`: one `TOKEN IDENTITY` a line (`#` comments); the
-    identity (a person or an agent, e.g. `ann` or `agent:ci`) leads the
-    writer name of every write the token makes. Errors never show a token."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LedgerError(f"{path}: cannot read the tokens file ({exc.__class__.__name__})") from None
-    found: dict[str, str] = {}
-    for number, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        parts = text.split()
-        if len(parts) != 2:
-            raise LedgerError(f"{path}:{number}: expected `TOKEN IDENTITY`")
-        token, identity = parts
-        if len(token) < 16:
-            raise LedgerError(f"{path}:{number}: a token needs at least 16 characters")
-        if not all(c.isalnum() or c in "-_.:/" for c in identity) or len(identity) > 64:
-            raise LedgerError(f"{path}:{number}: an identity is up to 64 letters, digits and -_.:/")
-        if token in found:
-            raise LedgerError(f"{path}:{number}: this token is given twice")
-        found[token] = identity
-    if not found:
-        raise LedgerError(f"{path}: no tokens in the file")
-    return found
+    """`serve --tokens FILE` (`todoledger.tokens`): token -> the identity that
+    leads the writer name of every write the token makes."""
+    from todoledger.tokens import load_tokens as holders
+
+    return {token: holder.name for token, holder in holders(path).items()}
 
 
 def check_exposure(host: str, token: str | None) -> None:

@@ -124,6 +124,7 @@ def apply(
                 known.update(named)
                 blocked |= u.repo.with_blockers(list(named))
         known = {i: known[i] for i in sorted(known)}  # in id order, as merge has always met them
+        minted: set[str] = set()  # ids this write has given: not in the ledger yet
         _check_patch_targets(u, parsed, known, aliases)
         result = merge(
             MergeInput(
@@ -135,7 +136,7 @@ def apply(
                 aliases=aliases,
                 whole=parsed.whole,
                 tail=lambda: u.repo.tail_position(plan),
-                new_id=lambda: u.fresh_id(known),
+                new_id=lambda: _mint(u, known, minted),
             )
         )
         warnings += _hold_for_approval(u, plan, writer, parsed, result, known)
@@ -388,3 +389,13 @@ def _summary(changes: list[dict[str, Any]]) -> str:
     for ch in changes:
         counts[ch["kind"]] = counts.get(ch["kind"], 0) + 1
     return ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
+def _mint(u: Unit, known: dict[str, Item], minted: set[str]) -> str:
+    """A fresh id for a new item of this write: unused in the ledger, and not
+    one this write already gave (a long list's new items could meet)."""
+    while True:
+        candidate = u.fresh_id(known)
+        if candidate not in minted:
+            minted.add(candidate)
+            return candidate

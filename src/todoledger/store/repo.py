@@ -104,16 +104,21 @@ def _item(row: Row) -> Item:
 EVENT_FIELDS = "op, plan, item, field, old, new, writer, at"
 
 
+_SHA256: list[Any] = []
+
+
 def _sha256() -> Any:
-    """The builtin SHA-256 (no OpenSSL start-up on the hook path), else hashlib's."""
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.12+
-    except ImportError:
+    """The builtin SHA-256 (no OpenSSL start-up on the hook path), else hashlib's; found once."""
+    if not _SHA256:
         try:
-            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+            from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.12+
         except ImportError:
-            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-    return sha256
+            try:
+                from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+            except ImportError:
+                from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+        _SHA256.append(sha256)
+    return _SHA256[0]
 
 
 def chain_link(prev: str, fields: Sequence[Any]) -> str:

@@ -315,3 +315,34 @@ def test_a_person_tokens_answer_approves_as_that_person(team_server: str, ledger
         row = lg.items("main")[0]
     assert by.startswith("mcp-user:ann@sneaky:") and is_person(by) and principal(by).startswith("person:")
     assert row["status"] == "in_progress" and row["updated_by"].startswith("ann@mcp:sneaky:")
+
+
+def test_no_writer_poses_as_a_tokens_identity(team_server: str, ledger_env: Path | str) -> None:
+    """`<identity>@` leads a writer only behind that token: over stdio a writer
+    `boss@...` (whose principal would read as the person boss) is refused, and
+    a client's name loses its `@`; behind agent:ci's token only agent:ci@ passes."""
+    from todoledger.core.approval import principal
+
+    from .test_mcp import refuse, stdio
+
+    assert principal("boss@mcp:x:1") == "person:boss"  # why it must never be self-declared
+
+    async def main() -> tuple[str, str]:
+        async with stdio(ledger_env, name="ev@il") as c:  # type: ignore[arg-type]  # a URL works too
+            local = await refuse(
+                c, "todowrite", {"todos": [{"content": "x", "status": "pending"}], "writer": "boss@mcp:x:1"}
+            )
+            await call(c, "todowrite", {"todos": [{"content": "Mine", "status": "pending"}]})
+        async with http(team_server, name="codex", token=BOT) as bot:
+            remote = await refuse(bot, "plan_next", {"claim": True, "writer": "ann@mcp:x:1"})
+            await call(bot, "todoread", {"writer": "agent:ci@mcp:codex:req-1"})  # its own mark passes
+        return local, remote
+
+    local, remote = anyio.run(main)
+    assert (
+        local == "writer 'boss@mcp:x:1' has an '@': only a token's identity leads a writer (serve --tokens)"
+    )
+    assert remote.startswith("writer 'ann@mcp:x:1' has an '@'")
+    with Ledger(str(ledger_env)) as lg:
+        writers = {e["writer"] for e in lg.history()}
+    assert writers and all(w.startswith("mcp:ev-il:") for w in writers), writers

@@ -57,7 +57,8 @@ def session_writer(ctx: Context[Any, Any]) -> str:
     rc = ctx.request_context
     params = rc.session.client_params
     name = params.client_info.name if params is not None else "client"
-    name = "".join(c if c.isalnum() or c in "-_.@/" else "-" for c in name)[:64] or "client"
+    # No `@`: it marks a token's identity (`principal` reads what stands before it).
+    name = "".join(c if c.isalnum() or c in "-_./" else "-" for c in name)[:64] or "client"
     headers = ctx.headers
     # stdio has no headers: the process is the session. HTTP: the legacy
     # transport's session id. The 2026 protocol is sessionless: two agents with
@@ -76,10 +77,15 @@ def with_identity(ctx: Context[Any, Any], args: Any, writer: str) -> tuple[Any, 
     name, the one an agent passes included: writers are not self-declared."""
     headers = ctx.headers
     identity = headers.get(IDENTITY_HEADER) if headers is not None else None
+    mark = f"{identity}@" if identity else ""
+    given = args.get("writer") if isinstance(args, dict) else None
+    if isinstance(given, str) and "@" in given and not (mark and given.startswith(mark)):
+        # `<identity>@...` is how a token's holder leads a writer: never self-declared.
+        raise LedgerError(
+            f"writer {given!r} has an '@': only a token's identity leads a writer (serve --tokens)"
+        )
     if not identity:
         return args, writer
-    mark = f"{identity}@"
-    given = args.get("writer") if isinstance(args, dict) else None
     if isinstance(given, str) and given.strip() and not given.startswith(mark):
         args = args | {"writer": mark + given}
     return args, mark + writer

@@ -130,3 +130,27 @@ def test_concurrent_writers_keep_one_chain(ledger_env: Path | str) -> None:
     with Ledger(str(ledger_env)) as lg:
         assert lg.check() == []
         assert len(lg.items("main")) == 40
+
+
+def test_the_migration_chains_the_events_a_ledger_already_holds(ledger_env: Path | str) -> None:
+    """A ledger from before `event_chain` (the column dropped, the version set
+    back): opening it chains every old event, to the very values the writes
+    would have given them, and new writes chain on from there."""
+    from todoledger.store.migrations import MIGRATIONS
+
+    _history(ledger_env)
+    before = _sql(ledger_env, "SELECT seq, chain FROM events ORDER BY seq")
+    version = [name for name, _ in MIGRATIONS].index("event_chain")
+    _sql(ledger_env, "ALTER TABLE events DROP COLUMN chain")
+    _sql(ledger_env, "DELETE FROM migrations WHERE name = 'event_chain'")
+    if isinstance(ledger_env, Path):
+        _sql(ledger_env, f"PRAGMA user_version={version}")
+    else:
+        _sql(ledger_env, "UPDATE schema_version SET version = ?", (version,))
+    with Ledger(str(ledger_env)) as lg:
+        assert lg.check() == []
+        lg.add("After the upgrade", writer=PERSON)
+        assert lg.check() == []
+    after = _sql(ledger_env, "SELECT seq, chain FROM events ORDER BY seq")
+    assert after[: len(before)] == before and len(after) == len(before) + 1
+    assert [name for (name,) in _sql(ledger_env, "SELECT name FROM migrations")].count("event_chain") == 1

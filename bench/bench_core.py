@@ -114,9 +114,35 @@ def builds(work: Path, against: str | None) -> dict[str, tuple[list[str], dict[s
     return out
 
 
-def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
-    from todoledger import Ledger
+# Run inside a build (its PYTHONPATH): a ledger of at least 1,000 events from hook payloads.
+WARM_HOOK = """
+import json, sys
+from todoledger import Ledger
+with Ledger(sys.argv[1]) as lg:
+    for payload in json.load(open(sys.argv[2])):
+        if lg.repo.count_events() >= 1000:
+            break
+        lg.write(payload.encode(), writer="claude-code:warmup")
+    print(lg.repo.count_events())
+"""
+FILL_SHOW = """
+import sys
+from todoledger import Ledger
+with Ledger(sys.argv[1]) as lg:
+    lines = open(sys.argv[2]).read().splitlines()
+    for chunk in range(0, len(lines), 500):
+        lg.import_jsonl(lines[chunk : chunk + 500])
+"""
 
+
+def in_build(env: dict[str, str], code: str, *args: str) -> str:
+    """Run `code` with a build's own todoledger (its environment); its output."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # An installed package has its bytecode compiled at install time; do the same for the editable tree.
@@ -124,15 +150,14 @@ def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
     made = builds(work, against)
     hook_env: dict[str, dict[str, str]] = {}
     events = 0
+    warmup = work / "warmup.json"
+    warmup.write_text(json.dumps([todowrite_event(20, step).decode() for step in range(1500)]))
     for name, (_, extra) in made.items():
         hook_db = work / f"hook-{len(hook_env)}.db"
         hook_env[name] = env | extra | {"TODOLEDGER_DB": str(hook_db)}
-        with Ledger(hook_db) as lg:
-            step = 0
-            while lg.repo.count_events() < 1000:
-                lg.write(todowrite_event(20, step), writer="claude-code:warmup")
-                step += 1
-            events = lg.repo.count_events()
+        # Each build writes its own ledger (its own schema: another build may not read this one's).
+        events = int(in_build(env | extra, WARM_HOOK, str(hook_db), str(warmup)))
+    step = 1500
     # The measured hook call flips one status per run, as an agent's list does.
     payloads = [todowrite_event(20, step + k) for k in range(runs)]
     hook_samples: dict[str, list[float]] = {name: [] for name in made}
@@ -148,29 +173,26 @@ def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
         print(f"hook claude-code (20-item TodoWrite, ledger of {events} events), {name}: {ms:.1f} ms")
         print(f"  ratio hook / python -c pass = {ms / base:.2f}x (target <= 3.5x)")
 
-    show_db = work / "show.db"
-    with Ledger(show_db) as lg:
-        for chunk in range(0, 1000, 500):
-            lg.import_jsonl(
-                [
-                    json.dumps(
-                        {
-                            "id": f"i{k:05d}",
-                            "content": f"item {k}",
-                            "priority": "medium",
-                            "position": float(k),
-                        }
-                    )
-                    for k in range(chunk, chunk + 500)
-                ]
+    lines = work / "show.jsonl"
+    lines.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"i{k:05d}", "content": f"item {k}", "priority": "medium", "position": float(k)}
             )
+            + "\n"
+            for k in range(1000)
+        )
+    )
+    show_dbs = {name: work / f"show-{n}.db" for n, name in enumerate(made)}
+    for name, (_, extra) in made.items():
+        in_build(env | extra, FILL_SHOW, str(show_dbs[name]), str(lines))
     show_samples: dict[str, list[float]] = {name: [] for name in made}
     pass_samples = []
     for _ in range(runs):
         pass_samples.append(timed([sys.executable, "-c", "pass"], env))
         for name, (cmd, extra) in made.items():
             show_samples[name].append(
-                timed([*cmd, "show", "--json"], env | extra | {"TODOLEDGER_DB": str(show_db)})
+                timed([*cmd, "show", "--json"], env | extra | {"TODOLEDGER_DB": str(show_dbs[name])})
             )
     base = median_ms(pass_samples)
     show = {name: median_ms(samples) for name, samples in show_samples.items()}

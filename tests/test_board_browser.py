@@ -556,3 +556,78 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
     assert page.locator("main img").count() == 0 and page.dialogs == []
     page.locator(".sweep[data-sweep=draft]").scroll_into_view_if_needed()
     shot(page, "sweeps")
+
+
+AGENT_TOKEN = "ci-agent-token-0123456789"
+PERSON_TOKEN = "ann-person-token-0123456789"
+
+
+def _login(browser: Any, base: str, token: str) -> tuple[Any, Any]:
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.goto(f"{base}/approvals?plan=main")
+    assert tab.url.endswith("/login")
+    tab.fill("input[name=token]", token)
+    tab.click("button")
+    tab.wait_for_selector("#live.on")
+    tab.goto(f"{base}/approvals?plan=main")
+    tab.wait_for_selector("#live.on")
+    return context, tab
+
+
+def test_with_tokens_an_agents_page_cannot_approve_and_a_persons_approval_is_hers(
+    ledger_env: Path, browser: Any, tmp_path: Path
+) -> None:
+    """serve --tokens: agent:ci's page cannot approve as anyone (the page says
+    why, and a crafted request naming "ann" is refused too); ann's approval is
+    recorded as web:ann and her history shows it."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{AGENT_TOKEN} agent:ci agent\n{PERSON_TOKEN} ann person\n")
+    run(ledger_env, "add", "Deploy to production", "--needs-approval")
+    item = items(ledger_env)["Deploy to production"]["id"]
+    server = Served(ledger_env, "--tokens", str(tokens))
+    try:
+        context, tab = _login(browser, server.base, AGENT_TOKEN)
+        try:
+            assert tab.inner_text("#identity") == (
+                "you are agent:ci@web (an agent's token: approvals need a person's)"
+            )
+            assert tab.locator("#who").count() == 0  # no field to name anyone else
+            tab.click(f'button[data-act=approve][data-id="{item}"]')
+            tab.wait_for_selector("#flash.bad")
+            assert tab.inner_text("#flash") == (
+                "agent:ci@web holds an agent's token: only a person can approve;"
+                " a person must do it, under a person's token or from a terminal"
+            )
+            shot(tab, "tokens-agent-refused")
+            # Scenario 2 from inside the page: the CSRF token, and "who": "ann".
+            status = tab.evaluate(
+                """async ([id]) => {
+                    const csrf = document.querySelector('meta[name=csrf]').content;
+                    const r = await fetch('/api/action', {method: 'POST', credentials: 'same-origin',
+                        headers: {'Content-Type': 'application/json', 'X-CSRF-Token': csrf},
+                        body: JSON.stringify({action: 'approve', id, who: 'ann', plan: 'main'})});
+                    return r.status;
+                }""",
+                [item],
+            )
+            assert status == 403
+        finally:
+            context.close()
+        assert run_json(ledger_env, "approve", "--plan", "main", "--list")["waiting"] == [item]
+        context, tab = _login(browser, server.base, PERSON_TOKEN)
+        try:
+            assert tab.inner_text("#identity") == "you are web:ann"
+            tab.click(f'button[data-act=approve][data-id="{item}"]')
+            tab.wait_for_selector("text=No item waits for a person.")
+            tab.goto(f"{server.base}/item?plan=main&id={item}")
+            tab.wait_for_selector("table.history")
+            assert "web:ann" in tab.inner_text("table.history")
+            shot(tab, "tokens-person-approved")
+        finally:
+            context.close()
+    finally:
+        server.stop()
+    approvals = [e for e in run_json(ledger_env, "history", item) if e["field"] == "approved"]
+    assert [e["writer"] for e in approvals] == ["web:ann"]

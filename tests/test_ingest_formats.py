@@ -175,6 +175,7 @@ def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None
     conn.execute("UPDATE ops SET source_key = source_key || '@L1', source_at = NULL")
     conn.execute("ALTER TABLE ops DROP COLUMN source_at")
     conn.execute("ALTER TABLE cursors DROP COLUMN fingerprint")
+    conn.execute("ALTER TABLE events DROP COLUMN chain")  # migration 7 (event_chain)
     conn.execute("DROP INDEX events_forced")  # migration 6 (forced_index)
     conn.execute("DROP TABLE leases")  # migration 5 (leases)
     conn.execute("ALTER TABLE plans DROP COLUMN lease_seconds")

@@ -4,10 +4,12 @@ in a subprocess; on both backends, tests/conftest.py PG_MODULES)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -87,3 +89,260 @@ def test_a_bad_tokens_file_is_one_line_without_the_token(tmp_path: Path, ledger_
     )
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert "at least 16 characters" in done.stderr and "short-secret" not in done.stderr
+
+
+# The board under tokens: who writes is the token's, never the page's `who` --------
+
+BOSS = "boss-token-0123456789abcdef"
+
+
+def _base(url: str) -> str:
+    return url.removesuffix("/mcp")
+
+
+def _csrf(base: str, token: str) -> str:
+    """What scenario 2's agent did: read the page's CSRF token from GET /."""
+    page = httpx2.get(f"{base}/", headers={"Authorization": f"Bearer {token}", "Accept": "text/html"})
+    assert page.status_code == 200, page.text
+    found = re.search(r'<meta name=csrf content="([^"]+)">', page.text)
+    assert found is not None
+    return found.group(1)
+
+
+def _act(base: str, token: str, body: dict[str, Any]) -> httpx2.Response:
+    return httpx2.post(
+        f"{base}/api/action",
+        json=body,
+        headers={"Authorization": f"Bearer {token}", "X-CSRF-Token": _csrf(base, token)},
+    )
+
+
+def _gated(db: Path | str) -> str:
+    with Ledger(str(db)) as lg:
+        return str(lg.add("Deploy to production", needs_approval=True, writer="cli:owner")["id"])
+
+
+def test_an_agent_token_cannot_approve_on_the_board_as_anyone(
+    team_server: str, ledger_env: Path | str
+) -> None:
+    """Scenario 2: agent:ci's token reads the CSRF token from GET / and posts
+    /api/action as "who": "ann" (approve), "boss" (approve_plan): refused, and
+    nothing is recorded as web:ann or web:boss; its claim stays refused."""
+    base = _base(team_server)
+    item = _gated(ledger_env)
+    said = _act(base, BOT, {"action": "approve", "id": item, "who": "ann"})
+    assert said.status_code == 403
+    assert said.json()["error"] == (
+        "agent:ci@web holds an agent's token: only a person can approve;"
+        " a person must do it, under a person's token or from a terminal"
+    )
+    plan = _act(base, BOT, {"action": "approve_plan", "who": "boss"})
+    assert plan.status_code == 403 and "only a person can approve the plan" in plan.json()["error"]
+    with Ledger(str(ledger_env)) as lg:
+        assert lg.approvals("main")["waiting"] == [item]
+        writers = {e["writer"] for e in lg.history()}
+    assert writers == {"cli:owner"}
+
+    async def claim() -> Any:
+        async with http(team_server, name="codex", token=BOT) as bot:
+            return await call(bot, "plan_next", {"claim": True})
+
+    assert anyio.run(claim)["claimed"] is None
+
+
+def test_an_agent_tokens_board_writes_are_the_agents_and_it_undoes_only_its_own(
+    team_server: str, ledger_env: Path | str
+) -> None:
+    base = _base(team_server)
+    # ann (a person's token) adds an item: hers, whatever `who` says.
+    mine = _act(base, ANN, {"action": "add", "content": "Write the notes", "who": "boss"})
+    assert mine.status_code == 200 and mine.json()["writer"] == "web:ann"
+    # agent:ci posts as "ann": recorded as the agent.
+    theirs = _act(base, BOT, {"action": "add", "content": "Bump the version", "who": "ann"})
+    assert theirs.status_code == 200 and theirs.json()["writer"] == "agent:ci@web"
+    # Its undo reverses its own change, never ann's.
+    undone = _act(base, BOT, {"action": "undo", "who": "ann"})
+    assert undone.status_code == 200 and undone.json()["writer"] == "agent:ci@web"
+    again = _act(base, BOT, {"action": "undo", "who": "ann"})
+    assert again.status_code == 400 and "nothing of agent:ci@web's to undo" in again.json()["error"]
+    with Ledger(str(ledger_env)) as lg:
+        live = [(it["content"], it["created_by"]) for it in lg.items("main")]
+    assert live == [("Write the notes", "web:ann")]
+
+
+def test_a_person_tokens_approvals_carry_that_person(team_server: str, ledger_env: Path | str) -> None:
+    base = _base(team_server)
+    item = _gated(ledger_env)
+    done = _act(base, ANN, {"action": "approve", "id": item, "who": "boss"})
+    assert done.status_code == 200 and done.json()["writer"] == "web:ann"
+    plan = _act(base, ANN, {"action": "approve_plan", "who": "boss"})
+    assert plan.status_code == 200 and plan.json()["writer"] == "web:ann"
+    with Ledger(str(ledger_env)) as lg:
+        state = lg.approvals("main")
+    assert state["waiting"] == [] and state["items"][item]["by"] == "web:ann"
+    assert state["plan"]["by"] == "web:ann"
+
+
+def test_the_page_says_who_the_token_makes_you(team_server: str) -> None:
+    base = _base(team_server)
+    html = {"Accept": "text/html"}
+    agent = httpx2.get(f"{base}/", headers=html | {"Authorization": f"Bearer {BOT}"}).text
+    person = httpx2.get(f"{base}/", headers=html | {"Authorization": f"Bearer {ANN}"}).text
+    assert "you are agent:ci@web (an agent's token: approvals need a person's)" in agent
+    assert "you are web:ann<" in person and "id=who " not in person and "id=who " not in agent
+
+
+@pytest.fixture
+def wide_server(ledger_env: Path | str) -> Iterator[tuple[str, str]]:
+    """A single --token, bound to every interface: its holders are an agent."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [todoledger_bin(), "serve", "--host", "0.0.0.0", "--port", str(port), "--token", BOSS],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(ledger_env),
+    )
+    assert proc.stderr is not None
+    lines = [proc.stderr.readline().decode(), proc.stderr.readline().decode()]
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx2.get(url, timeout=1)
+                break
+            except httpx2.TransportError:
+                time.sleep(0.05)
+        yield url, "".join(lines)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_a_single_token_off_loopback_is_an_agents(
+    wide_server: tuple[str, str], ledger_env: Path | str
+) -> None:
+    base, started = wide_server
+    assert (
+        "todoledger: on 0.0.0.0 the --token's holders write as agent:token, an agent:"
+        " they cannot approve, trust or undo others' changes; give people their own tokens (--tokens FILE)"
+    ) in started
+    item = _gated(ledger_env)
+    said = _act(base, BOSS, {"action": "approve", "id": item, "who": "boss"})
+    assert said.status_code == 403 and said.json()["error"].startswith(
+        "agent:token@web holds an agent's token"
+    )
+    added = _act(base, BOSS, {"action": "add", "content": "Rotate the keys", "who": "boss"})
+    assert added.json()["writer"] == "agent:token@web"
+
+    async def write() -> None:
+        async with http(f"{base}/mcp", name="claude-code", token=BOSS) as c:
+            await call(c, "todowrite", {"todos": [{"content": "Ship it", "status": "pending"}]})
+
+    anyio.run(write)
+    with Ledger(str(ledger_env)) as lg:
+        writers = [e["writer"] for e in lg.history() if e["writer"] != "cli:owner"]
+        assert lg.approvals("main")["waiting"] == [item]
+    assert writers[0] == "agent:token@web" and writers[-1].startswith("agent:token@mcp:claude-code:")
+
+
+def test_a_single_token_on_loopback_stays_the_persons(ledger_env: Path | str) -> None:
+    from todoledger.mcp.http import shared_token_holder, shared_token_line
+
+    assert shared_token_holder("127.0.0.1", BOSS) is None and shared_token_line("::1", BOSS) is None
+    holder = shared_token_holder("0.0.0.0", BOSS)
+    assert holder is not None and (holder.name, holder.person) == ("agent:token", False)
+    assert shared_token_holder("192.0.2.1", None) is None  # no token: refused elsewhere (check_exposure)
+
+
+# Elicitation over HTTP: the answer is the token's -----------------------------------
+
+
+class _Person:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        self.asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+
+async def _claim_with_prompt(url: str, token: str, person: _Person, item: str) -> Any:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import Implementation
+
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as hc,
+        Client(
+            streamable_http_client(url, http_client=hc),
+            client_info=Implementation(name="sneaky", version="1"),
+            elicitation_callback=person,
+        ) as c,
+    ):
+        return await c.call_tool("plan_update", {"id": item, "status": "in_progress"})
+
+
+def test_an_agent_token_cannot_answer_its_own_approval_prompt(
+    team_server: str, ledger_env: Path | str
+) -> None:
+    """Scenario 3: a client holding agent:ci's token is not asked, and no
+    answer of its approves: one line, nothing written."""
+    item = _gated(ledger_env)
+    person = _Person()
+    result = anyio.run(_claim_with_prompt, team_server, BOT, person, item)
+    assert result.is_error and person.asked == []
+    assert result.content[0].text == (
+        f"cannot start {item}: it needs a person's approval, and no answer under agent:ci's token counts"
+        " as one (an agent's token); a person approves it under a person's token, on the board or from a"
+        " terminal"
+    )
+    with Ledger(str(ledger_env)) as lg:
+        assert lg.approvals("main")["waiting"] == [item]
+        assert lg.items("main")[0]["status"] == "pending"
+
+
+def test_a_person_tokens_answer_approves_as_that_person(team_server: str, ledger_env: Path | str) -> None:
+    from todoledger.core.approval import is_person, principal
+
+    item = _gated(ledger_env)
+    person = _Person()
+    result = anyio.run(_claim_with_prompt, team_server, ANN, person, item)
+    assert not result.is_error and len(person.asked) == 1
+    with Ledger(str(ledger_env)) as lg:
+        by = lg.approvals("main")["items"][item]["by"]
+        row = lg.items("main")[0]
+    assert by.startswith("mcp-user:ann@sneaky:") and is_person(by) and principal(by).startswith("person:")
+    assert row["status"] == "in_progress" and row["updated_by"].startswith("ann@mcp:sneaky:")
+
+
+def test_no_writer_poses_as_a_tokens_identity(team_server: str, ledger_env: Path | str) -> None:
+    """`<identity>@` leads a writer only behind that token: over stdio a writer
+    `boss@...` (whose principal would read as the person boss) is refused, and
+    a client's name loses its `@`; behind agent:ci's token only agent:ci@ passes."""
+    from todoledger.core.approval import principal
+
+    from .test_mcp import refuse, stdio
+
+    assert principal("boss@mcp:x:1") == "person:boss"  # why it must never be self-declared
+
+    async def main() -> tuple[str, str]:
+        async with stdio(ledger_env, name="ev@il") as c:  # type: ignore[arg-type]  # a URL works too
+            local = await refuse(
+                c, "todowrite", {"todos": [{"content": "x", "status": "pending"}], "writer": "boss@mcp:x:1"}
+            )
+            await call(c, "todowrite", {"todos": [{"content": "Mine", "status": "pending"}]})
+        async with http(team_server, name="codex", token=BOT) as bot:
+            remote = await refuse(bot, "plan_next", {"claim": True, "writer": "ann@mcp:x:1"})
+            await call(bot, "todoread", {"writer": "agent:ci@mcp:codex:req-1"})  # its own mark passes
+        return local, remote
+
+    local, remote = anyio.run(main)
+    assert (
+        local == "writer 'boss@mcp:x:1' has an '@': only a token's identity leads a writer (serve --tokens)"
+    )
+    assert remote.startswith("writer 'ann@mcp:x:1' has an '@'")
+    with Ledger(str(ledger_env)) as lg:
+        writers = {e["writer"] for e in lg.history()}
+    assert writers and all(w.startswith("mcp:ev-il:") for w in writers), writers

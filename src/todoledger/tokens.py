@@ -18,6 +18,11 @@ from todoledger.core.model import LedgerError
 from todoledger.core.record import dataclass
 
 ROLES = ("person", "agent")
+# Set on each request by `serve`'s Guard (mcp/http.py) from the token, never by
+# a client: the holder's identity and role (`person` or `agent`). The board and
+# the MCP server read them (who writes; whose answer an approval prompt is).
+IDENTITY_HEADER = "x-todoledger-identity"
+ROLE_HEADER = "x-todoledger-role"
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,8 @@ def _change_line(change: dict[str, Any]) -> str:
     "--token",
     envvar="TODOLEDGER_TOKEN",
     default=None,
-    help="Token every request must carry (bearer header, or the board asks once); required off loopback.",
+    help="Token every request must carry (bearer header, or the board asks once); required off"
+    " loopback, where its holders write as agent:token (people get their own with --tokens).",
 )
 @click.option(
     "--allow-host",
@@ -172,7 +173,8 @@ def _change_line(change: dict[str, Any]) -> str:
     "tokens_file",
     default=None,
     type=click.Path(dir_okay=False),
-    help="File of `TOKEN IDENTITY` lines: each token's MCP writes carry its person or agent.",
+    help="File of `TOKEN IDENTITY [person|agent]` lines: each token's writes (board and MCP) carry"
+    " its person or agent, and only a person's token approves (docs/tokens.md).",
 )
 @click.option(
     "--allow-checks",
@@ -203,10 +205,19 @@ def serve(
 
     from todoledger.ledger.shared import SharedLedger
     from todoledger.mcp.http import serve as serve_http
+    from todoledger.tokens import load_tokens
     from todoledger.web.app import Board
 
+    identities = load_tokens(tokens_file) if tokens_file else None
     shared = SharedLedger(pool_size=pool_size)  # the board's and MCP's calls share its connections
-    board = Board(plan=plan, token=token or None, name=name, allow_checks=allow_checks, shared=shared)
+    board = Board(
+        plan=plan,
+        token=token or None,
+        name=name,
+        allow_checks=allow_checks,
+        shared=shared,
+        identities=identities,
+    )
 
     def started(base: str) -> None:
         print(f"todoledger: board on {base}/", file=sys.stderr, flush=True)
@@ -222,7 +233,7 @@ def serve(
             token=token or None,
             plan=plan,
             allow_hosts=allow_hosts,
-            tokens_file=tokens_file,
+            identities=identities,
             allow_checks=allow_checks,
             routes=board.routes(),
             started=started,

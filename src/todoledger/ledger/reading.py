@@ -165,7 +165,8 @@ def integrity(u: Unit) -> list[str]:
 
 
 def check(u: Unit, plan: str | None = None) -> list[str]:
-    """Differences between the stored state and the replay of its events."""
+    """Differences between the stored state and the replay of its events, and
+    events whose hash chain does not follow (written around todoledger)."""
     from todoledger.core.replay import replay
 
     names = [plan] if plan else [p["plan"] for p in plans(u)]
@@ -187,6 +188,7 @@ def check(u: Unit, plan: str | None = None) -> list[str]:
                 for key in da:
                     if da[key] != db[key]:
                         problems.append(f"{name}/{item_id}: {key} is {da[key]!r}, events say {db[key]!r}")
+        problems += u.repo.chain_breaks(plan)  # tamper evidence: events written around todoledger
     return problems
 
 

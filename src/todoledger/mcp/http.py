@@ -20,13 +20,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
-from todoledger.mcp.server import IDENTITY_HEADER, build_server
+from todoledger.mcp.server import build_server
 from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
 from todoledger.mcp.tools import PlanTools
+from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from todoledger.ledger.shared import SharedLedger
+    from todoledger.tokens import Holder
 
 MCP_PATH = "/mcp"
 # A browser cannot send a bearer header when it opens a page: the board asks
@@ -38,6 +40,9 @@ WILDCARDS = ("0.0.0.0", "::", "")
 # The JSON-RPC envelope around the largest accepted tool arguments.
 MAX_BODY_BYTES = MAX_PAYLOAD_BYTES + 64 * 1024
 KEEP_ALIVE_SECONDS = 75  # idle HTTP connections: longer than an agent pauses between calls
+# A single `--token` is shared by whoever holds it: a person's only on loopback
+# (the person who started the server); bound elsewhere its holders write as this agent.
+SHARED_TOKEN_IDENTITY = "agent:token"
 
 
 def is_loopback(host: str) -> bool:
@@ -93,9 +98,15 @@ def security_settings(host: str, extra: Iterable[str] = ()) -> TransportSecurity
 
 
 class Guard:
-    """In front of every route (MCP now, the board later): Host and Origin
-    must name this server (DNS rebinding), and with a token every request
-    must carry `Authorization: Bearer <token>`."""
+    """In front of every route (MCP and the board): Host and Origin must name
+    this server (DNS rebinding), and with a token every request must carry
+    `Authorization: Bearer <token>` (or the board's cookie, set at /login).
+
+    The identity of a request comes from its token only: the identity and role
+    headers (IDENTITY_HEADER, ROLE_HEADER) a client sends are dropped, and set
+    from `serve --tokens` (each token's holder, a person or an agent) or, for a
+    single `--token` off loopback, to `shared` (an agent). A single token on
+    loopback sets none: its holder is the person who started the server."""
 
     def __init__(
         self,
@@ -103,17 +114,27 @@ class Guard:
         settings: TransportSecuritySettings,
         token: str | None,
         origins_only: list[str] | None = None,
-        identities: dict[str, str] | None = None,
+        identities: dict[str, Holder] | None = None,
+        shared: Holder | None = None,
     ) -> None:
         self.app = app
         self.origin_check = TransportSecurityMiddleware(settings)
         self.token = token.encode() if token else None
         # serve --tokens: each bearer token names the person or agent whose writes it carries.
-        self.identities = [(t.encode(), who) for t, who in (identities or {}).items()]
+        self.identities = [(t.encode(), holder) for t, holder in (identities or {}).items()]
+        self.shared = shared
         # Bound to every interface (token required): clients may use any of the
         # machine's names or addresses, so only browser Origins are checked
         # against these host names.
         self.origins_only = origins_only
+
+    def holder(self, credential: bytes) -> Holder | None:
+        """The holder a `--tokens` token names (compared in constant time, all of them)."""
+        found = None
+        for known, holder in self.identities:
+            if credential and hmac.compare_digest(credential, known):
+                found = holder
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -142,27 +163,23 @@ class Guard:
                 message = f"{what} does not name this server (todoledger serve --allow-host NAME adds it)"
                 await _refuse(scope, receive, send, refused.status_code, message)
                 return
-        # Whatever a client sends in the identity header is dropped: only a token sets it.
-        raw = [(k, v) for k, v in scope["headers"] if k.lower() != IDENTITY_HEADER.encode()]
+        # Whatever a client sends in the identity and role headers is dropped: only a token sets them.
+        dropped = (IDENTITY_HEADER.encode(), ROLE_HEADER.encode())
+        raw = [(k, v) for k, v in scope["headers"] if k.lower() not in dropped]
         scope = dict(scope, headers=raw)
         if (self.token is not None or self.identities) and scope.get("path") != LOGIN_PATH:
             given = headers.get("authorization", "").encode()
             scheme, _, credential = given.partition(b" ")
-            credential = credential.strip()
-            bearer = scheme.lower() == b"bearer"
+            credential = credential.strip() if scheme.lower() == b"bearer" else b""
             cookie = Request(scope).cookies.get(TOKEN_COOKIE, "").encode()
-            who = [
-                name for known, name in self.identities if bearer and hmac.compare_digest(credential, known)
-            ]
-            if who:
-                scope["headers"] = [*raw, (IDENTITY_HEADER.encode(), who[0].encode())]
-            elif not (
-                self.token is not None
-                and (
-                    (bearer and hmac.compare_digest(credential, self.token))
-                    or (cookie and hmac.compare_digest(cookie, self.token))
-                )
-            ):
+            holder = self.holder(credential) or (None if credential else self.holder(cookie))
+            single = self.token is not None and (
+                hmac.compare_digest(credential, self.token)
+                or (not credential and bool(cookie) and hmac.compare_digest(cookie, self.token))
+            )
+            if holder is None and single:
+                holder = self.shared  # None on loopback: the person who started the server
+            elif holder is None:
                 if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
                     await RedirectResponse(LOGIN_PATH, status_code=303)(scope, receive, send)
                     return
@@ -173,6 +190,9 @@ class Guard:
                 challenge = {"www-authenticate": 'Bearer realm="todoledger"'}
                 await JSONResponse(body, status_code=401, headers=challenge)(scope, receive, send)
                 return
+            if holder is not None:
+                role = b"person" if holder.person else b"agent"
+                scope["headers"] = [*raw, (dropped[0], holder.name.encode()), (dropped[1], role)]
         await self.app(scope, receive, send)
 
 
@@ -180,12 +200,32 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, messa
     await JSONResponse({"error": message}, status_code=status)(scope, receive, send)
 
 
-def load_tokens(path: str) -> dict[str, str]:
-    """`serve --tokens FILE` (`todoledger.tokens`): token -> the identity that
-    leads the writer name of every write the token makes."""
+def load_tokens(path: str) -> dict[str, Holder]:
+    """`serve --tokens FILE` (`todoledger.tokens`): token -> its holder, whose
+    identity leads the writer name of every write the token makes."""
     from todoledger.tokens import load_tokens as holders
 
-    return {token: holder.name for token, holder in holders(path).items()}
+    return holders(path)
+
+
+def shared_token_holder(host: str, token: str | None) -> Holder | None:
+    """Who holds a single `--token`: on loopback the person who started the
+    server (None: no identity is set); bound elsewhere, an agent."""
+    from todoledger.tokens import Holder
+
+    if token is None or is_loopback(host):
+        return None
+    return Holder(SHARED_TOKEN_IDENTITY, False)
+
+
+def shared_token_line(host: str, token: str | None) -> str | None:
+    """The line `serve` prints at start about a single token off loopback."""
+    if shared_token_holder(host, token) is None:
+        return None
+    return (
+        f"todoledger: on {host} the --token's holders write as {SHARED_TOKEN_IDENTITY}, an agent:"
+        " they cannot approve, trust or undo others' changes; give people their own tokens (--tokens FILE)"
+    )
 
 
 def check_exposure(host: str, token: str | None) -> None:
@@ -203,7 +243,7 @@ def create_app(
     plan: str | None = None,
     allow_hosts: Iterable[str] = (),
     routes: Iterable[Route] = (),
-    identities: dict[str, str] | None = None,
+    identities: dict[str, Holder] | None = None,
     allow_checks: bool = False,
     shared: SharedLedger | None = None,
 ) -> tuple[ASGIApp, PlanTools]:
@@ -232,7 +272,7 @@ def create_app(
         session_idle_timeout=SESSION_IDLE_SECONDS,
     )
     quota = ClientQuota(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
-    return Guard(quota, settings, token, origins_only, identities), tools
+    return Guard(quota, settings, token, origins_only, identities, shared_token_holder(host, token)), tools
 
 
 def serve(
@@ -248,14 +288,17 @@ def serve(
     tokens_file: str | None = None,
     allow_checks: bool = False,
     shared: SharedLedger | None = None,
+    identities: dict[str, Holder] | None = None,
 ) -> None:
     """Serve MCP (and any extra `routes`, the board) until stopped; `started`
-    gets the base URL once the server listens."""
+    gets the base URL once the server listens. `identities`: the tokens file
+    read already (else `tokens_file` is read)."""
     import threading
 
     import uvicorn
 
-    identities = load_tokens(tokens_file) if tokens_file else None
+    if identities is None and tokens_file:
+        identities = load_tokens(tokens_file)
     app, tools = create_app(
         host=host,
         token=token,
@@ -269,6 +312,9 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token or identities else ""
     print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)
+    line = shared_token_line(host, token)
+    if line:
+        print(line, file=sys.stderr, flush=True)
     # SIGTERM: stop accepting, give requests in flight a moment, then close what is left
     # (an open event stream, such as the board's live updates, would otherwise hold the
     # shutdown for as long as its client wants).

@@ -34,6 +34,7 @@ from todoledger import __version__
 from todoledger.core.model import LedgerError
 from todoledger.mcp.output import OUTPUT_SCHEMAS
 from todoledger.mcp.tools import INSTRUCTIONS, TOOL_ANNOTATIONS, TOOLS, PlanTools
+from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ logger = logging.getLogger("todoledger.mcp")
 # A stdio server process serves one client: that is its session.
 PROCESS_SESSION = secrets.token_hex(4)
 SESSION_HEADER = "mcp-session-id"
-# Set by `serve --tokens` (mcp/http.py Guard) from the bearer token, never by a client.
-IDENTITY_HEADER = "x-todoledger-identity"
+# IDENTITY_HEADER, ROLE_HEADER: set by `serve` (mcp/http.py Guard) from the
+# bearer token, never by a client: the token's identity and its role.
 
 ToolMethod = Callable[[dict[str, Any], str], dict[str, Any]]
 
@@ -56,7 +57,8 @@ def session_writer(ctx: Context[Any, Any]) -> str:
     rc = ctx.request_context
     params = rc.session.client_params
     name = params.client_info.name if params is not None else "client"
-    name = "".join(c if c.isalnum() or c in "-_.@/" else "-" for c in name)[:64] or "client"
+    # No `@`: it marks a token's identity (`principal` reads what stands before it).
+    name = "".join(c if c.isalnum() or c in "-_./" else "-" for c in name)[:64] or "client"
     headers = ctx.headers
     # stdio has no headers: the process is the session. HTTP: the legacy
     # transport's session id. The 2026 protocol is sessionless: two agents with
@@ -75,10 +77,15 @@ def with_identity(ctx: Context[Any, Any], args: Any, writer: str) -> tuple[Any, 
     name, the one an agent passes included: writers are not self-declared."""
     headers = ctx.headers
     identity = headers.get(IDENTITY_HEADER) if headers is not None else None
+    mark = f"{identity}@" if identity else ""
+    given = args.get("writer") if isinstance(args, dict) else None
+    if isinstance(given, str) and "@" in given and not (mark and given.startswith(mark)):
+        # `<identity>@...` is how a token's holder leads a writer: never self-declared.
+        raise LedgerError(
+            f"writer {given!r} has an '@': only a token's identity leads a writer (serve --tokens)"
+        )
     if not identity:
         return args, writer
-    mark = f"{identity}@"
-    given = args.get("writer") if isinstance(args, dict) else None
     if isinstance(given, str) and given.strip() and not given.startswith(mark):
         args = args | {"writer": mark + given}
     return args, mark + writer
@@ -106,6 +113,13 @@ def _error(message: str) -> CallToolResult:
 # answered is the client's user (the client shows the question to a person,
 # not to the model), and the name keeps the channel visible in the history.
 # No, cancel, an error or a client without elicitation: the usual refusal.
+#
+# Over HTTP the answer is the token's: behind `serve --tokens` (or a single
+# --token off loopback) a person's token answers as
+# `mcp-user:<person>@<client>:<session>`, and under an agent's token nothing is
+# asked: the call is refused with a line saying a person must approve. A server
+# on loopback with no token's identity (no token, or a single --token there)
+# keeps the stdio rule: it trusts this machine's user, as its board does.
 ASKING_TOOLS = ("plan_update", "plan_next")
 INPUT_REQUIRED_VERSION = "2026-07-28"  # from here the question rides an InputRequiredResult
 APPROVAL_KEY = "todoledger_approval"
@@ -115,9 +129,18 @@ class Approval(BaseModel):
     approve: bool = Field(description="Approve this item as it stands", title="Approve")
 
 
-def person_writer(ctx: Context[Any, Any]) -> str:
-    """The client's user, for this session: `mcp-user:<client>:<session>`."""
-    return "mcp-user:" + session_writer(ctx).removeprefix("mcp:")
+def person_writer(ctx: Context[Any, Any]) -> str | None:
+    """Who answers an approval prompt: the client's user for this session,
+    `mcp-user:<client>:<session>`; behind a token's identity the token's person,
+    `mcp-user:<person>@<client>:<session>`; None under an agent's token."""
+    headers = ctx.headers
+    identity = headers.get(IDENTITY_HEADER) if headers is not None else None
+    session = session_writer(ctx).removeprefix("mcp:")
+    if not identity:
+        return "mcp-user:" + session
+    if headers is None or headers.get(ROLE_HEADER) != "person":
+        return None
+    return f"mcp-user:{identity}@{session}"
 
 
 def _can_elicit(ctx: Context[Any, Any]) -> bool:
@@ -148,15 +171,24 @@ def _accepted(answer: Any) -> bool:
 
 async def ask_approval(
     ctx: Context[Any, Any], tools: PlanTools, name: str, args: Any, writer: str
-) -> InputRequiredResult | None:
+) -> InputRequiredResult | CallToolResult | None:
     """Ask the client's user to approve the item this call would be refused
     for; record a yes. An InputRequiredResult is the question (2026-07-28),
-    to be answered in the client's retry; None: run the call."""
+    to be answered in the client's retry; a CallToolResult, the refusal under
+    an agent's token (nothing asked); None: run the call."""
     if name not in ASKING_TOOLS or not _can_elicit(ctx):
         return None
     question = await anyio.to_thread.run_sync(tools.approval_question, name, args, writer)
     if question is None:
         return None
+    person = person_writer(ctx)
+    if person is None:  # an agent's token: its client's answer would be the agent's own
+        identity = writer.partition("@")[0]
+        return _error(
+            f"cannot {question['verb']} {question['id']}: it needs a person's approval, and no answer"
+            f" under {identity}'s token counts as one (an agent's token); a person approves it under"
+            " a person's token, on the board or from a terminal"
+        )
     message = _question_text(question, writer)
     version = ctx.protocol_version
     if version is not None and is_version_at_least(version, INPUT_REQUIRED_VERSION):
@@ -178,7 +210,7 @@ async def ask_approval(
             return None
         accepted = result.action == "accept" and result.data.approve
     if accepted:
-        await anyio.to_thread.run_sync(tools.approve_from_client, question, person_writer(ctx))
+        await anyio.to_thread.run_sync(tools.approve_from_client, question, person)
     return None
 
 

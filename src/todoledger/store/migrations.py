@@ -147,6 +147,30 @@ def m006_forced_index(db: Executor) -> None:
     db.execute_script(["CREATE INDEX events_forced ON events (plan, item) WHERE field = 'forced'"])
 
 
+def m007_event_chain(db: Executor) -> None:
+    """Tamper evidence: each event carries `chain`, the SHA-256 of the event
+    before it and its own fields (`repo.chain_link`), so `todoledger check`
+    reports rows written around todoledger. The events already there are
+    chained here, in seq order."""
+    from todoledger.store.repo import EVENT_FIELDS, chain_link
+
+    db.execute_script(["ALTER TABLE events ADD COLUMN chain TEXT"])
+    prev, seq = "", 0
+    while True:
+        rows = db.query(
+            f"SELECT seq, {EVENT_FIELDS} FROM events WHERE seq > ? ORDER BY seq LIMIT 5000", (seq,)
+        )
+        links = []
+        for row in rows:
+            seq = row[0]
+            prev = chain_link(prev, row[1:])
+            links.append((prev, seq))
+        if links:
+            db.executemany("UPDATE events SET chain = ? WHERE seq = ?", links)
+        if len(rows) < 5000:
+            return
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -154,5 +178,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("board_fields", m004_board_fields),
     ("leases", m005_leases),
     ("forced_index", m006_forced_index),
+    ("event_chain", m007_event_chain),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

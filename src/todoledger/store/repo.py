@@ -94,6 +94,47 @@ def _item(row: Row) -> Item:
     )
 
 
+# Tamper evidence: each event carries `chain`, the SHA-256 of the event before
+# it (by seq, across the whole ledger) and its own fields. Writers are
+# serialised (SQLite's BEGIN IMMEDIATE; PostgreSQL's advisory lock), so "the
+# event before" is the last one committed. `todoledger check` reports a row
+# whose chain does not follow: one written, changed or removed around
+# todoledger. It is evidence, not a signature: there is no secret, so whoever
+# can write the file and knows this rule could chain a forged row too.
+EVENT_FIELDS = "op, plan, item, field, old, new, writer, at"
+
+
+_SHA256: list[Any] = []
+
+
+def _sha256() -> Any:
+    """The builtin SHA-256 (no OpenSSL start-up on the hook path), else hashlib's; found once."""
+    if not _SHA256:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.12+
+        except ImportError:
+            try:
+                from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+            except ImportError:
+                from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+        _SHA256.append(sha256)
+    return _SHA256[0]
+
+
+def chain_link(prev: str, fields: Sequence[Any]) -> str:
+    """The chain value of an event with `fields` (EVENT_FIELDS, as stored)
+    after an event whose chain value is `prev`: each field length-prefixed, so
+    no two events encode alike."""
+    parts = [prev, "\n"]
+    for value in fields:
+        if value is None:
+            parts.append("~")
+        else:
+            text = str(value)
+            parts.append(f"{len(text)}:{text}")
+    return str(_sha256()("".join(parts).encode("utf-8", "surrogatepass")).hexdigest())
+
+
 def _column(name: str, value: Any) -> Any:
     """A state field's value as its column holds it."""
     if name == "uses":
@@ -680,6 +721,33 @@ class Repo:
     def integrity(self) -> list[str]:
         return self.db.integrity()
 
+    def last_chain(self) -> str:
+        """The chain value of the ledger's last event ("" before the first)."""
+        rows = self.db.query("SELECT chain FROM events ORDER BY seq DESC LIMIT 1")
+        return str(rows[0][0] or "") if rows else ""
+
+    def chain_breaks(self, plan: str | None = None, page: int = 5000) -> list[str]:
+        """Events whose chain value does not follow from the event before them
+        and their own fields (of `plan` only, given one): rows written, changed
+        or removed around todoledger."""
+        found: list[str] = []
+        prev, seq = "", 0
+        while True:
+            rows = self.db.query(
+                f"SELECT seq, {EVENT_FIELDS}, chain FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                (seq, page),
+            )
+            for row in rows:
+                seq, fields, stored = row[0], row[1:9], row[9]
+                if stored != chain_link(prev, fields) and (plan is None or row[2] == plan):
+                    found.append(
+                        f"{row[2]}/{row[3] or '-'}: event {seq} ({row[4]}, op {row[1]} by {row[7]}) does not"
+                        " chain to the event before it: a row written, changed or removed around todoledger"
+                    )
+                prev = str(stored or "")
+            if len(rows) < page:
+                return found
+
     def count_events(self, plan: str | None = None) -> int:
         if plan is None:
             return int(self.db.query("SELECT COUNT(*) FROM events")[0][0])
@@ -702,9 +770,14 @@ class Writes:
 
     def flush(self) -> None:
         if self.pending:
+            prev = self.repo.last_chain()  # inside the write transaction: writers take turns
+            rows = []
+            for fields in self.pending:
+                prev = chain_link(prev, fields)
+                rows.append((*fields, prev))
             self.db.executemany(
-                "INSERT INTO events (op, plan, item, field, old, new, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                self.pending,
+                f"INSERT INTO events ({EVENT_FIELDS}, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
             )
             self.pending = []
 

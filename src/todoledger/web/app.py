@@ -2,8 +2,12 @@
 one steering endpoint. Mounted by `todoledger serve` next to MCP, behind the
 same Host/Origin checks and token (`mcp/http.py`'s Guard).
 
-Writes from the page are the service's own calls with the writer
-`web:<name>`: the same merge rules, history and undo as every writer.
+Writes from the page are the service's own calls, with the same merge
+rules, history and undo as every writer. Who writes comes from the token
+(the Guard sets it, `writer_of`): `web:<person>` under a person's token,
+`<agent>@web` under an agent's, whatever the request says; only without a
+token's identity (no token, or a single `--token` on loopback: the person who
+started the server) does the page's "you are" field name the writer.
 State-changing requests carry the page's CSRF token in a header and a JSON
 body (a cross-site form can send neither).
 """
@@ -34,14 +38,21 @@ from todoledger.core.view import PlanView, build
 from todoledger.defaults import default_plan
 from todoledger.ledger import Ledger
 from todoledger.ledger.shared import SharedLedger
+from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER
 from todoledger.web import pages, sweeps_page
 from todoledger.web.live import Hub
 
 T = TypeVar("T")
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.tokens import Holder
+
 TOKEN_COOKIE = "todoledger_token"  # the name mcp/http.py's Guard reads
 MAX_ACTION_BYTES = 64 * 1024
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,40}")
+# What only a person does from the board: an agent's token is refused these at once.
+PERSON_ONLY_ACTIONS = ("approve", "approve_plan")
 STATIC = {
     "board.js": "text/javascript; charset=utf-8",
     "board.css": "text/css; charset=utf-8",
@@ -82,8 +93,11 @@ class Board:
         cwd: Path | None = None,
         allow_checks: bool = False,
         shared: SharedLedger | None = None,
+        identities: dict[str, Holder] | None = None,
     ) -> None:
         self.plan = plan
+        # serve --tokens: /login takes any of them (the Guard then reads the cookie's holder).
+        self.identities = identities or {}
         # A button is no way to run a command on this machine: checks run only
         # where `serve --allow-checks` says so (a gate of `done` included).
         self.allow_checks = allow_checks
@@ -162,6 +176,7 @@ class Board:
             csrf=self.csrf,
             change=change,
             who=self.name,
+            identity=token_identity(request),
             scripts=scripts,
             version=self.version,
             sweeps=has_sweeps,
@@ -314,18 +329,23 @@ class Board:
 
     # the token, asked once -------------------------------------------------------
     async def login(self, request: Request) -> Response:
-        if self.token is None:
+        if self.token is None and not self.identities:
             return RedirectResponse("/", status_code=303)
         if request.method == "GET":
             return HTMLResponse(pages.login(), headers=SECURITY_HEADERS)
         body = (await request.body())[:4096].decode("utf-8", "replace")
-        given = (parse_qs(body).get("token") or [""])[0]
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
+        given = (parse_qs(body).get("token") or [""])[0].strip()
+        known = [self.token] if self.token else []
+        known += list(self.identities)
+        match = False
+        for token in known:  # every one compared, in constant time
+            match = hmac.compare_digest(given.encode(), token.encode()) or match
+        if not given or not match:
             return HTMLResponse(
                 pages.login("That is not the token."), status_code=401, headers=SECURITY_HEADERS
             )
         answer = RedirectResponse("/", status_code=303)
-        answer.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/")
+        answer.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict", path="/")
         return answer
 
     # steering --------------------------------------------------------------------
@@ -344,8 +364,16 @@ class Board:
             return JSONResponse({"error": "the request is not JSON"}, status_code=400)
         if not isinstance(body, dict) or not isinstance(body.get("action"), str):
             return JSONResponse({"error": 'the request needs an "action"'}, status_code=400)
-        who = body.get("who")
-        writer = "web:" + (who if isinstance(who, str) and _NAME.fullmatch(who) else self.name)
+        writer, person = writer_of(request, body.get("who"), self.name)
+        if not person and body["action"] in PERSON_ONLY_ACTIONS:
+            what = "approve the plan" if body["action"] == "approve_plan" else "approve"
+            return JSONResponse(
+                {
+                    "error": f"{writer} holds an agent's token: only a person can {what};"
+                    " a person must do it, under a person's token or from a terminal"
+                },
+                status_code=403,
+            )
         try:
             result = await run_in_threadpool(
                 lambda: self.locked(lambda lg: steer(lg, body, writer), write=True)
@@ -386,6 +414,27 @@ class RowCache:
             out.append((it.id, cached[1], cached[2]))
         self.plans[view.plan] = new
         return out
+
+
+def token_identity(request: Request) -> str | None:
+    """The writer the request's token makes it (see `writer_of`), or None: the page's field names it."""
+    identity = request.headers.get(IDENTITY_HEADER)
+    if not identity:
+        return None
+    return f"web:{identity}" if request.headers.get(ROLE_HEADER) == "person" else f"{identity}@web"
+
+
+def writer_of(request: Request, who: Any, name: str) -> tuple[str, bool]:
+    """Who writes this request, and whether that is a person. Under a token's
+    identity (set by the Guard, never by the client) the token decides and
+    `who` is ignored: `web:<person>` for a person's token, `<agent>@web` for an
+    agent's. Without one (no token; a single --token on loopback) the page's
+    `who` names the person, `web:<who>`, as before."""
+    identity = request.headers.get(IDENTITY_HEADER)
+    if identity:
+        person = request.headers.get(ROLE_HEADER) == "person"
+        return (f"web:{identity}" if person else f"{identity}@web"), person
+    return "web:" + (who if isinstance(who, str) and _NAME.fullmatch(who) else name), True
 
 
 def _user() -> str:

@@ -106,12 +106,14 @@ def page(
     csrf: str,
     change: int,
     who: str,
+    identity: str | None = None,
     scripts: Sequence[str] = (),
     version: str = "",
     sweeps: bool = False,
 ) -> Html:
     """A whole page: the fragment `body` inside the frame the live script refreshes.
-    `sweeps`: the plan has sweeps, so its navigation links their page."""
+    `sweeps`: the plan has sweeps, so its navigation links their page. `identity`:
+    the writer the visitor's token makes them (None: the page's field names it)."""
     nav: Sequence[tuple[str, str]] = ()
     if plan is not None:
         nav = (*PAGES, ("sweeps", "Sweeps")) if sweeps or kind == "sweeps" else PAGES
@@ -124,6 +126,8 @@ def page(
         csrf=csrf,
         change=change,
         who=who,
+        identity=identity,
+        agent=identity is not None and not identity.startswith("web:"),
         scripts=scripts,
         version=version,
         nav=nav,

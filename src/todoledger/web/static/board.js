@@ -15,8 +15,11 @@
     priority: ["high", "medium", "low"],
   };
   if (!main) return;
-  who.value = localStorage.getItem("todoledger.who") || meta("who");
-  who.addEventListener("change", () => localStorage.setItem("todoledger.who", who.value.trim()));
+  // Under a token the server names who writes: the page has no field then.
+  if (who) {
+    who.value = localStorage.getItem("todoledger.who") || meta("who");
+    who.addEventListener("change", () => localStorage.setItem("todoledger.who", who.value.trim()));
+  }
 
   function say(text, bad) {
     flash.textContent = text || "";
@@ -127,7 +130,7 @@
   // Steering.
   async function act(body) {
     body.plan = body.plan || plan;
-    body.who = who.value.trim();
+    if (who) body.who = who.value.trim();
     let r;
     try {
       r = await fetch("/api/action", {

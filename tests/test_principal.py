@@ -23,6 +23,7 @@ from todoledger.core.approval import principal
         ("agent:ci", "agent:ci"),
         ("agent:ci@mcp:x:1", "agent:ci"),
         ("ann@mcp:x:1", "person:ann"),
+        ("mcp-user:ann@sneaky:1a2b", "person:ann"),
         ("demo-agent", "agent:demo-agent"),
     ],
 )

@@ -58,7 +58,10 @@ def principal(writer: str) -> str:
     and the other passed proves nothing about the other's claim."""
     identity, at, _ = writer.partition("@")
     if at and identity:  # behind `serve --tokens` every writer starts `<identity>@`
-        return identity if identity.startswith("agent:") else f"person:{identity}"
+        if identity.startswith("agent:"):
+            return identity
+        # A person's token answering an approval prompt: `mcp-user:<person>@<client>:…`.
+        return f"person:{identity.removeprefix('mcp-user:')}"
     if is_person(writer):
         head, _, tail = writer.partition(":")
         if head == "mcp-user":  # the user at that MCP client

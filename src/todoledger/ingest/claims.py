@@ -152,8 +152,10 @@ def analyze(view: PlanView, events: Sequence[Mapping[str, Any]]) -> Claims:
                 checks[str(new["id"])].approvers.append(writer)
         elif name == "forced":
             forced_ops.setdefault(str(item), set()).add(int(ev.get("op") or 0))
-        elif name == "status":
+        elif name == "status" or (name == "created" and isinstance(new, Mapping)):
             mine = claims.setdefault(str(item), [])
+            if name == "created":  # an item written as completed is claimed as it is created
+                new, old = (new or {}).get("status"), None
             if new == "completed":
                 mine.append({"writer": writer, "at": str(ev.get("at") or ""), "op": ev.get("op"), "seq": seq})
             elif old == "completed" and mine and "reopened" not in mine[-1]:

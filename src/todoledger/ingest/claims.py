@@ -210,7 +210,7 @@ def _standing(it: Any, claim: Mapping[str, Any], checks: Iterable[_Check], force
         independent = [
             c for c in live if is_person(c.writer) or principal(c.writer) != claimant or c.approvers
         ]
-        if not independent:
+        if live and not independent:  # (checks with no event here, a sweep's own, stay as the view says)
             outcome = "self-checked"  # the view's `verified` of today: the claimant's own checks
         by = _unique(w for c in independent for w in (c.approvers if _own(c, claimant) else [c.writer]))
     return ItemClaim(**base, outcome=outcome, by=by, state=state)

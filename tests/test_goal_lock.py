@@ -299,3 +299,24 @@ def test_doctor_says_an_agent_without_such_a_hook_is_not_gated(agent: str, tmp_p
     env = {"PATH": "/nonexistent", "HOME": str(home)}
     (found,) = [a for a in doctor.run(project, home, env, check_server=False).agents if a.name == agent]
     assert all("not gated" in line for line in found.goal_lock), found.goal_lock
+
+
+def test_a_refused_task_update_is_not_mirrored(ledger_env: Path) -> None:
+    """The PostToolUse of a TaskUpdate that a TaskCompleted hook refused, as Claude Code
+    2.1.332 sends it (seen in tests/e2e): success false, nothing updated."""
+    env = subprocess_env(ledger_env)
+    hook(env, task_create("s1", "1", "Verify disk"), gate=False)
+    refused = {
+        **task_create("s1", "1", "Verify disk"),
+        "tool_name": "TaskUpdate",
+        "tool_input": {"taskId": "1", "status": "completed"},
+        "tool_response": {
+            "success": False,
+            "taskId": "1",
+            "updatedFields": [],
+            "error": "TaskCompleted hook feedback:\n[todoledger hook claude-code --gate-stop]: ...",
+        },
+    }
+    assert hook(env, refused, gate=False) == (0, "", "")
+    with Ledger() as lg:
+        assert [i["status"] for i in lg.show()["items"]] == ["pending"]

@@ -467,3 +467,36 @@ def test_claude_task_completed_is_refused_by_the_goal_lock(tmp_path: Path) -> No
     # Claude Code changed nothing (TaskUpdate's response says success: false): the mirror neither.
     got = {i["id"]: i for i in session.ledger["items"]}[item]
     assert got["status"] != "completed", got
+
+
+def test_codex_goal_complete_is_held_by_the_stop_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex cannot be denied update_goal itself: it runs no PreToolUse hook for its
+    goal tools (codex-rs/core/src/tools/registry.rs, handlers/goal.rs); `doctor` says so.
+    What todoledger can do: the Stop hook reads the completed goal from the rollout,
+    and while a gated item of the plan is unproven it blocks, naming the item and
+    what would prove it (hooks/goal_lock.py); the retry ends the run."""
+    from tests.e2e import agents as e2e_agents
+
+    monkeypatch.setattr(e2e_agents, "CODEX_EXTRA", ["-c", "features.goals=true"])
+    gated: list[str] = []
+
+    def model(scratch: Scratch, _: list[Step]) -> FakeModel:
+        gated.append(gated_item(scratch))
+        return FakeModel(
+            [
+                Step("create_goal", {"objective": "The disk is verified"}),
+                Step("update_goal", {"status": "complete"}),
+            ]
+        )
+
+    session = start_session(CODEX, tmp_path, [], flags=("--gate-stop",), model=model)
+    assert session.run.returncode == 0, session.why()
+    item = gated[0]
+    held = "todoledger: the session's goal is not done while these items are not proven:"
+    told = [r for r in session.fake.agent_requests() if held in r.text()]
+    assert len(told) == 1, session.why()
+    assert f"{item} {GATED} (unverified)" in told[0].text(), told[0].text()[-2000:]
+    goals = [i for i in session.ledger["items"] if i["content"] == "The disk is verified"]
+    assert [g["status"] for g in goals] == ["completed"], session.ledger

@@ -59,7 +59,10 @@ def test_raw_calls_match_the_seeds_character_for_character_as_far_as_they_print_
 
 def test_every_number_the_reviewer_writes_is_in_the_seeds() -> None:
     text = seeds_text().replace(",", "")
+    from todoledger.demo_checks import CLAIM_GATES
+
     written = [a.text + " " + a.source for a in ASSUMPTIONS] + [value for *_, value in FACTS]
+    written += [note for *_, note in CLAIM_GATES]  # the reviewer's gates on the agent's claims
     for sentence in written:
         sentence = re.sub(r"[Ss]eeds? \d{3}( and \d{3})?", "", sentence)  # which seed: file names
         for number in re.findall(r"\d[\d,.]*\d|\d", sentence):
@@ -233,6 +236,41 @@ def test_demo_checks_run_the_seeds_assumptions_against_stand_ins(ledger_env: Pat
         socket.create_connection(("127.0.0.1", port), timeout=1).close()  # the stand-in is gone
 
 
+def test_the_reviewers_gates_prove_or_refuse_the_agents_claims(ledger_env: Path) -> None:
+    """The seeds' agent claimed Phase 0.2 and the Qwen baseline completed (msgs 4950, 6000);
+    the reviewer's gates, labelled with their seeds, prove one and refuse the other, and the
+    report's record of claims says so per item and per writer."""
+    from todoledger.demo_checks import CLAIM_GATES, PHASE_02, QWEN_BASELINE, run_checks
+
+    with Ledger(ledger_env) as ledger:
+        load_demo(ledger)
+        ran = run_checks(ledger)
+        assert [(r["content"], r["result"]) for r in ran.claims] == [
+            (PHASE_02, "holds"),
+            (QWEN_BASELINE, "fails"),
+        ]
+        kimi, qwen = load_report(ledger, "demo"), load_report(ledger, "demo-qwen")
+        notes = by_content(ledger, "demo")[PHASE_02]["notes"]
+        qwen_item = by_content(ledger, "demo-qwen")[QWEN_BASELINE]
+    assert notes.endswith(CLAIM_GATES[0][3]) and notes.startswith("Seed 001: pending")  # the fact kept
+    assert qwen_item["notes"] == CLAIM_GATES[1][3]
+    assert all(note.startswith("Reviewer's gate on the agent's claim (seed 00") for *_, note in CLAIM_GATES)
+    assert (qwen_item["status"], qwen_item["verification"]) == ("completed", "failed")
+    agents = {c.content: c.how() for c in kimi.claims.items if c.claimed_by == AGENT}
+    assert agents == {
+        "Phase 0.1: Kill any existing server processes": "reported",
+        PHASE_02: f"verified by {REVIEWER}",
+    }
+    assert [(c.claimed_by, c.content, c.how()) for c in qwen.claims.items] == [
+        (AGENT, QWEN_BASELINE, "failed")
+    ]
+    # writer, claimed, independent, self-checked, reported, failed/stale, reopened, forced, gate removed
+    assert [r for r in kimi.claims.rows() if r[0] == AGENT] == [
+        (AGENT, "2", "1", "0", "1", "0", "0", "0", "0")
+    ]
+    assert qwen.claims.rows() == [(AGENT, "1", "0", "0", "0", "1", "0", "0", "0")]
+
+
 def test_demo_checks_from_the_cli_print_the_sweep_table(ledger_env: Path) -> None:
     proc = subprocess.run(
         [todoledger_bin(), "demo", "--checks"],
@@ -245,6 +283,11 @@ def test_demo_checks_from_the_cli_print_the_sweep_table(ledger_env: Path) -> Non
     table = proc.stdout[proc.stdout.index("$ todoledger sweep results draft_tokens") :]
     assert re.search(r"draft_tokens=16 +tok_s +3 +6\d\.\d .* 0\.7\dx +discard", table), table
     assert re.search(r"draft_tokens=0 \(baseline\) +tok_s +3 +8\d\.\d .* 1\.00x", table), table
+    gates = proc.stdout[
+        proc.stdout.index("The reviewer's gates on what the seeds' agent claimed completed") :
+    ]
+    assert re.search(r"Phase 0\.2: Prepare AQ-MedAI .*: holds: cmd:.*: proven by the reviewer's gate", gates)
+    assert re.search(r"Benchmark current baseline .*: fails: file:.*: refused: the gate does not hold", gates)
     again = subprocess.run(
         [todoledger_bin(), "demo", "--reset"],
         capture_output=True,

@@ -240,6 +240,8 @@ def test_markdown_keeps_every_agent_text_plain() -> None:
         f"# Plan {PLAN}",
         "## Phases",
         "## What went wrong",
+        "## Proof of completions",
+        "## Claims by writer",
         "## Timeline",
         "## Calls",
     ]
@@ -292,7 +294,8 @@ def test_report_of_2000_calls() -> None:
         text = render_md(report)
     assert len(report.story.calls) == 2000
     assert "Final state: 1 in_progress, 39 completed." in text
-    assert text.count("\n| ") == 2000 + 40 + 1 + 3  # calls, items, phase, header rows
+    # calls, items, phase, header rows; the claims: 39 completed items, one writer, two headers
+    assert text.count("\n| ") == 2000 + 40 + 1 + 3 + 39 + 1 + 2
     # Its time: bench/bench_ingest.py; its growth with the plan: bench/bench_report.py.
 
 
@@ -339,7 +342,7 @@ def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -
     }
     assert ("completed-without-evidence", ids["Write the doc"]) not in found  # its receipt held
     text = render_md(report)
-    proof = text[text.index("## Proof") : text.index("## Timeline")]
+    proof = text[text.index("## Proof\n") : text.index("## Proof of completions")]
     rows_md = {
         line.split()[1]: line for line in proof.splitlines() if line.startswith("| ") and "|---" not in line
     }

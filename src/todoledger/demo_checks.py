@@ -8,6 +8,10 @@ Nothing here is the campaign's machines, and every text says so:
   (~5.4 TB estimated, 2.8 TB free: 2.6 TB short). It fails, as /data did. It
   is the Verify item's own check, so nobody can complete that item by saying so.
 - the server: a local HTTP server on 127.0.0.1 answers `/health` for SGLang;
+- the agent's claims: the reviewer gates two items the seeds' agent marked
+  completed (CLAIM_GATES), each citing its seed: one gate proves the claim
+  against a stand-in written from the figure the seed reports, one refuses it
+  because the seeds say the work it asks for was never done;
 - the benchmark script: a stand-in that asks that server for `/health` and
   prints a SIMULATED tok/s: seeded noise around the figures of seed 001
   (82 tok/s without speculation, 60 tok/s with the from-scratch drafter). The
@@ -27,11 +31,11 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from todoledger.core.ids import seeded
-from todoledger.demo import DEMO_PLAN, ID_SEED, REVIEWER
+from todoledger.demo import DEMO_PLAN, ID_SEED, KIMI, QWEN, REVIEWER, plan_names
 
 if TYPE_CHECKING:
     from todoledger.ledger import Ledger
@@ -67,6 +71,31 @@ print(f"SIMULATION draft_tokens={tokens} run={run} tok_s={value:.1f}")
 '''
 
 
+# The reviewer's gates on what the seeds' agent claimed completed: (plan, item, gate kind,
+# the reviewer's note). The gates are the reviewer's; their targets are stand-ins.
+PHASE_02 = "Phase 0.2: Prepare AQ-MedAI drafter directory (fix config, verify vocab mappings)"
+QWEN_BASELINE = "Benchmark current baseline config (cutlass MoE + cudnn FP4, no spec)"
+CLAIM_GATES: list[tuple[str, str, str, str]] = [
+    (
+        KIMI,
+        PHASE_02,
+        "config",
+        "Reviewer's gate on the agent's claim (seed 001, msgs 4944-4949: max_position_embeddings"
+        " 131072 -> 262144): the drafter's config.json says 262144. Stand-in: a config.json the demo"
+        " writes with the figure the seed reports, not the campaign's file.",
+    ),
+    (
+        QWEN,
+        QWEN_BASELINE,
+        "repeats",
+        "Reviewer's gate on the agent's claim (seed 004, msg 6000: one run per concurrency level, no"
+        " variance): the results of repeated runs after a warm-up. The seeds show none; in this demo a"
+        " file in the stand-in folder that nothing writes, so the gate fails and the claim stays unproven.",
+    ),
+]
+CONFIG_CHECK = "import json, sys; sys.exit(json.load(open(sys.argv[1]))['max_position_embeddings'] != 262144)"
+
+
 class _Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         found = self.path.split("?")[0] == "/health"
@@ -98,6 +127,31 @@ def stand_ins() -> Iterator[tuple[str, str]]:
 class Ran:
     receipts: list[dict[str, Any]]
     sweep: dict[str, Any]
+    claims: list[dict[str, Any]] = field(default_factory=list)  # the reviewer's gates on the agent's claims
+
+
+def gate_claims(lg: Ledger, plan: str, folder: str) -> list[dict[str, Any]]:
+    """The reviewer's gates on the agent's completed items (CLAIM_GATES), run once:
+    their receipts, each with the item's text."""
+    names = plan_names(plan)
+    config = os.path.join(folder, "drafter", "config.json")
+    os.makedirs(os.path.dirname(config))
+    with open(config, "w", encoding="utf-8") as fh:
+        fh.write('{"max_position_embeddings": 262144}\n')  # the figure msgs 4944-4949 report
+    specs = {
+        "config": f"cmd:{shlex.quote(sys.executable)} -c {shlex.quote(CONFIG_CHECK)} {shlex.quote(config)}",
+        "repeats": f"file:{os.path.join(folder, 'qwen-baseline-repeats.json')}",
+    }
+    out: list[dict[str, Any]] = []
+    for key, text, kind, note in CLAIM_GATES:
+        name = names[key]
+        item = next(i for i in lg.show(name)["items"] if i["content"] == text)
+        lg.add_check(item["id"], specs[kind], plan=name, writer=REVIEWER)
+        notes = "\n".join(filter(None, [item.get("notes"), note]))
+        lg.update(item["id"], plan=name, writer=REVIEWER, notes=notes)
+        for r in lg.verify([item["id"]], plan=name, writer=REVIEWER)["receipts"]:
+            out.append({**r, "plan": name, "content": text})
+    return out
 
 
 def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
@@ -145,6 +199,7 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
                 writer=REVIEWER,
             )
             verified = lg.verify(plan=plan, writer=REVIEWER, roles=("assumption",))
+            claims = gate_claims(lg, plan, folder)
             lg.add_sweep(
                 SWEEP,
                 template="Benchmark {draft_tokens} draft tokens (SIMULATED stand-in, seeded noise)",
@@ -159,4 +214,4 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
                 writer=REVIEWER,
             )
             sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder)
-        return Ran(verified["receipts"], lg.sweep_results(SWEEP, plan=plan))
+        return Ran(verified["receipts"], lg.sweep_results(SWEEP, plan=plan), claims)

@@ -275,11 +275,15 @@ def _codex_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
         # Without it the first turn starts before the server lists its tools.
         "-c",
         "mcp_servers.todoledger.required=true",
+        *CODEX_EXTRA,
         "-m",
         "gpt-5.5",
         prompt,
     ]
     return argv, {"E2E_KEY": "sk-e2e-dummy"}
+
+
+CODEX_EXTRA: list[str] = []  # more `-c` overrides, for a test that needs them (monkeypatched)
 
 
 CODEX = Agent(

@@ -276,7 +276,7 @@ class GatingModel(FakeModel):
         return super().answer(api, path, body)
 
 
-def blocked_once(session: Session, writer: str) -> None:
+def blocked_once(session: Session, writer: str, warned: bool = True) -> None:
     """The session completed the gated item; its first stop was blocked with the
     gate's reason sent back to the model; the retry was let through and the run ended."""
     assert session.run.returncode == 0, session.why()
@@ -293,14 +293,19 @@ def blocked_once(session: Session, writer: str) -> None:
     assert turns.index(blocked[0]) == 1 and len(turns) == 2, session.why()
     # The mirror's one log line is its warning about that completion, not an error.
     logged = hook_errors(session).splitlines()
+    if not warned:  # gated after the completion: the mirror had nothing to warn about
+        assert logged == [], logged
+        return
     assert len(logged) == 1 and f"warning: {item}: reported completed" in logged[0], logged
 
 
 def test_claude_stop_gate_blocks_a_done_whose_gate_fails(tmp_path: Path) -> None:
     """`install claude-code --gate-stop`: the session completes its item (the native
-    task list, mirrored by the hook as the session's writer) whose gate never ran;
-    the Stop hook blocks, Claude Code sends the reason to the model as "Stop hook
-    feedback", and the retry (stop_hook_active) is let through."""
+    task list, mirrored by the hook as the session's writer); a person gates it right
+    after, and the gate never ran; the Stop hook blocks, Claude Code sends the reason
+    to the model as "Stop hook feedback", and the retry (stop_hook_active) is let
+    through. (A gate already there when the task is completed is the goal-lock's:
+    TaskCompleted refuses the completion itself, the test below.)"""
     steps = [
         Step("ToolSearch", {"query": "select:TaskCreate,TaskUpdate"}),
         Step("TaskCreate", {"subject": GATED, "description": "the disk check"}),
@@ -308,12 +313,12 @@ def test_claude_stop_gate_blocks_a_done_whose_gate_fails(tmp_path: Path) -> None
     ]
 
     def model(scratch: Scratch, steps: list[Step]) -> GatingModel:
-        return GatingModel(steps, scratch=scratch, gate_before=2)
+        return GatingModel(steps, scratch=scratch, gate_before=3)
 
     session = start_session(
         CLAUDE, tmp_path, steps, env=CLAUDE.native_env, flags=("--gate-stop",), model=model
     )
-    blocked_once(session, "claude-code:")
+    blocked_once(session, "claude-code:", warned=False)
 
 
 def test_gemini_after_agent_gate_blocks_a_done_whose_gate_fails(tmp_path: Path) -> None:
@@ -431,3 +436,67 @@ def test_gemini_after_agent_gate_blocks_a_done_forced_through_mcp(tmp_path: Path
     assert forced[0]["writer"].startswith("mcp:gemini"), forced
     logged = hook_errors(session).splitlines()
     assert logged == [], logged
+
+
+def test_claude_task_completed_is_refused_by_the_goal_lock(tmp_path: Path) -> None:
+    """`install claude-code --gate-stop` wires TaskCompleted (hooks/goal_lock.py): the
+    TaskUpdate that completes a task whose item's gate does not hold is refused
+    (exit 2), and the refusal, naming the item and what would prove it, reaches
+    the model as the tool's result."""
+    steps = [
+        Step("ToolSearch", {"query": "select:TaskCreate,TaskUpdate"}),
+        Step("TaskCreate", {"subject": GATED, "description": "the disk check"}),
+        Step("TaskUpdate", {"taskId": "1", "status": "completed"}),
+    ]
+
+    def model(scratch: Scratch, steps: list[Step]) -> GatingModel:
+        return GatingModel(steps, scratch=scratch, gate_before=2)
+
+    session = start_session(
+        CLAUDE, tmp_path, steps, env=CLAUDE.native_env, flags=("--gate-stop",), model=model
+    )
+    assert session.run.returncode == 0, session.why()
+    fake = session.fake
+    assert isinstance(fake, GatingModel) and fake.gated, session.why()
+    item = fake.gated[0]
+    refused = f"todoledger: task {GATED!r} may not be marked completed: its gates do not hold."
+    told = [r for r in fake.agent_requests() if refused in r.text()]
+    assert told, session.why()
+    text = told[0].text()
+    assert f"{item} {GATED} (unverified)" in text and f"run `todoledger verify {item}`" in text, text[-2000:]
+    # Claude Code changed nothing (TaskUpdate's response says success: false): the mirror neither.
+    got = {i["id"]: i for i in session.ledger["items"]}[item]
+    assert got["status"] != "completed", got
+
+
+def test_codex_goal_complete_is_held_by_the_stop_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex cannot be denied update_goal itself: it runs no PreToolUse hook for its
+    goal tools (codex-rs/core/src/tools/registry.rs, handlers/goal.rs); `doctor` says so.
+    What todoledger can do: the Stop hook reads the completed goal from the rollout,
+    and while a gated item of the plan is unproven it blocks, naming the item and
+    what would prove it (hooks/goal_lock.py); the retry ends the run."""
+    from tests.e2e import agents as e2e_agents
+
+    monkeypatch.setattr(e2e_agents, "CODEX_EXTRA", ["-c", "features.goals=true"])
+    gated: list[str] = []
+
+    def model(scratch: Scratch, _: list[Step]) -> FakeModel:
+        gated.append(gated_item(scratch))
+        return FakeModel(
+            [
+                Step("create_goal", {"objective": "The disk is verified"}),
+                Step("update_goal", {"status": "complete"}),
+            ]
+        )
+
+    session = start_session(CODEX, tmp_path, [], flags=("--gate-stop",), model=model)
+    assert session.run.returncode == 0, session.why()
+    item = gated[0]
+    held = "todoledger: the session's goal is not done while these items are not proven:"
+    told = [r for r in session.fake.agent_requests() if held in r.text()]
+    assert len(told) == 1, session.why()
+    assert f"{item} {GATED} (unverified)" in told[0].text(), told[0].text()[-2000:]
+    goals = [i for i in session.ledger["items"] if i["content"] == "The disk is verified"]
+    assert [g["status"] for g in goals] == ["completed"], session.ledger

@@ -42,6 +42,7 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
         server = f"{a.server} ({' '.join(a.server_command or [])})" if a.server else "not configured"
         say(f"  todoledger server: {server}; approved: {a.approved}")
         say(f"  hooks: {', '.join(a.hooks) or 'none'}; approved: {a.hooks_approved}")
+        say(f"  goal-lock: {'; '.join(a.goal_lock)}")
     for s in report.servers:
         state = f"starts, lists {len(s['tools'])} tools ({s['protocol']})" if s["ok"] else s["error"]
         say(f"server `{' '.join(s['command'])}`: {state}")

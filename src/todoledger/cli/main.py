@@ -707,6 +707,13 @@ def _show_demo_checks(ran: Any, plan: str) -> None:
         last = next((ln for ln in reversed(r["output"].splitlines()) if ln.strip()), "")
         say(f"  {r['item']} {r['result']}: {r['spec']}: {tail(last, 200)}")
     click.echo()
+    say("The reviewer's gates on what the seeds' agent claimed completed (see each item's notes):")
+    for r in ran.claims:
+        verdict = (
+            "proven by the reviewer's gate" if r["result"] == "holds" else "refused: the gate does not hold"
+        )
+        say(f"  {r['item']} {r['content']}: {r['result']}: {r['spec']}: {verdict}")
+    click.echo()
     say("The draft-token sweep over a stand-in benchmark (SIMULATED, seeded noise):")
     say(f"$ todoledger sweep results {ran.sweep['sweep']} --plan {plan}")
     for line in lines(table(ran.sweep["rows"])):

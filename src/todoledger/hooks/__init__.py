@@ -164,6 +164,11 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             return 0
         if "--gate-stop" in args[1:]:
             answer = _gate(agent, event, cwd) or answer
+            refusal = _goal_lock(agent, event, cwd)
+            if refusal is not None:  # the harness reads a refusal from exit code 2 and stderr
+                log(f"hook {agent}: goal-lock refused {event.get('hook_event_name')}", cwd)
+                _write(refusal + "\n", sys.stderr)
+                return 2
         if answer:
             _write(answer, stdout)
     except Exception as exc:
@@ -178,6 +183,16 @@ def _gate(agent: str, event: dict[str, Any], cwd: str | None) -> str | None:
     spec = agents.find(agent)
     name = spec.name if spec is not None else agent
     return stop_gate.answer(name, event, cwd) if stop_gate.applies(name, event) else None
+
+
+def _goal_lock(agent: str, event: dict[str, Any], cwd: str | None) -> str | None:
+    """The goal-lock, for hooks installed with --gate-stop (see hooks/goal_lock.py)."""
+    if event.get("hook_event_name") != "TaskCompleted":
+        return None
+    from todoledger.hooks import goal_lock
+
+    spec = agents.find(agent)
+    return goal_lock.gate(spec.name if spec is not None else agent, event, cwd)
 
 
 def _write(answer: str, stdout: Any) -> None:

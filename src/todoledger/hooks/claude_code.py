@@ -45,6 +45,9 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
         return None
     payload = event.get("tool_input")
     response = event.get("tool_response")
+    if tool == "TaskUpdate" and isinstance(response, dict) and response.get("success") is False:
+        # Refused (a TaskCompleted hook, the goal-lock among them): Claude Code changed nothing.
+        return None
     if tool == "TodoWrite" and not isinstance(payload, dict) and isinstance(response, dict):
         payload = {"todos": response.get("newTodos")}
     if not isinstance(payload, dict):

@@ -17,6 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from todoledger.ledger import Ledger
+
 
 MAX_BLOCKS = 3
 MAX_NAMED = 10
@@ -49,15 +51,33 @@ def answer(agent: str, event: dict[str, Any], cwd: str | None) -> str | None:
     through_mcp = mcp_replies.completions(agent, raw) if isinstance(raw, str) and raw else set()
     with hook_ledger(cwd, create=False) as lg:
         unproven = lg.unproven_by(writer, also=through_mcp)
+        goal = _goal_lock(agent, event, lg, {u["item"] for u in unproven})
         blocks = lg.cursors([key]).get(key, (0, None))[0]
-        if not unproven:
+        if not unproven and not goal:
             if blocks:
                 lg.save_cursors({key: (0, None)})
             return None
         if blocks >= MAX_BLOCKS:
             return None
         lg.save_cursors({key: (blocks + 1, None)})
-    return json.dumps({"decision": DECISION[agent], "reason": reason(unproven)})
+    text = "\n".join([*([reason(unproven)] if unproven else []), *([goal_reason(goal)] if goal else [])])
+    return json.dumps({"decision": DECISION[agent], "reason": text})
+
+
+def _goal_lock(agent: str, event: dict[str, Any], lg: Ledger, named: set[str]) -> list[dict[str, Any]]:
+    """While the session's harness goal is active or declared complete, the plan's
+    gated items that are not proven (hooks/goal_lock.py)."""
+    from todoledger.hooks import goal_lock
+
+    return [u for u in goal_lock.stop_extra(agent, event, lg) if u["item"] not in named]
+
+
+def goal_reason(goal: list[dict[str, Any]]) -> str:
+    from todoledger.hooks import goal_lock
+
+    return goal_lock.reason(
+        goal, "todoledger: the session's goal is not done while these items are not proven:"
+    )
 
 
 def reason(unproven: list[dict[str, Any]]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from todoledger.core.markdown import html_text
 from todoledger.core.model import LedgerError
+from todoledger.ingest.claims import COLUMNS as CLAIM_COLUMNS
 from todoledger.ingest.findings import duration, short
 from todoledger.ingest.report import (
     TITLES,
@@ -150,6 +151,26 @@ def render_html(r: Report) -> str:
                     for it, p in proven
                 ],
             )
+        )
+    if r.claims.writers:
+        parts.append("<h2>Proof of completions</h2>")
+        parts.append(
+            _table(
+                ["item", "claimed by", "at", "proven"],
+                [
+                    [
+                        f"<code>{_esc(c.item)}</code> {_esc(c.content)}",
+                        _esc(c.claimed_by),
+                        _esc(c.at),
+                        _esc(c.how()),
+                    ]
+                    for c in r.claims.items
+                ],
+            )
+        )
+        parts.append("<h2>Claims by writer</h2>")
+        parts.append(
+            _table(["writer", *CLAIM_COLUMNS], [[_esc(cell) for cell in row] for row in r.claims.rows()])
         )
     parts.append("<h2>Phases</h2>")
     parts.append(

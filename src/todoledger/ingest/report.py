@@ -17,6 +17,9 @@ from typing import Any
 from todoledger.core.markdown import md_text
 from todoledger.core.model import LedgerError
 from todoledger.core.view import PlanView
+from todoledger.ingest.claims import COLUMNS as CLAIM_COLUMNS
+from todoledger.ingest.claims import Claims
+from todoledger.ingest.claims import analyze as analyze_claims
 from todoledger.ingest.findings import TITLES as STORY_TITLES
 from todoledger.ingest.findings import Finding, duration, find, short
 from todoledger.ingest.proof import TITLES as PROOF_TITLES
@@ -38,6 +41,7 @@ class Report:
     findings: list[Finding]
     view: PlanView
     proof: dict[str, ItemProof] = field(default_factory=dict)  # item -> its evidence, receipts, metrics
+    claims: Claims = field(default_factory=lambda: Claims([], {}))  # how each "done" was proven, per writer
 
     @property
     def plan(self) -> str:
@@ -74,7 +78,7 @@ def analyze(
     proof = proof or {}
     findings = find(story) + proof_findings(story, view, proof) + view_findings(view)
     findings.sort(key=lambda f: (f.at, f.op or 0, f.code))
-    return Report(story, findings, view, proof)
+    return Report(story, findings, view, proof, analyze_claims(view, events))
 
 
 def view_findings(view: PlanView) -> list[Finding]:
@@ -222,6 +226,7 @@ def to_dict(r: Report) -> dict[str, Any]:
         ],
         "items": [item_dict(r, it) for it in r.items()],
         "findings": [f.as_dict() for f in r.findings],
+        "claims": r.claims.as_dict(),
     }
 
 
@@ -240,6 +245,24 @@ def render_json(r: Report) -> str:
 # block) and control and bidi characters go. Characters that only mean
 # something at the start of a line (`#`, `-`, `1.`) are escaped there.
 _md = md_text
+
+
+def claims_md(c: Claims) -> list[str]:
+    """The proof section's record of claims: how each completed item was proven,
+    and per writer how its claims of "done" fared."""
+    if not c.writers:
+        return []
+    out = ["", "## Proof of completions", ""]
+    out += ["| item | claimed by | at | proven |", "|---|---|---|---|"]
+    for ic in c.items:
+        out.append(
+            f"| {_md(ic.item)} {_md(short(ic.content, 60))} | {_md(ic.claimed_by)} | {_md(ic.at)} | {_md(ic.how())} |"
+        )
+    out += ["", "## Claims by writer", ""]
+    out += ["| writer | " + " | ".join(CLAIM_COLUMNS) + " |", "|---" * (len(CLAIM_COLUMNS) + 1) + "|"]
+    for row in c.rows():
+        out.append("| " + " | ".join(_md(cell) for cell in row) + " |")
+    return out
 
 
 def render_md(r: Report) -> str:
@@ -283,6 +306,7 @@ def render_md(r: Report) -> str:
                 f"| {_md(it.id)} {_md(short(it.content, 50))} | {_md(it.status)} | {_md(pf.verification or '')}"
                 f" | {_md(short(evidence, 120))} | {_md(metrics)} | {_md(short(receipts, 200))} |"
             )
+    out += claims_md(r.claims)
     out += ["", "## Timeline", ""]
     out += [
         "| item | added | started | completed / cancelled | pending | in progress | status |",

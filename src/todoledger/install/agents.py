@@ -52,6 +52,9 @@ def claude_code(
     if gate_stop:  # opt-in: a stop is blocked while this session's completed items fail their gates
         gate = {**handler, "command": hook_command(exe, "claude-code") + " --gate-stop"}
         hooks.append(HookSpec("Stop", None, gate))
+        # Goal-lock: a task marked completed whose item's gates do not hold stays open
+        # (TaskCompleted takes no matcher; hooks/goal_lock.py).
+        hooks.append(HookSpec("TaskCompleted", None, gate))
     settings, notes = json_change(project / ".claude" / "settings.json", _hooks_edit(hooks, exe))
     changes = [settings]
     if route != "cli":
@@ -153,6 +156,12 @@ def codex(
             "Codex: `codex exec` never asks, so an MCP call that needs approval fails: add "
             'default_tools_approval_mode = "approve" to [mcp_servers.todoledger] in .codex/config.toml '
             "(or pass -c 'mcp_servers.todoledger.default_tools_approval_mode=\"approve\"')."
+        )
+    if gate_stop:
+        notes.append(
+            "Codex: update_goal(complete) cannot be refused by a hook (Codex runs no PreToolUse hook "
+            "for its goal tools); the Stop gate holds a completed goal while the plan's gated items "
+            "are not proven."
         )
     if not approve:
         notes.append(

@@ -54,6 +54,8 @@ class AgentReport:
     hooks: list[str] = field(default_factory=list)  # events our hook is installed for
     hooks_approved: str = "n/a"
     problems: list[Problem] = field(default_factory=list)
+    # The harness's own ways of saying "done" and whether todoledger gates each (hooks/goal_lock.py).
+    goal_lock: list[str] = field(default_factory=list)
 
     @property
     def configured(self) -> bool:
@@ -156,6 +158,7 @@ def _inspect(spec: registry.Agent, project: Path, home: Path, env: dict[str, str
         "gemini": _gemini,
     }[spec.name]
     inspect(report, project, home, env)
+    report.goal_lock = _goal_lock(spec.name, project, home)
     if report.configured and report.server_command:
         exe = report.server_command[0]
         if shutil.which(exe, path=env.get("PATH")) is None and not Path(exe).is_file():
@@ -573,6 +576,49 @@ def _command(command: Any, args: Any) -> list[str] | None:
     if isinstance(command, str) and command:
         return [command, *_strings(args)]
     return None
+
+
+GATE_FIX = "todoledger install {agent} --gate-stop"
+
+
+def _goal_lock(agent: str, project: Path, home: Path) -> list[str]:
+    """Each route by which the agent's harness declares "done", and whether it is gated."""
+    fix = GATE_FIX.format(agent=agent)
+    if agent == "claude-code":
+        gated = set()
+        for path in _claude_settings(project, home):
+            gated |= _gated_events(_loose(read_text(path)))
+        task = "TaskCompleted: gated" if "TaskCompleted" in gated else f"TaskCompleted: not gated ({fix})"
+        goal = "/goal: held by the Stop gate" if "Stop" in gated else f"/goal: not gated ({fix})"
+        plan = "plan mode: a changed item asks a person again" + ("" if gated else f" (not gated: {fix})")
+        return [task, goal, plan]
+    if agent == "codex":
+        gated = _gated_events(_loose(read_text(project / ".codex" / "hooks.json")))
+        held = (
+            "a completed goal: held by the Stop gate"
+            if "Stop" in gated
+            else f"a completed goal: not gated ({fix})"
+        )
+        return [
+            "update_goal complete: not gated (Codex runs no PreToolUse hook for its goal tools)",
+            held,
+        ]
+    if agent == "gemini":
+        return ["no goal or task completion of its own: not gated (only its stop, with --gate-stop)"]
+    return ["no hook can hold a completion or a stop: not gated"]
+
+
+def _gated_events(settings: dict[str, Any]) -> set[str]:
+    """Events whose todoledger hook runs with --gate-stop."""
+    found: set[str] = set()
+    hooks = settings.get("hooks")
+    for event, groups in hooks.items() if isinstance(hooks, dict) else []:
+        for group in groups if isinstance(groups, list) else []:
+            for handler in _dig(group, "hooks") or []:
+                command = handler.get("command") if isinstance(handler, dict) else None
+                if is_our_command(command, "todoledger") and "--gate-stop" in str(command):
+                    found.add(str(event))
+    return found
 
 
 def _hook_events(settings: dict[str, Any], agent: str) -> list[str]:

@@ -876,6 +876,10 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
         out["waits_for_cancelled"] = waiting
     if view.recent:
         out["recent"] = [it.as_dict("evidence", "verification", "forced") for it in view.recent[:SHOWN]]
+    if view.claimed:  # completed by their writer, gate failing: not among the completed
+        out["claimed"] = [
+            it.as_dict("evidence", "verification", "claimed", "forced") for it in view.claimed[:SHOWN]
+        ]
     if full:
         out["items"] = [it.as_dict(*_FULL) for it in view.items]
     return out

@@ -147,6 +147,22 @@ def m006_forced_index(db: Executor) -> None:
     db.execute_script(["CREATE INDEX events_forced ON events (plan, item) WHERE field = 'forced'"])
 
 
+def m007_check_provenance(db: Executor) -> None:
+    """Who proved what: each check keeps how it arrived (`route`: person,
+    board, import, agent:<kind>) beside its writer; each metric whether it was
+    typed or measured (and by which check), and the person who accepted a
+    typed one. Rows from before are left NULL: their route is read from the
+    writer, and their metrics count as typed."""
+    db.execute_script(
+        [
+            "ALTER TABLE checks ADD COLUMN route TEXT",
+            "ALTER TABLE metrics ADD COLUMN provenance TEXT",
+            "ALTER TABLE metrics ADD COLUMN check_id TEXT",
+            "ALTER TABLE metrics ADD COLUMN accepted_by TEXT",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -154,5 +170,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("board_fields", m004_board_fields),
     ("leases", m005_leases),
     ("forced_index", m006_forced_index),
+    ("check_provenance", m007_check_provenance),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

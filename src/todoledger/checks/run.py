@@ -177,6 +177,8 @@ def _cmd(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
         except OSError as exc:
             return "error", None, f"cannot start: {exc.strerror}"
         _live[proc.pid] = proc
+        if _stopped:  # stopped while it started, before the handler could see it
+            _kill_group(proc)
         try:
             code = proc.wait(timeout=check.timeout)
             timed_out = False

@@ -105,7 +105,7 @@ def test_checks_that_cannot_fail_are_refused_and_history_shows_failures(lg: Ledg
         with pytest.raises(LedgerError, match="cannot fail"):
             lg.add_check(item, spec, writer=AGENT)
     lg.add_check(item, "cmd:make -q && touch out.bin", writer=AGENT)
-    with pytest.raises(LedgerError, match="writes out.bin"):
+    with pytest.raises(LedgerError, match=r"writes out\.bin"):
         lg.add_check(item, "file:out.bin", writer=AGENT)
     other = lg.add("Other order")["id"]
     lg.add_check(other, "file:report.txt", writer=AGENT)

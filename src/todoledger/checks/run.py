@@ -98,8 +98,8 @@ def _stop(signum: int, frame: object) -> None:
     for pid in list(_live):
         try:
             os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        except OSError:  # already gone
+            continue
 
 
 @dataclass(frozen=True)

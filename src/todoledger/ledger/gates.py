@@ -158,7 +158,7 @@ def _proof(u: Unit, rows: Sequence[CheckRow]) -> Callable[[CheckRow, str | None]
         if row.check.kind != "metric":
             return True
         runs = [m for m in repo.metric_runs(row.item, row.check.target) if _usable(m)]
-        for _, provenance, check_id, accepted_by, _writer in runs:
+        for _, provenance, check_id, _accepted, _writer in runs:
             if provenance != core.MEASURED:
                 continue  # accepted by a person (`_usable`): theirs
             source = by_id.get(check_id or "")

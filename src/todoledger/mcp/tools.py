@@ -691,7 +691,11 @@ class PlanTools:
                 "needs_approval",
             ),
         }
-        state = _verification(lg, plan, item["id"]) if fields.get("force_reason") or status == "completed" else None
+        state = (
+            _verification(lg, plan, item["id"])
+            if fields.get("force_reason") or status == "completed"
+            else None
+        )
         if fields.get("force_reason") and state not in (None, "verified"):
             out["hint"] = f"completed past its gate on your reason (kept in history); it shows {state}"
         elif state == "self-checked":

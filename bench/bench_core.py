@@ -114,8 +114,48 @@ def builds(work: Path, against: str | None) -> dict[str, tuple[list[str], dict[s
     return out
 
 
-def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
+def prepare(env: dict[str, str], fill: str, db: Path) -> str:
+    """Run `fill(db)` (a function of this file) under a build's environment, so
+    that the build writes its ledger with its own schema; returns what it prints."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.bench_core import {fill}; {fill}({str(db)!r})"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def fill_hook_db(db: str) -> None:
+    """A ledger of 1,000 events written by the hook's kind of writes; prints [step, events]."""
     from todoledger import Ledger
+
+    with Ledger(db) as lg:
+        step = 0
+        while lg.repo.count_events() < 1000:
+            lg.write(todowrite_event(20, step), writer="claude-code:warmup")
+            step += 1
+        print(json.dumps([step, lg.repo.count_events()]))
+
+
+def fill_show_db(db: str) -> None:
+    """A plan of 1,000 items for `show --json`."""
+    from todoledger import Ledger
+
+    with Ledger(db) as lg:
+        for chunk in range(0, 1000, 500):
+            lg.import_jsonl(
+                [
+                    json.dumps(
+                        {
+                            "id": f"i{k:05d}",
+                            "content": f"item {k}",
+                            "priority": "medium",
+                            "position": float(k),
+                        }
+                    )
+                    for k in range(chunk, chunk + 500)
+                ]
+            )
+
+
+def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
 
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -127,12 +167,8 @@ def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
     for name, (_, extra) in made.items():
         hook_db = work / f"hook-{len(hook_env)}.db"
         hook_env[name] = env | extra | {"TODOLEDGER_DB": str(hook_db)}
-        with Ledger(hook_db) as lg:
-            step = 0
-            while lg.repo.count_events() < 1000:
-                lg.write(todowrite_event(20, step), writer="claude-code:warmup")
-                step += 1
-            events = lg.repo.count_events()
+        # Each build writes its own ledger: one with a newer schema is refused by an older build.
+        step, events = json.loads(prepare(env | extra, "fill_hook_db", hook_db))
     # The measured hook call flips one status per run, as an agent's list does.
     payloads = [todowrite_event(20, step + k) for k in range(runs)]
     hook_samples: dict[str, list[float]] = {name: [] for name in made}
@@ -148,29 +184,17 @@ def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
         print(f"hook claude-code (20-item TodoWrite, ledger of {events} events), {name}: {ms:.1f} ms")
         print(f"  ratio hook / python -c pass = {ms / base:.2f}x (target <= 3.5x)")
 
-    show_db = work / "show.db"
-    with Ledger(show_db) as lg:
-        for chunk in range(0, 1000, 500):
-            lg.import_jsonl(
-                [
-                    json.dumps(
-                        {
-                            "id": f"i{k:05d}",
-                            "content": f"item {k}",
-                            "priority": "medium",
-                            "position": float(k),
-                        }
-                    )
-                    for k in range(chunk, chunk + 500)
-                ]
-            )
+    show_dbs: dict[str, Path] = {}
+    for name, (_, extra) in made.items():
+        show_dbs[name] = work / f"show-{len(show_dbs)}.db"
+        prepare(env | extra, "fill_show_db", show_dbs[name])
     show_samples: dict[str, list[float]] = {name: [] for name in made}
     pass_samples = []
     for _ in range(runs):
         pass_samples.append(timed([sys.executable, "-c", "pass"], env))
         for name, (cmd, extra) in made.items():
             show_samples[name].append(
-                timed([*cmd, "show", "--json"], env | extra | {"TODOLEDGER_DB": str(show_db)})
+                timed([*cmd, "show", "--json"], env | extra | {"TODOLEDGER_DB": str(show_dbs[name])})
             )
     base = median_ms(pass_samples)
     show = {name: median_ms(samples) for name, samples in show_samples.items()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -187,6 +188,7 @@ def test_scenario_6_liveness_receipts_age_and_expect_tells_servers_apart(
         lg.add_check(up, url, {"expect": "service-a", "status": 200}, writer=PERSON)
         lg.done(up, evidence="it answers", writer=AGENT)
         assert state(lg, up) == "verified" and ready(lg, bench)
+        assert lg.receipts(up)[-1]["age"].endswith(" s")  # every receipt says how old it is
     # The server is stopped. Ten minutes on (a fixed clock), the receipt is stale.
     later = shift(now(), 601)
     monkeypatch.setenv("TODOLEDGER_NOW", later)
@@ -300,3 +302,19 @@ def test_scenario_8_checks_die_with_verify(ledger_env: Path, tmp_path: Path, sig
         assert f"verify was stopped ({sig.name})" in proc.stderr.read()  # type: ignore[union-attr]
         assert [r["result"] for r in receipts] == ["error"]
         assert f"interrupted: verify was stopped ({sig.name})" in receipts[0]["output"]
+
+
+def test_gate_list_says_who_wrote_each_check_and_how_old_its_receipt_is(ledger_env: Path) -> None:
+    from tests.test_cli import run, run_json
+
+    item = run_json(ledger_env, "add", "Server listens")
+    added = run_json(ledger_env, "gate", "add", item["id"], "port:127.0.0.1:9", "--max-age", "5m")
+    assert added["options"] == {"max_age": 300.0} and added["route"] == "person"
+    listed = run(ledger_env, "gate", "list").stdout
+    assert "a process listens on 127.0.0.1:9" in listed and "(by person; never ran)" in listed
+    run(ledger_env, "verify", check=False)
+    listed = run(ledger_env, "gate", "list").stdout
+    assert re.search(r"\(by person; fails \d+ s ago\)", listed), listed
+    assert run_json(ledger_env, "gate", "list")[0]["last"]["result"] == "fails"
+    bad = run(ledger_env, "gate", "add", item["id"], "cmd:true", check=False)
+    assert bad.returncode == 1 and "cannot fail" in bad.stderr and "Traceback" not in bad.stderr

@@ -151,19 +151,31 @@ def gate_list(refs: tuple[str, ...], plan: str | None, as_json: bool) -> None:
 
     with reader() as lg:
         rows = [r.as_dict() for r in lg.checks(refs, plan=plan)]
+        latest = {r["check"]: r for r in lg.receipts(plan=plan)} if rows else {}
+    for r in rows:
+        last = latest.get(r["id"])
+        r["last"] = {"result": last["result"], "at": last["at"], "age": last["age"]} if last else None
     if as_json:
         emit(rows)
         return
     for r in rows:
         trusted = "trusted" if r["trusted"] else "UNTRUSTED"
-        click.echo(f"{r['id']}  {r['item']}  {r['role']:<10} {trusted:<9}  {_clean(_spec_line(r))}")
+        by = f"by {r['route']}" + (f", approved by {r['approved_by']}" if r.get("approved_by") else "")
+        last = r["last"]
+        ran = f"{last['result']} {last['age']} ago" if last else "never ran"
+        click.echo(
+            _clean(f"{r['id']}  {r['item']}  {r['role']:<10} {trusted:<9}  {_spec_line(r)}  ({by}; {ran})")
+        )
     if not rows:
         click.echo("no checks")
 
 
 def _spec_line(row: dict[str, Any]) -> str:
     opts = row.get("options") or {}
-    return str(row["spec"]) + ("  " + " ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) if opts else "")
+    spec = str(row["spec"])
+    if spec.startswith("port:"):  # it proves that some process listens there, not which
+        spec = f"a process listens on {spec[5:]}"
+    return spec + ("  " + " ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) if opts else "")
 
 
 _MARK = {"holds": "ok  ", "fails": "FAIL", "error": "ERR "}

@@ -144,7 +144,10 @@ class CheckRow:
             "created_by": self.created_by,
             "principal": self.principal,
             "route": self.route or route_of(self.created_by),
-            "approved_by": self.trusted_by if self.person_backed and self.trusted_by else None,
+            # A person who approved another writer's check (its author's own trust is no approval).
+            "approved_by": self.trusted_by
+            if self.person_backed and self.trusted_by and self.trusted_by != self.created_by
+            else None,
             "at": self.at,
         }
 

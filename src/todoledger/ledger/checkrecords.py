@@ -205,9 +205,14 @@ def metrics(u: Unit, plan: str, ref: str | None = None) -> list[dict[str, Any]]:
 
 def receipts(u: Unit, plan: str, ref: str | None = None) -> list[dict[str, Any]]:
     """The receipts of the plan's checks (or of one item's), oldest first."""
+    from todoledger.ledger.gates import age, clock
+
     with u.store.read():
         item = u.require(plan, ref).id if ref else None
-        return [r.as_dict() for r in check_repo(u).receipts(plan, item)]
+        rows = check_repo(u).receipts(plan, item)
+    at = clock() if rows else 0.0
+    # Every receipt says how old it is: a liveness receipt stands for minutes, not for ever.
+    return [r.as_dict() | {"age": age(r, at)} for r in rows]
 
 
 def sweep_repeats(u: Unit, plan: str) -> dict[str, int]:

@@ -133,7 +133,7 @@ def bench_sweep(folder: Path, runs: int = 40) -> None:
             "overhead",
             template="Run {n}",
             params=[f"n={','.join(str(n) for n in range(runs))}"],
-            run="echo tok_s {n}",
+            run="echo tok_s {n} | cat",  # a stand-in benchmark (a bare echo is refused: it cannot fail)
             metrics=[r"tok_s=tok_s (\d+)"],
         )
         start = time.perf_counter()

@@ -64,7 +64,9 @@ def hostile_ledger(db: Path) -> dict[str, dict[str, str]]:
             forced = lg.add("forced " + HOSTILE, depends_on=[b["id"]], **kw)
             lg.done(forced["id"], plan=plan, writer=PERSON, force=True, force_reason="forced " + HOSTILE)
             lg.add_check(b["id"], "file:" + MARKUP, plan=plan, writer=PERSON)
-            lg.add_check(a["id"], f"cmd:echo '{SCRIPT}'", role="assumption", plan=plan, writer=PERSON)
+            lg.add_check(
+                a["id"], f"cmd:echo '{SCRIPT}' | grep -q script", role="assumption", plan=plan, writer=PERSON
+            )
             lg.record_metrics(a["id"], {"tok_s": 3.0}, **kw)  # metric names are plain words
             ids[plan] = {"first": a["id"], "gated": b["id"], "child": child["id"], "done": done["id"]}
             lg.add_sweep(

@@ -325,7 +325,7 @@ def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -
         lg.done(ids["Benchmark 16 draft tokens"], metrics={"tok_s": 60.0}, plan=PLAN)
         lg.add_check(ids["Verify disk"], f"disk:{tmp_path}>=900P", plan=PLAN)
         lg.done(ids["Verify disk"], plan=PLAN, force_reason="subagent says 2.8T avail")
-        lg.add_check(ids["Deploy"], "cmd:true", plan=PLAN, trusted=False)
+        lg.add_check(ids["Deploy"], "cmd:test -f deployed", plan=PLAN, trusted=False)
         lg.done(ids["Deploy"], plan=PLAN, force_reason="it is up")
         lg.add_check(ids["Write the doc"], f"file:{doc}", {"watch": [str(doc)]}, plan=PLAN)
         lg.done(ids["Write the doc"], plan=PLAN)
@@ -348,7 +348,7 @@ def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -
     }
     assert "tok\\_s: 60 (1 run)" in rows_md[ids["Benchmark 16 draft tokens"]]
     assert "| failed |" in rows_md[ids["Verify disk"]] and "900P fails: " in rows_md[ids["Verify disk"]]
-    assert "cmd:true never ran" in rows_md[ids["Deploy"]]
+    assert "cmd:test -f deployed never ran" in rows_md[ids["Deploy"]]
     rows = {row["id"]: row for row in json_.loads(render_json(report))["items"]}
     bench = rows[ids["Benchmark 16 draft tokens"]]["proof"]
     assert bench["metrics"] == {"tok_s": [60.0]} and bench["receipts"][0]["result"] == "holds"

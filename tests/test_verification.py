@@ -58,7 +58,10 @@ def test_subagent_cannot_verify_a_failing_disk_gate_by_saying_so(lg: Ledger, tmp
     }
     result = lg.write(payload, writer="opencode:subagent")
     (warning,) = [w for w in result.warnings if w.code == "unverified-completion"]
-    assert warning.where == disk["id"] and "kept as reported, not verified" in warning.message
+    assert (
+        warning.where == disk["id"]
+        and "counted as 'claimed completed, gate not run', not as completed" in warning.message
+    )
     assert "is unverified" in warning.message
     view = rows(lg)
     assert view[DISK_ITEM]["status"] == "completed"  # the agent's report is kept
@@ -289,7 +292,7 @@ def test_completed_without_checks_is_reported_not_verified(lg: Ledger) -> None:
 
 def test_undo_after_verify_reverts_the_last_real_change(lg: Ledger, tmp_path: Path) -> None:
     item = lg.add("Something gated")
-    lg.add_check(item["id"], "cmd:true")
+    lg.add_check(item["id"], "cmd:test -d .")
     lg.update(item["id"], priority="high")
     lg.verify()
     undone = lg.undo()

@@ -3,6 +3,12 @@
 `holds` and `fails` are answers from the target; `error` means the check
 could not be evaluated (a missing disk path, no metric recorded, a command
 that cannot start). Output is kept as a bounded tail.
+
+A `cmd:` check runs in its own process group, and dies with whoever runs it:
+`interruptible()` (what `verify` runs under) ends every live group on SIGTERM
+or SIGINT and their receipts say so; where no handler can run (SIGKILL), the
+group's leader gets SIGTERM from the kernel when its parent dies
+(PR_SET_PDEATHSIG on Linux) and its trap kills the whole group.
 """
 
 from __future__ import annotations
@@ -27,6 +33,73 @@ if TYPE_CHECKING:
 
 MAX_SCAN_BYTES = 1 << 20  # an expect regex looks at the last MiB of output / first MiB of a body
 MAX_WORKERS = 64
+# The group's leader: on SIGTERM (its parent died, or verify ended it) it kills its whole group.
+_LEADER = 'trap "trap - TERM; kill -KILL 0" TERM; /bin/sh -c "$1" & wait $!'
+_live: dict[int, Any] = {}  # pid (= process group) -> Popen, of the cmd: checks running now
+_stopped: list[str] = []  # the signal that stopped this process's checks, once one did
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A preexec function asking the kernel to SIGTERM the child when this thread
+    ends (Linux); None elsewhere."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError, ImportError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, 15, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGTERM
+        if os.getppid() != parent:  # the parent died before the request took hold
+            os._exit(143)
+
+    return preexec
+
+
+class interruptible:
+    """While it is entered (in the main thread), SIGTERM and SIGINT end every
+    running check's process group; the checks' receipts say they were
+    interrupted, and `stopped` names the signal afterwards."""
+
+    def __init__(self) -> None:
+        self.saved: dict[int, Any] = {}
+        self.stopped: str | None = None
+
+    def __enter__(self) -> interruptible:
+        import signal
+        import threading
+
+        _stopped.clear()
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.saved[sig] = signal.signal(sig, _stop)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        self.stopped = _stopped[0] if _stopped else None
+
+
+def _stop(signum: int, frame: object) -> None:
+    import signal
+
+    if not _stopped:
+        _stopped.append(signal.Signals(signum).name)
+    for pid in list(_live):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:  # already gone
+            continue
 
 
 @dataclass(frozen=True)
@@ -45,6 +118,7 @@ class Inputs:
     since: float | None = None  # epoch seconds the item started (file: newer)
     value: float | None = None  # metric: the item's value
     baseline: float | None = None  # metric: the baseline item's value
+    typed: float | None = None  # metric: a value only typed (not measured, not accepted): shown, never passed
 
 
 def run(check: Check, inputs: Inputs) -> Outcome:
@@ -87,25 +161,39 @@ def _cmd(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
     import subprocess
     import tempfile
 
+    if _stopped:
+        return "error", None, f"interrupted: verify was stopped ({_stopped[0]}) before this check ran"
     with tempfile.TemporaryFile() as sink:
         try:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", check.target],
+                ["/bin/sh", "-c", _LEADER, "sh", check.target],
                 cwd=inputs.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: a timeout kills its children too
+                preexec_fn=_parent_death_signal(),
             )
         except OSError as exc:
             return "error", None, f"cannot start: {exc.strerror}"
+        _live[proc.pid] = proc
+        if _stopped:  # stopped while it started, before the handler could see it
+            _kill_group(proc)
         try:
             code = proc.wait(timeout=check.timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             code, timed_out = proc.wait(), True
+        finally:
+            _live.pop(proc.pid, None)
         output = _read_tail(sink)
+    if _stopped:
+        return (
+            "error",
+            None,
+            output + f"\ninterrupted: verify was stopped ({_stopped[0]}); the check's processes were ended",
+        )
     if timed_out:
         return "fails", None, output + f"\ntimed out after {check.timeout:g} s"
     if code != 0:
@@ -218,11 +306,18 @@ def _file(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
 
 
 def _metric(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
+    if inputs.value is None and inputs.typed is not None:
+        return (
+            "fails",
+            None,
+            f"{check.target} = {inputs.typed:g} was typed, not measured: a metric gate passes on measured"
+            f" values (a sweep run), or once a person accepts the typed one (todoledger accept-metric ITEM {check.target})",
+        )
     if inputs.value is None:
         return (
             "error",
             None,
-            f"no {check.target} recorded on this item (done ID --metric {check.target}=VALUE)",
+            f"no {check.target} measured on this item (a sweep run measures it; a typed value counts once a person accepts it)",
         )
     if check.ratio is not None:
         if inputs.baseline is None:

@@ -2,6 +2,9 @@
 
 Git: HEAD plus a hash of everything uncommitted (the diff against HEAD and
 the content of untracked files). Declared `watch` paths: a hash of each.
+And the inputs a check names (its `file:` path, the files its command line
+names), git-ignored ones included: a model file or a `.env` that `git status`
+never reports still decides what the check proved.
 """
 
 from __future__ import annotations
@@ -17,12 +20,66 @@ if TYPE_CHECKING:
 
 _GIT_TIMEOUT = 30
 _CHUNK = 1 << 20
+_HASH_LIMIT = 16 << 20  # a larger input is fingerprinted by size and modification time
+MAX_INPUTS = 16
 
 
-def state(cwd: str, watch: Sequence[str] = ()) -> dict[str, Any] | None:
-    """The fingerprint of `cwd`'s tree, or of the watched paths; None outside git with nothing watched."""
+def named_inputs(cwd: str, kind: str, target: str) -> tuple[str, ...]:
+    """The existing files a check names: a `file:` check's path, the words of a
+    command line that are files under `cwd` (at most MAX_INPUTS)."""
+    if kind == "file":
+        words = [os.path.expanduser(target)]
+    elif kind == "cmd":
+        import re
+
+        words = [w.strip("'\"") for w in re.split(r"[\s;&|()<>=]+", target)]
+        words = [w for w in words if w and not w.startswith("-") and "$" not in w and "*" not in w]
+    else:
+        return ()
+    found: list[str] = []
+    for w in dict.fromkeys(words):
+        if os.path.isfile(os.path.join(cwd, w)):
+            found.append(w)
+            if len(found) >= MAX_INPUTS:
+                break
+    return tuple(found)
+
+
+def state(cwd: str, watch: Sequence[str] = (), inputs: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The fingerprint of `cwd`'s tree, or of the watched paths, with the named
+    inputs; None outside git with nothing watched or named."""
     if watch:
-        return {"watch": {p: path_hash(os.path.join(cwd, p)) for p in watch}, "root": os.path.abspath(cwd)}
+        out: dict[str, Any] = {
+            "watch": {p: path_hash(os.path.join(cwd, p)) for p in watch},
+            "root": os.path.abspath(cwd),
+        }
+        return _with_inputs(out, cwd, inputs)
+    if not _in_git(cwd):
+        return _with_inputs({"root": os.path.abspath(cwd)}, cwd, inputs) if inputs else None
+    return _with_inputs(_git_state(cwd), cwd, inputs) if inputs else _git_state(cwd)
+
+
+def _with_inputs(out: dict[str, Any] | None, cwd: str, inputs: Sequence[str]) -> dict[str, Any] | None:
+    if not inputs:
+        return out
+    out = dict(out or {"root": os.path.abspath(cwd)})
+    out["inputs"] = {p: input_hash(os.path.join(cwd, p)) for p in inputs}
+    out.setdefault("input_root", os.path.abspath(cwd))
+    return out
+
+
+def input_hash(path: str) -> str:
+    """A named input's fingerprint: its content's hash, or size and mtime for a large file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    if st.st_size > _HASH_LIMIT:
+        return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
+    return path_hash(path)
+
+
+def _git_state(cwd: str) -> dict[str, Any] | None:
     if not _in_git(cwd):
         return None
     found = _git(cwd, "rev-parse", "--show-toplevel", "HEAD")  # one process for both, as a rule
@@ -39,12 +96,20 @@ def state(cwd: str, watch: Sequence[str] = ()) -> dict[str, Any] | None:
 
 def same(recorded: dict[str, Any]) -> bool:
     """Does the tree still look as it did when the receipt was taken?"""
+    inputs = recorded.get("inputs")
+    if isinstance(inputs, dict):
+        base = str(recorded.get("input_root") or recorded.get("root") or ".")
+        if any(input_hash(os.path.join(base, p)) != h for p, h in inputs.items()):
+            return False
+        recorded = {k: v for k, v in recorded.items() if k not in ("inputs", "input_root")}
+        if "head" not in recorded and "watch" not in recorded:
+            return True
     root = recorded.get("root")
     if not isinstance(root, str):
         return True
     if "watch" in recorded:
         return bool(recorded["watch"] == {p: path_hash(os.path.join(root, p)) for p in recorded["watch"]})
-    return state(root) == recorded
+    return _git_state(root) == recorded
 
 
 def dirty_hash(top: str) -> str:

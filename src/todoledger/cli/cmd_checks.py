@@ -36,6 +36,12 @@ def check_options(func: F) -> F:
             click.option("--newer", is_flag=True, default=None, help="file: written after the item started."),
             click.option("--baseline", default=None, help="metric: the item whose value `baseline` means."),
             click.option(
+                "--max-age",
+                "max_age",
+                default=None,
+                help="How long a passing receipt stands (90s, 10m, 2h; http and port default to 10m).",
+            ),
+            click.option(
                 "--watch",
                 "watch",
                 multiple=True,
@@ -48,9 +54,16 @@ def check_options(func: F) -> F:
 
 
 def _options(kw: dict[str, Any]) -> dict[str, Any]:
-    names = ("expect", "status", "timeout", "nonempty", "newer", "baseline", "watch")
+    names = ("expect", "status", "timeout", "nonempty", "newer", "baseline", "watch", "max_age")
     out = {n: kw.pop(n, None) for n in names}
     out["watch"] = list(out["watch"] or []) or None
+    if out["max_age"] is not None:
+        from todoledger.core.checkspec import parse_age
+
+        try:
+            out["max_age"] = parse_age(out["max_age"])
+        except ValueError:
+            raise LedgerError(f"--max-age {out['max_age']!r}: write seconds or 90s, 10m, 2h, 1d") from None
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -138,19 +151,31 @@ def gate_list(refs: tuple[str, ...], plan: str | None, as_json: bool) -> None:
 
     with reader() as lg:
         rows = [r.as_dict() for r in lg.checks(refs, plan=plan)]
+        latest = {r["check"]: r for r in lg.receipts(plan=plan)} if rows else {}
+    for r in rows:
+        last = latest.get(r["id"])
+        r["last"] = {"result": last["result"], "at": last["at"], "age": last["age"]} if last else None
     if as_json:
         emit(rows)
         return
     for r in rows:
         trusted = "trusted" if r["trusted"] else "UNTRUSTED"
-        click.echo(f"{r['id']}  {r['item']}  {r['role']:<10} {trusted:<9}  {_clean(_spec_line(r))}")
+        by = f"by {r['route']}" + (f", approved by {r['approved_by']}" if r.get("approved_by") else "")
+        last = r["last"]
+        ran = f"{last['result']} {last['age']} ago" if last else "never ran"
+        click.echo(
+            _clean(f"{r['id']}  {r['item']}  {r['role']:<10} {trusted:<9}  {_spec_line(r)}  ({by}; {ran})")
+        )
     if not rows:
         click.echo("no checks")
 
 
 def _spec_line(row: dict[str, Any]) -> str:
     opts = row.get("options") or {}
-    return str(row["spec"]) + ("  " + " ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) if opts else "")
+    spec = str(row["spec"])
+    if spec.startswith("port:"):  # it proves that some process listens there, not which
+        spec = f"a process listens on {spec[5:]}"
+    return spec + ("  " + " ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) if opts else "")
 
 
 _MARK = {"holds": "ok  ", "fails": "FAIL", "error": "ERR "}
@@ -166,6 +191,8 @@ def verify(
     refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, every: float | None
 ) -> None:
     """Run the checks of the plan (or of the named items) in parallel; store a receipt each."""
+    from todoledger.ledger.gates import Stopped
+
     failed = False
     while True:
         try:
@@ -176,7 +203,13 @@ def verify(
         except KeyboardInterrupt:
             if every is None:
                 raise
-            break  # --watch ends with Ctrl-C: a run cut short stores nothing (its transaction rolls back)
+            break  # --watch ends with Ctrl-C between runs
+        except Stopped as exc:
+            # The running checks' process groups were ended; their receipts say "interrupted".
+            if every is not None and exc.signal_name == "SIGINT":
+                break  # --watch ends with Ctrl-C, also during a run
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(130 if exc.signal_name == "SIGINT" else 143)
     sys.exit(1 if failed else 0)
 
 
@@ -214,16 +247,31 @@ def _verify_once(refs: tuple[str, ...], plan: str | None, writer: str | None, as
 @click.argument("refs", metavar="[ID...]", nargs=-1)
 @click.option("--yes", is_flag=True, help="Approve every check shown without asking.")
 def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, yes: bool) -> None:
-    """Show untrusted checks (imported, or from the HTTP server) and approve their exact text."""
+    """Show untrusted checks (imported, or from the HTTP server) and agents' own
+    checks, and approve their exact text: a person's approval makes an agent's
+    passing check prove its claim (self-checked becomes verified)."""
 
     interactive = sys.stdin.isatty() and not as_json
 
+    history: dict[str, int] = {}
+
     def approve(row: Any) -> bool:
         if not as_json:
-            click.echo(f"{row.id} on {row.item} ({row.role}), from {_clean(row.created_by)}:")
-            click.echo(f"    {_clean(row.check.text())}")
+            route = row.route or row.principal
+            click.echo(
+                f"{row.id} on {row.item} ({row.role}), from {_clean(row.created_by)} ({_clean(route)}):"
+            )
+            click.echo(
+                f"    {_clean(row.check.describe() if row.check.kind == 'port' else row.check.text())}"
+            )
             for name, value in sorted(row.check.options().items()):
                 click.echo(f"    {name} = {value!r}")
+            failed = history.get(row.id, 0)
+            click.echo(
+                f"    seen failing: {failed} time(s)"
+                if failed
+                else "    seen failing: never (a check never seen failing may not be able to fail)"
+            )
         if yes:
             return True
         if not interactive:
@@ -231,7 +279,8 @@ def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: 
         return click.confirm("Trust this exact check?", default=False)
 
     with ledger() as lg:
-        pending = [r for r in lg.checks(refs, plan=plan) if not r.trusted]
+        pending = lg.awaiting_trust(refs, plan=plan, writer=writer)
+        history.update(lg.failing_history(plan=plan))
         if not pending:
             emit([]) if as_json else click.echo("nothing to trust: every check is trusted")
             return
@@ -256,8 +305,29 @@ def metrics_cmd(ref: str | None, plan: str | None, as_json: bool) -> None:
         emit(rows)
         return
     for r in rows:
+        how = r.get("provenance", "typed")
+        if r.get("accepted_by"):
+            how += f", accepted by {_clean(r['accepted_by'])}"
         click.echo(
-            f"{r['item']}  {r['name']} = {r['value']:g}  (run {r['run']}, {_clean(r['writer'])}, {r['at']})"
+            f"{r['item']}  {r['name']} = {r['value']:g}  (run {r['run']}, {how}, {_clean(r['writer'])}, {r['at']})"
         )
     if not rows:
         click.echo("no metrics")
+
+
+@click.command("accept-metric")
+@writes
+@click.argument("ref", metavar="ID")
+@click.argument("name")
+def accept_metric(ref: str, name: str, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """A person accepts the typed values of a metric on an item: a `metric:` gate
+    passes on measured values only (a sweep run) unless a person accepts the typed one."""
+
+    with ledger() as lg:
+        done = lg.accept_metric(ref, name, plan=plan, writer=writer)
+    if as_json:
+        emit(done)
+    else:
+        click.echo(
+            f"{done['item']}: accepted {done['accepted']} typed {done['name']} (by {_clean(done['by'])})"
+        )

@@ -42,6 +42,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "verify": "todoledger.cli.cmd_checks:verify",
     "trust": "todoledger.cli.cmd_checks:trust",
     "metrics": "todoledger.cli.cmd_checks:metrics_cmd",
+    "accept-metric": "todoledger.cli.cmd_checks:accept_metric",
     "sweep": "todoledger.cli.cmd_sweep:sweep",
 }
 

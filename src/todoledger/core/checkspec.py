@@ -12,8 +12,14 @@ approve exactly what will run (`todoledger trust` shows both):
                                 `baseline*RATIO` (options: baseline=ITEM)
 
 Sizes are binary, as `df -h` prints them: 1K = 1024 bytes, 5.4T = 5.4 x 1024**4;
-a bare number is bytes. Every option may carry `timeout` (seconds, default 60)
-and `watch` (paths whose content decides when a receipt goes stale).
+a bare number is bytes. Every option may carry `timeout` (seconds, default 60),
+`watch` (paths whose content decides when a receipt goes stale) and `max_age`
+(seconds a passing receipt stands; liveness checks, http and port, default
+to 10 minutes: a server that answered an hour ago proves nothing now).
+
+`cannot_fail` lints a check that proves nothing (`true`, a bare `echo`, a
+`file:` check of a file the item's own command writes): it is refused when
+added, and does not count as proof where it exists.
 
 Pure: no I/O. Bad specs raise one `LedgerError` line.
 """
@@ -29,6 +35,7 @@ from todoledger.core.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, Protocol
 
     class Digest(Protocol):
@@ -40,6 +47,7 @@ KINDS: tuple[str, ...] = ("cmd", "http", "port", "disk", "file", "metric")
 OPS: tuple[str, ...] = (">=", "<=", "==", ">", "<")  # two-character ops first: they are matched in order
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 24 * 3600.0
+MAX_AGE = 366 * 24 * 3600.0
 MAX_SPEC_CHARS = 4_000
 _UNITS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 # Patterns, not compiled ones: `re` compiles each on first use (and caches it),
@@ -49,7 +57,9 @@ _METRIC_NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 _NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
 _BASELINE = r"^baseline(?:\s*\*\s*(" + _NUMBER[1:-1] + r"))?$"
 _HOSTPORT = r"^(\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]@\s]+)(?::(\d{1,5}))?$"
-_OPTION_NAMES = ("expect", "status", "timeout", "nonempty", "newer", "watch", "baseline")
+_OPTION_NAMES = ("expect", "status", "timeout", "nonempty", "newer", "watch", "baseline", "max_age")
+LIVENESS_MAX_AGE = 600.0  # http and port receipts stand for 10 minutes unless the check says otherwise
+LIVENESS_KINDS = ("http", "port")
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,14 @@ class Check:
     ratio: float | None = None  # `baseline*ratio`: compare against ratio x the baseline's value
     baseline: str | None = None
     watch: tuple[str, ...] = field(default_factory=tuple)
+    max_age: float | None = None  # seconds a receipt stands (None: liveness default, else for ever)
+
+    @property
+    def age_limit(self) -> float | None:
+        """Seconds a passing receipt of this check stands before it is stale (None: until the tree changes)."""
+        if self.max_age is not None:
+            return self.max_age
+        return LIVENESS_MAX_AGE if self.kind in LIVENESS_KINDS else None
 
     @property
     def host(self) -> str:
@@ -111,6 +129,8 @@ class Check:
             out["baseline"] = self.baseline
         if self.watch:
             out["watch"] = list(self.watch)
+        if self.max_age is not None:
+            out["max_age"] = self.max_age
         return out
 
     def canonical(self) -> str:
@@ -121,11 +141,13 @@ class Check:
         return sha256(self.canonical().encode("utf-8")).hexdigest()
 
     def describe(self) -> str:
-        """One line for people: the spec and its non-default options."""
+        """One line for people: the spec and its non-default options. A `port:`
+        check says what it proves: that some process listens, whichever it is."""
         opts = self.options()
+        head = f"a process listens on {self.target}" if self.kind == "port" else self.text()
         if not opts:
-            return self.text()
-        return self.text() + "  (" + ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) + ")"
+            return head
+        return head + "  (" + ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) + ")"
 
     @property
     def runs_code(self) -> bool:
@@ -248,6 +270,10 @@ def _options(text: str, options: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(value, str) or not value.strip():
                 raise _bad(text, "baseline must be an item id")
             out[name] = value.strip()
+        elif name == "max_age":
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_AGE:
+                raise _bad(text, f"max_age must be seconds between 0 and {MAX_AGE:g}, not {value!r}")
+            out[name] = float(value)
         elif name == "watch":
             paths = [value] if isinstance(value, str) else value
             if not isinstance(paths, list | tuple) or not all(isinstance(p, str) and p for p in paths):
@@ -330,6 +356,53 @@ def _metric(text: str, body: str) -> dict[str, Any]:
         raise _bad(text, f"{threshold!r} is not a number or baseline*RATIO")
     out["value"] = float(threshold)
     return out
+
+
+def parse_age(text: str) -> float:
+    """`90`, `90s`, `10m`, `2h`, `1d` -> seconds; ValueError otherwise."""
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", text)
+    if not m:
+        raise ValueError(text)
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+
+# Commands whose exit status is 0 whatever happens: they prove nothing.
+_NO_OPS = frozenset({"true", ":", "exit", "exit 0", "/bin/true", "/usr/bin/true", "exit 0;", "true;"})
+_ALWAYS_ZERO_TAIL = r"(?:\|\||;)\s*(?:true|:|exit\s+0)\s*;?\s*$"
+_SHELL_LOGIC = ("|", ">", "<", "&", ";", "`", "$(")
+
+
+def cannot_fail(check: Check, siblings: Sequence[Check] = ()) -> str | None:
+    """Why this check proves nothing (it passes whatever the work did), or None.
+    `siblings` are the other checks of the same item: a `file:` check of a file
+    the item's own command writes passes because that command ran, not because
+    the work is done."""
+    if check.kind == "cmd":
+        cmd = " ".join(check.target.split())
+        if cmd in _NO_OPS:
+            return f"{cmd!r} always exits 0"
+        word = cmd.split(" ", 1)[0]
+        if word in ("echo", "printf") and not any(ch in cmd for ch in _SHELL_LOGIC):
+            return f"a bare {word} always exits 0 and prints what it was told"
+        if check.expect is None and re.search(_ALWAYS_ZERO_TAIL, cmd):
+            return "it ends in an exit status of 0 whatever ran before"
+        return None
+    if check.kind == "file":
+        for other in siblings:
+            if other.kind == "cmd" and writes_file(other.target, check.target):
+                return f"the item's own check {other.text()} writes {check.target}"
+    return None
+
+
+def writes_file(command: str, path: str) -> bool:
+    """Does this shell command (visibly) create or write `path`: a redirection into it, touch, tee, cp/mv to it?"""
+    name = re.escape(path[2:] if path.startswith("./") else path)
+    target = r"(?:\./)?" + name + r"(?=$|[\s;&|)])"
+    return bool(
+        re.search(r">>?\|?\s*['\"]?" + target, command)
+        or re.search(r"\b(?:touch|tee(?:\s+-a)?|mkdir(?:\s+-p)?)\s+(?:[^;&|]*\s)?['\"]?" + target, command)
+        or re.search(r"\b(?:cp|mv|install|ln(?:\s+-s)?)\s+[^;&|]*\s['\"]?" + target, command)
+    )
 
 
 def compare(value: float, op: str, threshold: float) -> bool:

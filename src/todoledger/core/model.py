@@ -18,6 +18,9 @@ PRIORITIES: tuple[str, ...] = ("high", "medium", "low")
 OPEN_STATUSES: frozenset[str] = frozenset({"pending", "in_progress"})
 # The verification of a completed item without checks: its writer says so (`core.verification`).
 REPORTED = "reported"
+# A completed item whose gate failed (or never ran): what its writer said, never counted as completed.
+CLAIMED_FAILING = "claimed completed, gate failing"
+CLAIMED_UNRUN = "claimed completed, gate not run"
 PRIORITY_RANK: dict[str, int] = {"high": 0, "medium": 1, "low": 2}
 DEFAULT_PRIORITY = "medium"
 DEFAULT_PLAN = "main"

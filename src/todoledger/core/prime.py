@@ -35,6 +35,9 @@ def render_prime(view: PlanView, *, recent: int = 5, ready: int = 5) -> str:
     if view.recent:
         lines.append("Recently completed:")
         lines += [_line(it) for it in view.recent[:recent]]
+    if view.claimed:
+        lines.append("Claimed completed, but the gate fails or never ran (not counted as completed):")
+        lines += [_line(it) for it in view.claimed[:recent]]
     lines.append(
         "Keep this plan: continue from it, keep one item in progress, mark items done only with evidence."
     )
@@ -51,5 +54,5 @@ def _line(it: ItemView) -> str:
 def shown_ids(view: PlanView, *, recent: int = 5, ready: int = 5) -> list[str]:
     """The items the recovery text names: after a compaction they are all the
     writer knows of the plan (see `Ledger.recover_base`)."""
-    shown = [*view.in_progress, *view.ready[:ready], *view.recent[:recent]]
+    shown = [*view.in_progress, *view.ready[:ready], *view.recent[:recent], *view.claimed[:recent]]
     return list(dict.fromkeys(it.id for it in shown))

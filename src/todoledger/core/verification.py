@@ -4,11 +4,24 @@ Pure: the caller supplies the checks, their latest receipts and a way to
 tell whether a receipt's working-tree state still holds. Nothing here is
 stored, so it can never disagree with the receipts.
 
-- `verified`: every check of the item has a latest receipt that holds and is fresh;
-- `stale`: they all hold, but the tree a receipt ran against has changed since;
+Who proved it matters as much as what ran. A check's author has a principal
+(`core.approval.principal`: a person, or an agent kind across its routes);
+the claimant is whoever completed the item. A passing check proves the claim
+only when the claimant does not control it: a person wrote, approved or
+trusted it, or another principal wrote it.
+
+- `verified`: every check holds and is fresh, and one of them is independent
+  of the claimant (see `independent`);
+- `self-checked`: they all hold and are fresh, but every one is the claimant's
+  own: what waits on it starts once a person approves the check (`trust`);
+- `stale`: they all hold, but the tree a receipt ran against has changed since,
+  or a receipt is older than its check's maximum age (liveness: 10 minutes);
 - `failed`: a check's latest receipt fails or could not run;
 - `unverified`: a check never ran (or only untrusted checks exist);
-- `reported`: completed with no check at all: the agent's word, nothing more.
+- `reported`: completed with no check that can fail: the agent's word, nothing more.
+
+A completed item whose gate fails (or never ran) is "claimed completed, gate
+failing": never in the completed count (`claimed_label`).
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ if TYPE_CHECKING:
     from todoledger.core.checkspec import Check
 
 VERIFIED = "verified"
+SELF_CHECKED = "self-checked"
 UNVERIFIED = "unverified"
 STALE = "stale"
 FAILED = "failed"
@@ -33,6 +47,38 @@ RESULTS: tuple[str, ...] = ("holds", "fails", "error")
 ROLES: tuple[str, ...] = ("gate", "assumption")  # what people add; `verify` runs these
 ALL_ROLES: tuple[str, ...] = (*ROLES, "run")  # "run": a sweep combination's command, run by `sweep run`
 MAX_OUTPUT_CHARS = 2_000
+# How a check arrived: typed by a person (terminal or token), on the board, by an
+# agent (`agent:<kind>`, the route of its principal), or in an import.
+ROUTES: tuple[str, ...] = ("person", "board", "import")  # and "agent:<kind>"
+# A completed item whose gates did not pass: what the agent said, kept apart from "completed".
+from todoledger.core.model import CLAIMED_FAILING as CLAIMED_FAILING  # noqa: E402
+from todoledger.core.model import CLAIMED_UNRUN as CLAIMED_UNRUN  # noqa: E402
+
+TYPED = "typed"  # a metric's provenance: the writer typed it (done --metric, MCP metrics)
+MEASURED = "measured"  # todoledger measured it (a sweep run, a check's output)
+
+
+def route_of(writer: str, *, imported: bool = False) -> str:
+    """How a check written by `writer` arrived: person, board, import, or agent:<kind>."""
+    from todoledger.core.approval import principal
+
+    if imported:
+        return "import"
+    who = principal(writer)
+    if who.startswith("person:"):
+        return "board" if writer.startswith("web:") or "@web:" in writer else "person"
+    return who
+
+
+def claimed_label(status: str, verification: str | None) -> str | None:
+    """For a completed item whose gate failed or never ran: how to count it instead of completed."""
+    if status != "completed":
+        return None
+    if verification == FAILED:
+        return CLAIMED_FAILING
+    if verification == UNVERIFIED:
+        return CLAIMED_UNRUN
+    return None
 
 
 @dataclass(frozen=True)
@@ -45,6 +91,47 @@ class CheckRow:
     trusted: bool
     created_by: str
     at: str
+    trusted_by: str | None = None  # who approved its current text (a person's `trust`, or its local writer)
+    route: str | None = None  # person | board | import | agent:<kind> (None: before routes were kept)
+
+    @property
+    def writer(self) -> str:
+        return self.created_by
+
+    @property
+    def principal(self) -> str:
+        from todoledger.core.approval import principal
+
+        return principal(self.created_by)
+
+    @property
+    def person_backed(self) -> bool:
+        """A person wrote it, or approved its exact current text."""
+        from todoledger.core.approval import principal
+
+        if self.route == "import":
+            return (
+                self.trusted
+                and self.trusted_by is not None
+                and principal(self.trusted_by).startswith("person:")
+            )
+        if self.principal.startswith("person:"):
+            return True
+        return (
+            self.trusted and self.trusted_by is not None and principal(self.trusted_by).startswith("person:")
+        )
+
+    def independent(self, claimant: str | None) -> bool:
+        """Does its passing prove `claimant`'s claim? A person's check (written,
+        approved or trusted), or one another principal wrote. With no claimant
+        (the item is not completed), only a person's."""
+        if self.person_backed:
+            return True
+        if claimant is None or self.route == "import":
+            return False
+        from todoledger.core.approval import principal
+
+        return self.principal != principal(claimant)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +142,12 @@ class CheckRow:
             "options": self.check.options(),
             "trusted": self.trusted,
             "created_by": self.created_by,
+            "principal": self.principal,
+            "route": self.route or route_of(self.created_by),
+            # A person who approved another writer's check (its author's own trust is no approval).
+            "approved_by": self.trusted_by
+            if self.person_backed and self.trusted_by and self.trusted_by != self.created_by
+            else None,
             "at": self.at,
         }
 
@@ -105,11 +198,19 @@ def tail(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
 def item_state(
     checks: Iterable[CheckRow],
     latest: Mapping[str, Receipt],
-    fresh: Callable[[Receipt], bool],
+    fresh: Callable[[CheckRow, Receipt], bool],
     status: str,
+    claimant: str | None = None,
+    proves: Callable[[CheckRow, str | None], bool] | None = None,
 ) -> str | None:
-    """The verification of one item from its checks' latest receipts."""
+    """The verification of one item from its checks' latest receipts. `claimant`
+    is the writer who completed it; `proves(row, claimant)` whether a passing
+    check is independent of the claimant (default `CheckRow.independent`)."""
+    from todoledger.core.checkspec import cannot_fail
+
     rows = list(checks)
+    specs = [c.check for c in rows]
+    rows = [c for c in rows if cannot_fail(c.check, [s for s in specs if s is not c.check]) is None]
     if not rows:
         return REPORTED if status == "completed" else None
     receipts = [latest.get(c.id) for c in rows]
@@ -117,28 +218,44 @@ def item_state(
         return FAILED
     if any(r is None for r in receipts):
         return UNVERIFIED
-    if not all(fresh(r) for r in receipts if r is not None):
+    if not all(fresh(c, r) for c, r in zip(rows, receipts, strict=True) if r is not None):
         return STALE
-    return VERIFIED
+    test = proves or (lambda row, who: row.independent(who))
+    return VERIFIED if any(test(c, claimant) for c in rows) else SELF_CHECKED
 
 
 def derive(
     items: Iterable[tuple[str, str]],
     checks: Iterable[CheckRow],
     latest: Mapping[str, Receipt],
-    fresh: Callable[[Receipt], bool],
+    fresh: Callable[[CheckRow, Receipt], bool],
+    claimants: Mapping[str, str] | None = None,
+    proves: Callable[[CheckRow, str | None], bool] | None = None,
 ) -> dict[str, str | None]:
-    """Map item id -> verification, for (id, status) pairs."""
+    """Map item id -> verification, for (id, status) pairs; `claimants`: item ->
+    the writer who completed it."""
     by_item: dict[str, list[CheckRow]] = {}
     for c in checks:
         by_item.setdefault(c.item, []).append(c)
-    return {item: item_state(by_item.get(item, ()), latest, fresh, status) for item, status in items}
+    who = claimants or {}
+    return {
+        item: item_state(
+            by_item.get(item, ()),
+            latest,
+            fresh,
+            status,
+            who.get(item) if status == "completed" else None,
+            proves,
+        )
+        for item, status in items
+    }
 
 
 def gated(verification: Mapping[str, str | None]) -> frozenset[str]:
     """Items that count as unfinished for those waiting on them: checked but not verified.
 
     `graph.derive(items, gated=...)` and `Ledger.next` use it, so an item that
-    waits for a gated item is ready only once that item is verified.
+    waits for a gated item is ready only once that item is verified; a
+    self-checked item holds them back until a person approves its check.
     """
     return frozenset(i for i, v in verification.items() if v not in (None, REPORTED, VERIFIED))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from todoledger.core.model import PRIORITY_RANK, STATUSES
+from todoledger.core.model import CLAIMED_FAILING, CLAIMED_UNRUN, PRIORITY_RANK, STATUSES
 from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from todoledger.core.schedule import Schedule
 
 MAX_DEPTH = 32  # phases nest a few levels; a deeper chain is damage, not a plan
-VERIFICATIONS = ("unverified", "verified", "stale", "failed")
+VERIFICATIONS = ("unverified", "verified", "self-checked", "stale", "failed")
+# A completion whose gate failed or never ran is counted apart from "completed" (`claimed`).
+CLAIMED = {"failed": CLAIMED_FAILING, "unverified": CLAIMED_UNRUN}
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class ItemView:
     created_at: str
     updated_at: str
     # Filled by other work when it lands; empty until then.
-    verification: str | None = None  # unverified / verified / stale / failed
+    verification: str | None = None  # unverified / verified / self-checked / stale / failed
     waits_on_cancelled: tuple[str, ...] = ()  # cancelled items it still waits for
     estimate: str | None = None
     uses: tuple[str, ...] = ()
@@ -68,6 +70,12 @@ class ItemView:
     @property
     def is_open(self) -> bool:
         return self.status in ("pending", "in_progress")
+
+    @property
+    def claimed(self) -> str | None:
+        """For a completion whose gate failed or never ran, how it is counted
+        instead of completed (`claimed completed, gate failing`); else None."""
+        return CLAIMED.get(self.verification or "") if self.status == "completed" else None
 
     def flag(self) -> str:
         """What keeps it from being done next, or that it is next: "" when neither."""
@@ -85,7 +93,7 @@ class ItemView:
         if self.waits_on_cancelled and self.is_open:
             out.append(f"waits for a cancelled item ({', '.join(self.waits_on_cancelled)})")
         if self.verification:
-            out.append(self.verification)
+            out.append(self.claimed or self.verification)
         out.extend(self.forced)
         if self.needs_approval:
             out.append("needs approval")
@@ -126,11 +134,14 @@ class PlanView:
     plan: str
     revision: int
     items: Items  # plan order
-    counts: dict[str, int]  # status -> number of items, in the vocabulary's order, only those present
+    # status -> number of items, in the vocabulary's order, only those present; a completion
+    # whose gate failed (never ran) counts as "claimed completed, gate failing" (", gate not run")
+    counts: dict[str, int]
     in_progress: Items  # plan order
     ready: Items  # what to do next: by priority, then plan order
     blocked: Items  # pending items waiting for others (or for a cancelled item)
-    recent: Items  # completed items, last completed first
+    recent: Items  # completed items (not those only claimed), last completed first
+    claimed: Items = ()  # type: ignore[assignment]  # completed by their writer, gate failing or not run
 
     def schedule(self) -> Schedule:
         """The critical path of the open work and the sets of ready items that
@@ -140,8 +151,11 @@ class PlanView:
         return schedule([it.schedule_row() for it in self.items])
 
     def summary(self) -> str:
-        """Like `2 pending, 1 in_progress, 3 completed`; empty for an empty plan."""
-        return ", ".join(f"{n} {status}" for status, n in self.counts.items())
+        """Like `2 pending, 1 in_progress, 3 completed`; empty for an empty plan.
+        Claimed completions follow after a semicolon: `3 completed; 1 claimed completed, gate failing`."""
+        plain = ", ".join(f"{n} {status}" for status, n in self.counts.items() if status not in _CLAIMED_KEYS)
+        claims = "; ".join(f"{n} {status}" for status, n in self.counts.items() if status in _CLAIMED_KEYS)
+        return "; ".join(part for part in (plain, claims) if part)
 
     def tree(self) -> list[ItemView]:
         """The items depth first: each phase followed by its own items."""
@@ -212,10 +226,15 @@ def build(doc: Mapping[str, Any]) -> PlanView:
         return view
 
     present: dict[str, int] = {}
+    claimed: list[Mapping[str, Any]] = []
     for r in rows:
-        present[r["status"]] = present.get(r["status"], 0) + 1
+        key = r["status"]
+        if key == "completed" and r.get("verification") in CLAIMED:
+            key = CLAIMED[r["verification"]]
+            claimed.append(r)
+        present[key] = present.get(key, 0) + 1
     # A fixed order: a summary that reshuffles when an agent reorders its list is noise.
-    counts = {s: present.pop(s) for s in STATUSES if s in present} | present
+    counts = {s: present.pop(s) for s in (*STATUSES, *_CLAIMED_KEYS) if s in present} | present
     # As `_item` reads them: ready, never while it waits for a cancelled item.
     ready = sorted(
         (r for r in rows if r.get("ready") and not r.get("waits_on_cancelled")),
@@ -238,13 +257,17 @@ def build(doc: Mapping[str, Any]) -> PlanView:
         ),
         recent=Items(
             sorted(
-                (r for r in rows if r["status"] == "completed"),
+                (r for r in rows if r["status"] == "completed" and r.get("verification") not in CLAIMED),
                 key=lambda r: r.get("updated_at") or "",
                 reverse=True,
             ),
             make,
         ),
+        claimed=Items(claimed, make),
     )
+
+
+_CLAIMED_KEYS = (CLAIMED_FAILING, CLAIMED_UNRUN)
 
 
 def _item(r: Mapping[str, Any], depth: int) -> ItemView:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from todoledger.core import verification as core
+from todoledger.core.approval import is_person
 from todoledger.core.checkspec import parse
 from todoledger.core.model import LedgerError
 from todoledger.core.timefmt import now
@@ -83,8 +84,11 @@ def trust(
     approve: Callable[[CheckRow], bool] = lambda row: True,
 ) -> list[dict[str, Any]]:
     """Approve the exact text of untrusted checks; `approve` is asked for each
-    (the CLI shows the spec and asks). Returns the approved checks."""
-    pending = [r for r in checks(u, plan, refs) if not r.trusted]
+    (the CLI shows the spec, who wrote it and whether it was ever seen failing,
+    and asks). A person may also approve an agent's own check: its passing then
+    proves that agent's claim (`self-checked` becomes `verified`). Returns the
+    approved checks."""
+    pending = awaiting_trust(u, plan, writer, refs)
     approved = [r for r in pending if approve(r)]
     if not approved:
         return []
@@ -104,10 +108,25 @@ def trust(
     return done
 
 
+def awaiting_trust(u: Unit, plan: str, writer: str, refs: Sequence[str] = ()) -> list[CheckRow]:
+    """The checks `writer` could approve: untrusted ones, and for a person
+    those no person has approved yet (an agent's own, trusted only to run)."""
+    person = is_person(writer)
+    return [r for r in checks(u, plan, refs) if not r.trusted or (person and not r.person_backed)]
+
+
+def failing_history(u: Unit, plan: str) -> dict[str, int]:
+    """check id -> how many receipts saw it fail or not run (absent: never seen failing)."""
+    with u.store.read():
+        return check_repo(u).failure_counts(plan)
+
+
 def record_metrics(
     u: Unit, plan: str, writer: str, ref: str, metrics: dict[str, float] | Sequence[tuple[str, float]]
 ) -> list[dict[str, Any]]:
-    """Store numbers on an item (each a new run of that metric) with their events."""
+    """Store numbers on an item (each a new run of that metric) with their events.
+    They are `typed`: a writer said so. A `metric:` gate counts them only once a
+    person accepts them (`accept_metrics`); a person's own typed value is accepted as typed."""
     pairs = list(metrics.items()) if isinstance(metrics, dict) else list(metrics)
     if len(pairs) > MAX_METRICS_PER_CALL:
         raise LedgerError(f"{len(pairs)} metrics in one call; the limit is {MAX_METRICS_PER_CALL}")
@@ -120,10 +139,37 @@ def record_metrics(
         w = u.op(plan, writer, at, "metric", summary=", ".join(f"{n}={v:g}" for n, v in checked))
         for name, value in checked:
             run = repo.add_metric(plan, item.id, name, value, writer, at)
-            w.annotate(item.id, "metric", None, {"name": name, "value": value, "run": run})
-            out.append({"item": item.id, "name": name, "value": value, "run": run})
+            w.annotate(
+                item.id, "metric", None, {"name": name, "value": value, "run": run, "provenance": "typed"}
+            )
+            out.append({"item": item.id, "name": name, "value": value, "run": run, "provenance": "typed"})
+        if is_person(writer):
+            for name in dict.fromkeys(n for n, _ in checked):
+                repo.accept_metrics(item.id, name, writer)
         u.repo.touch_plan(plan, at)
     return out
+
+
+def accept_metrics(u: Unit, plan: str, writer: str, ref: str, name: str) -> dict[str, Any]:
+    """A person accepts the typed values of a metric on an item, so that a
+    `metric:` gate may count them. Person-only: an agent gets one line."""
+    if not is_person(writer):
+        raise LedgerError(
+            f"accept-metric: only a person may accept a typed number ({writer} is an agent);"
+            " a person runs it from a terminal or the board"
+        )
+    name, _ = metric_pair(name, 0.0)
+    at = now()
+    with u.transaction():
+        item = u.require(plan, ref)
+        repo = check_repo(u)
+        count = repo.accept_metrics(item.id, name, writer)
+        if not count:
+            raise LedgerError(f"{item.id} has no typed {name} waiting for acceptance")
+        w = u.op(plan, writer, at, "accept", summary=f"accepted {count} typed {name} on {item.id}")
+        w.annotate(item.id, "metric_accepted", None, {"name": name, "count": count})
+        u.repo.touch_plan(plan, at)
+    return {"item": item.id, "name": name, "accepted": count, "by": writer}
 
 
 def parse_metric(text: str) -> tuple[str, float]:
@@ -159,9 +205,14 @@ def metrics(u: Unit, plan: str, ref: str | None = None) -> list[dict[str, Any]]:
 
 def receipts(u: Unit, plan: str, ref: str | None = None) -> list[dict[str, Any]]:
     """The receipts of the plan's checks (or of one item's), oldest first."""
+    from todoledger.ledger.gates import age, clock
+
     with u.store.read():
         item = u.require(plan, ref).id if ref else None
-        return [r.as_dict() for r in check_repo(u).receipts(plan, item)]
+        rows = check_repo(u).receipts(plan, item)
+    at = clock() if rows else 0.0
+    # Every receipt says how old it is: a liveness receipt stands for minutes, not for ever.
+    return [r.as_dict() | {"age": age(r, at)} for r in rows]
 
 
 def sweep_repeats(u: Unit, plan: str) -> dict[str, int]:

@@ -64,6 +64,29 @@ class CheckMethods(Facade):
 
         return checkrecords.trust(self._unit, *self._who(plan, writer), refs, approve=approve)
 
+    def awaiting_trust(
+        self, refs: Sequence[str] = (), *, plan: str | None = None, writer: str | None = None
+    ) -> list[CheckRow]:
+        """The checks this writer could approve with `trust`: untrusted ones and,
+        for a person, agents' own checks that no person has approved."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.awaiting_trust(self._unit, *self._who(plan, writer), refs)
+
+    def failing_history(self, *, plan: str | None = None) -> dict[str, int]:
+        """check id -> how many receipts saw it fail (absent: never seen failing)."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.failing_history(self._unit, self._plan(plan))
+
+    def accept_metric(
+        self, ref: str, name: str, *, plan: str | None = None, writer: str | None = None
+    ) -> dict[str, Any]:
+        """A person accepts the typed values of a metric on an item, so a `metric:` gate counts them."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.accept_metrics(self._unit, *self._who(plan, writer), ref, name)
+
     def verify(
         self,
         refs: Sequence[str] = (),

@@ -3,9 +3,13 @@ state is, which items are gated (completed, but not proven: what waits for
 them is not ready), running checks and recording their receipts, the gate of
 `done`, and the checks in an export. Every function takes a `Unit`.
 
-Checks written locally (CLI, stdio MCP, hooks) are trusted; checks that arrive
-any other way (`import`, the HTTP server) are not, and nothing runs them until
-a person approves their exact text with `trust`.
+Checks written locally (CLI, stdio MCP, hooks) are trusted to run; checks that
+arrive any other way (`import`, the HTTP server) are not, and nothing runs them
+until a person approves their exact text with `trust`. Running is not proving:
+each check keeps its writer and route, and an item is `verified` only by a
+check its claimant does not control (`core.verification`); a person's `trust`
+of an agent's check is what turns that agent's `self-checked` into `verified`.
+A check that cannot fail (`checkspec.cannot_fail`) is refused when added.
 """
 
 from __future__ import annotations
@@ -32,6 +36,17 @@ if TYPE_CHECKING:
     from todoledger.store.repo import Writes
 
 
+class Stopped(LedgerError):
+    """`verify` got SIGTERM or SIGINT: its running checks were ended, their receipts kept."""
+
+    def __init__(self, signal_name: str) -> None:
+        self.signal_name = signal_name
+        super().__init__(
+            f"verify was stopped ({signal_name}): its running checks were ended;"
+            " their receipts say they were interrupted"
+        )
+
+
 def check_repo(u: Unit) -> CheckRepo:
     """The checks' queries, on the unit's store."""
     return CheckRepo(u.store)
@@ -45,15 +60,36 @@ def new_check_id() -> str:
 def insert_check(
     u: Unit, plan: str, item: str, role: str, check: Check, writer: str, at: str, *, trusted: bool
 ) -> CheckRow:
+    from todoledger.core.checkspec import cannot_fail
+
     repo = check_repo(u)
-    for existing in repo.checks(plan, [item]):
+    siblings = repo.checks(plan, [item])
+    for existing in siblings:
         if existing.check == check and existing.role == role:
             raise LedgerError(f"{item} already has this {role}: {existing.id} {check.text()}")
-    row = CheckRow(new_check_id(), plan, item, role, check, trusted, writer, at)
+    why = cannot_fail(check, [c.check for c in siblings])
+    if why is None and check.kind == "cmd":  # a file: check already there that this command writes
+        why = next(
+            (
+                f"it writes {c.check.target}, which the item's check {c.id} looks for"
+                for c in siblings
+                if c.check.kind == "file" and cannot_fail(c.check, [check]) is not None
+            ),
+            None,
+        )
+    if why is not None:
+        raise LedgerError(f"check {check.text()} cannot fail ({why}): it would prove nothing")
+    route = core.route_of(writer)
+    row = CheckRow(
+        new_check_id(), plan, item, role, check, trusted, writer, at, writer if trusted else None, route
+    )
     repo.add(row, trusted_by=writer if trusted else None)
     w = u.op(plan, writer, at, role, summary=f"{role} {row.id} on {item}")
     w.annotate(
-        item, "check", None, {"id": row.id, "role": role, "spec": check.canonical(), "trusted": trusted}
+        item,
+        "check",
+        None,
+        {"id": row.id, "role": role, "spec": check.canonical(), "trusted": trusted, "route": route},
     )
     u.repo.touch_plan(plan, at)
     return row
@@ -100,16 +136,62 @@ def states(u: Unit, plan: str, items: Iterable[tuple[str, str]]) -> dict[str, st
         for r in rows
         if (r.id, r.check.canonical()) in latest_by_spec
     }
-    return core.derive(pairs, rows, latest, _freshness())
+    claimants = repo.completers(plan) if any(s == "completed" for _, s in pairs) else {}
+    return core.derive(pairs, rows, latest, _freshness(), claimants, _proof(u, rows))
 
 
-def _freshness() -> Callable[[Receipt], bool]:
-    """Is a receipt's tree state still current? One look per distinct tree."""
+def clock() -> float:
+    """Seconds since the epoch, now: `TODOLEDGER_NOW` fixes it (how tests age a receipt)."""
+    return epoch(now())
+
+
+def _proof(u: Unit, rows: Sequence[CheckRow]) -> Callable[[CheckRow, str | None], bool]:
+    """Does a passing check prove the claimant's claim? Its author must be
+    independent of the claimant (`CheckRow.independent`); for a `metric:` gate,
+    so must the numbers: measured by an independent check, or accepted by a person."""
+    by_id = {r.id: r for r in rows}
+    repo = check_repo(u)
+
+    def proves(row: CheckRow, claimant: str | None) -> bool:
+        if not row.independent(claimant):
+            return False
+        if row.check.kind != "metric":
+            return True
+        runs = [m for m in repo.metric_runs(row.item, row.check.target) if _usable(m)]
+        for _, provenance, check_id, _accepted, _writer in runs:
+            if provenance != core.MEASURED:
+                continue  # accepted by a person (`_usable`): theirs
+            source = by_id.get(check_id or "")
+            if source is None or not source.independent(claimant):
+                return False
+        return bool(runs)
+
+    return proves
+
+
+def _usable(run: tuple[float, str, str | None, str | None, str]) -> bool:
+    """A metric value a gate may count: measured, or typed and accepted by a person."""
+    from todoledger.core.approval import is_person
+
+    _, provenance, _, accepted_by, _ = run
+    return provenance == core.MEASURED or (accepted_by is not None and is_person(accepted_by))
+
+
+def _freshness() -> Callable[[CheckRow, Receipt], bool]:
+    """Is a receipt still current: younger than its check's maximum age, its
+    tree state unchanged? One look per distinct tree."""
     from todoledger.checks import tree
 
     cache: dict[str, bool] = {}
+    at_now: list[float] = []
 
-    def fresh(r: Receipt) -> bool:
+    def fresh(row: CheckRow, r: Receipt) -> bool:
+        limit = row.check.age_limit
+        if limit is not None:
+            if not at_now:
+                at_now.append(clock())
+            if at_now[0] - epoch(r.at) > limit:
+                return False
         if r.tree is None:
             return True
         key = repr(sorted(r.tree.items()))
@@ -118,6 +200,18 @@ def _freshness() -> Callable[[Receipt], bool]:
         return cache[key]
 
     return fresh
+
+
+def age(r: Receipt, at: float | None = None) -> str:
+    """How old a receipt is, for people: `42 s`, `12 min`, `3 h`, `2 d`."""
+    seconds = max(0.0, (clock() if at is None else at) - epoch(r.at))
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} d"
 
 
 def gated_items(u: Unit, plan: str) -> frozenset[str]:
@@ -138,14 +232,18 @@ def write_warnings(u: Unit, plan: str, completed: Sequence[str]) -> list[Finding
     out: list[Finding] = []
     for item in completed:
         state = found.get(item)
-        if item in gated and state != core.VERIFIED:
+        if item in gated and state not in (core.VERIFIED, core.SELF_CHECKED):
+            claimed = core.claimed_label("completed", state)
+            shown = (
+                f"counted as {claimed!r}, not as completed" if claimed else "kept as reported, not verified"
+            )
             out.append(
                 Finding(
                     "warning",
                     item,
                     "unverified-completion",
                     f"reported completed, but its check {gated[item].check.text()} is {state}:"
-                    f" kept as reported, not verified (todoledger verify {item})",
+                    f" {shown} (todoledger verify {item})",
                 )
             )
     return out
@@ -214,7 +312,13 @@ def verify(
     rows = [r for r in chosen if r.role in roles]
     runnable = [r for r in rows if r.trusted]
     skipped = [r for r in rows if not r.trusted]
-    receipts = run_rows(u, plan, writer, runnable, cwd or os.getcwd(), on_result, kind="verify")
+    from todoledger.checks.run import interruptible
+
+    # A SIGTERM or Ctrl-C ends the checks' process groups; their receipts say so and are kept.
+    with interruptible() as guard:
+        receipts = run_rows(u, plan, writer, runnable, cwd or os.getcwd(), on_result, kind="verify")
+    if guard.stopped is not None:
+        raise Stopped(guard.stopped)
     return {
         "plan": plan,
         "receipts": [r.as_dict() for r in receipts],
@@ -241,16 +345,19 @@ def run_rows(
         raise LedgerError("checks do not run here: this server was started without --allow-checks")
     with u.store.read():
         jobs = [(row.id, row.check, _inputs(u, row, cwd)) for row in rows]
-    trees: dict[tuple[str, ...], dict[str, Any] | None] = {}
+    # What each receipt depends on: the tree (or the watched paths), and the files the check names.
+    trees: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, Any] | None] = {}
+    keys: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for row in rows:
-        if row.check.watch not in trees:
-            trees[row.check.watch] = tree.state(cwd, row.check.watch)
+        key = keys[row.id] = (row.check.watch, tree.named_inputs(cwd, row.check.kind, row.check.target))
+        if key not in trees:
+            trees[key] = tree.state(cwd, key[0], key[1])
     by_id = {r.id: r for r in rows}
     receipts: dict[str, Receipt] = {}
 
     def finished(check_id: str, outcome: Outcome) -> None:
         row = by_id[check_id]
-        receipts[check_id] = receipt = _receipt(row, outcome, writer, trees[row.check.watch])
+        receipts[check_id] = receipt = _receipt(row, outcome, writer, trees[keys[check_id]])
         if on_result is not None:
             on_result(row, receipt)
 
@@ -270,16 +377,20 @@ def _inputs(u: Unit, row: CheckRow, cwd: str) -> Inputs:
         item = u.repo.item(row.item)
         started = repo.started_at(row.item) or (item.created_at if item else None)
         since = epoch(started) if started else None
-    value = baseline = None
+    value = baseline = typed = None
     if check.kind == "metric":
-        value = _median(repo.metric_values(row.item, check.target))
+        # Measured values only (a sweep's runs, a check's output), or typed ones a person accepted.
+        runs = repo.metric_runs(row.item, check.target)
+        value = _median([m[0] for m in runs if _usable(m)])
+        typed = _median([m[0] for m in runs if not _usable(m)])
         if check.baseline is not None:
             base = u.repo.item(check.baseline)
             if base is None:
                 ids = u.repo.ids_with_prefix(row.plan, check.baseline)
                 base = u.repo.item(ids[0]) if len(ids) == 1 else None
-            baseline = _median(repo.metric_values(base.id, check.target)) if base else None
-    return Inputs(cwd=cwd, since=since, value=value, baseline=baseline)
+            if base is not None:
+                baseline = _median([m[0] for m in repo.metric_runs(base.id, check.target) if _usable(m)])
+    return Inputs(cwd=cwd, since=since, value=value, baseline=baseline, typed=typed)
 
 
 def _median(values: list[float]) -> float | None:
@@ -469,7 +580,9 @@ def import_checks(u: Unit, w: Writes, records: Sequence[dict[str, Any]]) -> int:
             if existing is not None and existing.plan == plan and existing.item == record["id"]:
                 if existing.check != check:
                     repo.remove(existing.id)
-                    row = CheckRow(existing.id, plan, record["id"], role, check, False, writer, at)
+                    row = CheckRow(
+                        existing.id, plan, record["id"], role, check, False, writer, at, None, "import"
+                    )
                     repo.add(row, trusted_by=None)
                     _note(w, row, old=existing)
                     added += 1
@@ -481,7 +594,7 @@ def import_checks(u: Unit, w: Writes, records: Sequence[dict[str, Any]]) -> int:
                 if isinstance(check_id, str) and check_id.startswith("chk-") and existing is None
                 else new_check_id()
             )
-            row = CheckRow(new_id_, plan, record["id"], role, check, False, writer, at)
+            row = CheckRow(new_id_, plan, record["id"], role, check, False, writer, at, None, "import")
             repo.add(row, trusted_by=None)
             _note(w, row, old=None)
             added += 1

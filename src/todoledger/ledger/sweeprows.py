@@ -126,8 +126,21 @@ def record_repeat(
         w.annotate(item.id, "receipt", None, receipt_event(check, receipt))
         if receipt.result == "holds":
             for metric, value in values.items():
-                index = repo.add_metric(plan, item.id, metric, value, writer, at)
-                w.annotate(item.id, "metric", None, {"name": metric, "value": value, "run": index})
+                index = repo.add_metric(
+                    plan, item.id, metric, value, writer, at, provenance="measured", check_id=check.id
+                )
+                w.annotate(
+                    item.id,
+                    "metric",
+                    None,
+                    {
+                        "name": metric,
+                        "value": value,
+                        "run": index,
+                        "provenance": "measured",
+                        "check": check.id,
+                    },
+                )
         if item.status == "pending":
             w.set(item.id, "status", "pending", "in_progress")
         if receipt.result == "holds" and k >= sweep.repeat:

@@ -319,6 +319,15 @@ def _also_in_progress(lg: Ledger, plan: str, writer: str, item_id: str) -> list[
     ]
 
 
+def self_checked_hint(lg: Ledger, plan: str, item_id: str) -> str:
+    """What the claimant is told when only its own check passed."""
+    ids = " ".join(r.id for r in lg.checks([item_id], plan=plan))
+    return (
+        "self-checked: its gate is your own check, so it does not prove your claim; what waits on it"
+        f" starts once a person approves the check (todoledger trust {ids}, from a terminal or the board)"
+    )
+
+
 def _verification(lg: Ledger, plan: str, item_id: str) -> str | None:
     return next((it["verification"] for it in lg.show(plan)["items"] if it["id"] == item_id), None)
 
@@ -682,9 +691,16 @@ class PlanTools:
                 "needs_approval",
             ),
         }
-        state = _verification(lg, plan, item["id"]) if fields.get("force_reason") else None
-        if state not in (None, "verified"):
+        state = (
+            _verification(lg, plan, item["id"])
+            if fields.get("force_reason") or status == "completed"
+            else None
+        )
+        if fields.get("force_reason") and state not in (None, "verified"):
             out["hint"] = f"completed past its gate on your reason (kept in history); it shows {state}"
+        elif state == "self-checked":
+            out["item"]["verification"] = state
+            out["hint"] = self_checked_hint(lg, plan, item["id"])
         elif status == "completed" and not item.get("evidence"):
             out["hint"] = "add evidence: what shows it is done"
         elif status == "in_progress":
@@ -876,6 +892,10 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
         out["waits_for_cancelled"] = waiting
     if view.recent:
         out["recent"] = [it.as_dict("evidence", "verification", "forced") for it in view.recent[:SHOWN]]
+    if view.claimed:  # completed by their writer, gate failing: not among the completed
+        out["claimed"] = [
+            it.as_dict("evidence", "verification", "claimed", "forced") for it in view.claimed[:SHOWN]
+        ]
     if full:
         out["items"] = [it.as_dict(*_FULL) for it in view.items]
     return out

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from todoledger.store.base import Row, Store
 
-_CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by, at"
+_CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route"
 _RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree"
 
 
@@ -38,6 +38,8 @@ def _check(row: Row) -> CheckRow | None:
         trusted=row[6] is not None and row[6] == check.digest(),
         created_by=row[7],
         at=row[8],
+        trusted_by=row[9] if row[6] is not None and row[6] == check.digest() else None,
+        route=row[10],
     )
 
 
@@ -64,7 +66,7 @@ class CheckRepo:
     def add(self, row: CheckRow, *, trusted_by: str | None) -> None:
         digest = row.check.digest() if trusted_by else None
         self.db.execute(
-            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_by, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.id,
                 row.plan,
@@ -76,6 +78,7 @@ class CheckRepo:
                 row.created_by,
                 row.at,
                 trusted_by,
+                row.route,
                 row.at if trusted_by else None,
             ),
         )
@@ -144,13 +147,26 @@ class CheckRepo:
         return [_receipt(r) for r in self.db.query(sql + " ORDER BY seq", params)]
 
     # metrics ---------------------------------------------------------------
-    def add_metric(self, plan: str, item: str, name: str, value: float, writer: str, at: str) -> int:
-        """Store one value; returns its run index (1 for the first value of that name on the item)."""
+    def add_metric(
+        self,
+        plan: str,
+        item: str,
+        name: str,
+        value: float,
+        writer: str,
+        at: str,
+        *,
+        provenance: str = "typed",
+        check_id: str | None = None,
+    ) -> int:
+        """Store one value; returns its run index (1 for the first value of that name on the item).
+        `provenance`: typed (a writer said so) or measured (by `check_id`'s run)."""
         rows = self.db.query("SELECT COUNT(*) FROM metrics WHERE item = ? AND name = ?", (item, name))
         run = int(rows[0][0]) + 1
         self.db.execute(
-            "INSERT INTO metrics (plan, item, name, value, run, writer, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (plan, item, name, value, run, writer, at),
+            "INSERT INTO metrics (plan, item, name, value, run, writer, at, provenance, check_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (plan, item, name, value, run, writer, at, provenance, check_id),
         )
         return run
 
@@ -162,16 +178,68 @@ class CheckRepo:
             )
         ]
 
+    def metric_runs(self, item: str, name: str) -> list[tuple[float, str, str | None, str | None, str]]:
+        """(value, provenance, measuring check, accepted by, writer) of each value, oldest first."""
+        return [
+            (float(r[0]), r[1] or "typed", r[2], r[3], r[4])
+            for r in self.db.query(
+                "SELECT value, provenance, check_id, accepted_by, writer FROM metrics"
+                " WHERE item = ? AND name = ? ORDER BY seq",
+                (item, name),
+            )
+        ]
+
+    def accept_metrics(self, item: str, name: str, by: str) -> int:
+        """A person accepts the typed values of this metric on the item; returns how many."""
+        rows = self.db.query(
+            "SELECT COUNT(*) FROM metrics WHERE item = ? AND name = ? AND COALESCE(provenance, 'typed') = 'typed'"
+            " AND accepted_by IS NULL",
+            (item, name),
+        )
+        self.db.execute(
+            "UPDATE metrics SET accepted_by = ? WHERE item = ? AND name = ?"
+            " AND COALESCE(provenance, 'typed') = 'typed' AND accepted_by IS NULL",
+            (by, item, name),
+        )
+        return int(rows[0][0])
+
     def metrics(self, plan: str, item: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT item, name, value, run, writer, at FROM metrics WHERE plan = ?"
+        sql = "SELECT item, name, value, run, writer, at, provenance, check_id, accepted_by FROM metrics WHERE plan = ?"
         params: list[Any] = [plan]
         if item is not None:
             sql += " AND item = ?"
             params.append(item)
         return [
-            {"item": r[0], "name": r[1], "value": r[2], "run": r[3], "writer": r[4], "at": r[5]}
+            {
+                "item": r[0],
+                "name": r[1],
+                "value": r[2],
+                "run": r[3],
+                "writer": r[4],
+                "at": r[5],
+                "provenance": r[6] or "typed",
+                **({"check": r[7]} if r[7] else {}),
+                **({"accepted_by": r[8]} if r[8] else {}),
+            }
             for r in self.db.query(sql + " ORDER BY seq", params)
         ]
+
+    def completers(self, plan: str) -> dict[str, str]:
+        """item -> the writer who last set it completed (the claimant of its completion)."""
+        rows = self.db.query(
+            "SELECT item, writer FROM events WHERE plan = ? AND field = 'status' AND new = ?"
+            " AND item IS NOT NULL ORDER BY seq",
+            (plan, json.dumps("completed")),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def failure_counts(self, plan: str) -> dict[str, int]:
+        """check id -> receipts that saw it fail or not run: whether a check was ever seen failing."""
+        rows = self.db.query(
+            "SELECT check_id, COUNT(*) FROM receipts WHERE plan = ? AND result <> 'holds' GROUP BY check_id",
+            (plan,),
+        )
+        return {r[0]: int(r[1]) for r in rows}
 
     def completed_by(self, writer: str) -> list[tuple[str, str]]:
         """(plan, item) of items that `writer` or its subagents (`writer:...`) set to completed."""

@@ -171,6 +171,22 @@ def m007_event_chain(db: Executor) -> None:
             return
 
 
+def m008_check_provenance(db: Executor) -> None:
+    """Who proved what: each check keeps how it arrived (`route`: person,
+    board, import, agent:<kind>) beside its writer; each metric whether it was
+    typed or measured (and by which check), and the person who accepted a
+    typed one. Rows from before are left NULL: their route is read from the
+    writer, and their metrics count as typed."""
+    db.execute_script(
+        [
+            "ALTER TABLE checks ADD COLUMN route TEXT",
+            "ALTER TABLE metrics ADD COLUMN provenance TEXT",
+            "ALTER TABLE metrics ADD COLUMN check_id TEXT",
+            "ALTER TABLE metrics ADD COLUMN accepted_by TEXT",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -179,5 +195,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("leases", m005_leases),
     ("forced_index", m006_forced_index),
     ("event_chain", m007_event_chain),
+    ("check_provenance", m008_check_provenance),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -186,7 +186,9 @@ def plan_head(view: PlanView, sched: Schedule, waiting: set[str], standing: Mapp
 
 def verification_text(it: ItemView) -> str:
     # Nothing verifies it yet: a completed item is a claim, and says so.
-    said = it.verification or ("claimed, not verified" if it.status == "completed" else "")
+    # A completion whose gate fails is a claim apart from "completed"; a self-checked one
+    # passed only the claimant's own check.
+    said = it.claimed or it.verification or ("claimed, not verified" if it.status == "completed" else "")
     # A status someone forced says what it overrode, beside how it is verified.
     return "; ".join([said, *it.forced] if said else it.forced)
 

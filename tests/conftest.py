@@ -83,7 +83,17 @@ def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: 
     monkeypatch.setenv("TODOLEDGER_DB", str(db))
     # Where hooks log and spool beside a ledger URL: this test's own folder, not ~/.local/state.
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    for name in ("TODOLEDGER_PLAN", "TODOLEDGER_WRITER", "TODOLEDGER_TOKEN", "TODOLEDGER_DEBUG"):
+    # An agent's marker in the environment running the tests (a session run from an
+    # agent's shell) would make every command the agent's: tests set it where they mean to.
+    from todoledger.identity import MARKER_VARS
+
+    for name in (
+        "TODOLEDGER_PLAN",
+        "TODOLEDGER_WRITER",
+        "TODOLEDGER_TOKEN",
+        "TODOLEDGER_DEBUG",
+        *MARKER_VARS,
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     yield db

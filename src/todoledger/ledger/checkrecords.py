@@ -47,7 +47,11 @@ def add_check(
 def remove_check(u: Unit, plan: str, writer: str, check_id: str, *, force: bool = False) -> dict[str, Any]:
     """Remove a check. Not the check a completion has not passed: without it the
     completion would read as reported, not failed, and what waits for it would
-    go ahead; `force` does it all the same, and is recorded."""
+    go ahead; `force` does it all the same, and is recorded. Only a person removes
+    a check: an agent would remove the proof its own claim is waiting for."""
+    from todoledger.core.approval import require_person
+
+    require_person("gate remove", writer)
     at = now()
     with u.transaction():
         row = require_check(u, plan, check_id)
@@ -83,7 +87,10 @@ def trust(
     approve: Callable[[CheckRow], bool] = lambda row: True,
 ) -> list[dict[str, Any]]:
     """Approve the exact text of untrusted checks; `approve` is asked for each
-    (the CLI shows the spec and asks). Returns the approved checks."""
+    (the CLI shows the spec and asks). Returns the approved checks. Only a person trusts."""
+    from todoledger.core.approval import require_person
+
+    require_person("trust", writer)
     pending = [r for r in checks(u, plan, refs) if not r.trusted]
     approved = [r for r in pending if approve(r)]
     if not approved:

@@ -119,10 +119,23 @@ def run(agent: str) -> int:
 
 
 def _log(agent: str, verb: str) -> None:
-    """A denial is logged (never spooled: a refusal is not retried)."""
+    """A denial is logged where the hooks log (hook.log beside the ledger, else
+    the state folder); never spooled: a refusal is not retried."""
     try:
-        from todoledger.hooks import log
+        import os
+        import time
 
-        log(f"{agent} screen: denied a shell command running todoledger {verb}")
-    except Exception:
+        from todoledger.store.locate import ledger_file
+
+        folder = os.path.dirname(ledger_file(None))
+        if "://" in folder or not os.path.isdir(folder):
+            state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+                os.path.expanduser("~"), ".local", "state"
+            )
+            folder = os.path.join(state, "todoledger")
+            os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "hook.log"), "a", encoding="utf-8") as fh:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+            fh.write(f"{stamp} {agent} screen: denied a shell command running todoledger {verb}\n")
+    except Exception:  # the screen never breaks the agent
         pass

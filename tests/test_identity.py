@@ -38,16 +38,24 @@ def cli(db: Path | str, *args: str, env: dict[str, str] | None = None, stdin: st
         input=stdin,
         capture_output=True,
         text=True,
-        env=subprocess_env(db, **(env or {})),
+        env=route_env(db, env),
         timeout=60,
     )
+
+
+def route_env(db: Path | str, env: dict[str, str] | None) -> dict[str, str]:
+    """The environment of the route under test: without the tester's token (conftest)."""
+    out = subprocess_env(db, **(env or {}))
+    if "TODOLEDGER_TOKEN" not in (env or {}):
+        out.pop("TODOLEDGER_TOKEN", None)
+    return out
 
 
 def at_terminal(db: Path | str, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """The real console script on a pty: stdin, stdout and stderr are a terminal."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
-        os.execve(todoledger_bin(), [todoledger_bin(), *args], subprocess_env(db, **(env or {})))
+        os.execve(todoledger_bin(), [todoledger_bin(), *args], route_env(db, env))
     out = b""
     while True:
         ready, _, _ = select.select([fd], [], [], 60)

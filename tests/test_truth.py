@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin
 from todoledger import Ledger
 from todoledger.core.model import LedgerError
 
@@ -36,7 +36,7 @@ def cli(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedP
         input=stdin,
         capture_output=True,
         text=True,
-        env=subprocess_env(db, TODOLEDGER_WRITER="cli:tester"),
+        env=person_env(db),  # the person cli:tester, by their token
         timeout=60,
     )
 

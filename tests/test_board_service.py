@@ -79,7 +79,7 @@ def test_no_agent_starts_claims_or_completes_what_waits_for_a_person(ledger_env:
         # Nor approve it, nor lift the gate.
         with pytest.raises(LedgerError, match="a person must run it"):
             lg.approve(gated, writer=AGENT)
-        with pytest.raises(LedgerError, match="a person must run it"):
+        with pytest.raises(LedgerError, match="only a person"):
             lg.update(gated, writer=AGENT, needs_approval=False)
         assert lg.approvals("main")["waiting"] == [gated]
         # A person approves: the agent may claim it now.

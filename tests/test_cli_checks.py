@@ -105,7 +105,7 @@ def test_imported_checks_are_skipped_until_trust(ledger_env: Path, tmp_path: Pat
     assert "trusted 1 of 1 checks" in trusted.stdout
     assert "1 holds" in run(other, "verify").stdout and (tmp_path / "marker").exists()
     assert "nothing to trust" in run(other, "trust", person=True).stdout
-    removed = run_json(other, "gate", "remove", gate["id"])
+    removed = json.loads(run(other, "gate", "remove", gate["id"], "--json", person=True).stdout)
     assert removed["id"] == gate["id"] and run_json(other, "gate", "list") == []
 
 

@@ -102,7 +102,7 @@ def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: 
     # Tests run without a terminal, where a command line is `script:<user>`, not a person. A
     # test that acts as a person at the command line holds a person's token (`person_env`):
     # the route a script has to a person's identity, writer `cli:tester`.
-    tokens = tmp_path / "tokens"
+    tokens = tmp_path.parent / f"{tmp_path.name}.tokens"  # beside the test's folder: not in what it inspects
     tokens.write_text(f"{TESTER_TOKEN} tester person\n", "utf-8")
     monkeypatch.setenv("TODOLEDGER_TOKENS", str(tokens))
     monkeypatch.chdir(tmp_path)

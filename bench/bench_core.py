@@ -10,7 +10,12 @@ side in one run: absolute times on a shared machine are noise.
 2. `todoledger show --json` on a 1,000-item plan vs `python -c pass`, target <= 4x;
 3. in process, a plan of 100,000 items and 1,000,000 events: `next` <= 50 ms,
    a 50-item whole-list write <= 10 ms;
-4. side by side with Taskwarrior (`task list`, `task add`) on 1,000 items.
+4. side by side with Taskwarrior (`task list`, `task add`) on 1,000 items;
+5. the pre-tool shell screen (`todoledger hook <agent> --screen`, before every
+   shell command an agent runs) per agent, for a command that does not mention
+   todoledger and for one that does, vs `python -c pass`, target <= 3.5x;
+6. `todoledger done` from an agent's shell with a passing person's gate
+   (`cmd:true`, written by a person), vs `python -c pass`, target <= 4x.
 
 Figures that comments in the code point here for, measured when each choice
 was made (the hook path and `show` above are what they add up to):
@@ -206,6 +211,55 @@ def bench_processes(runs: int, work: Path, against: str | None = None) -> None:
         )
 
 
+SCREEN_EVENTS = {
+    "claude-code": {"tool_name": "Bash", "tool_input": {"command": "{c}"}},
+    "codex": {"tool_name": "Bash", "tool_input": {"command": "{c}"}},
+    "gemini": {"tool_name": "run_shell_command", "tool_input": {"command": "{c}"}},
+    "opencode": {"tool_input": {"command": "{c}"}},
+}
+
+
+def bench_screen_and_done(runs: int, work: Path) -> None:
+    """The pre-tool screen per agent, and `done` past a passing person's gate."""
+    from todoledger import Ledger
+
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    compileall.compile_dir(str(ROOT / "src" / "todoledger"), quiet=1)
+    env["TODOLEDGER_DB"] = str(work / "screen.db")
+    commands = {"other": "npm test -- --watch=false", "todoledger": "todoledger show --json"}
+    cases: dict[str, tuple[list[str], bytes | None]] = {
+        "python -c pass": ([sys.executable, "-c", "pass"], None)
+    }
+    for agent, shape in SCREEN_EVENTS.items():
+        for what, command in commands.items():
+            event = json.dumps(shape).replace("{c}", command).encode()
+            cases[f"{agent} {what}"] = ([TODOLEDGER, "hook", agent, "--screen"], event)
+    times = interleaved(runs, cases, env)
+    base = times.pop("python -c pass")
+    print(f"pre-tool shell screen (python -c pass: {base:.1f} ms), target <= 3.5x:")
+    for name, ms in times.items():
+        print(f"  screen {name}: {ms:.1f} ms, ratio {ms / base:.2f}x")
+
+    done_db = work / "done.db"
+    with Ledger(done_db) as lg:
+        ids = []
+        for k in range(runs):
+            item = lg.add(f"Gated step {k}", writer="cli:reviewer")["id"]
+            lg.add_check(item, "cmd:true", writer="cli:reviewer")  # a person's gate, which passes
+            lg.start(item, writer="cli:reviewer")
+            ids.append(item)
+    agent_env = env | {"TODOLEDGER_DB": str(done_db), "CLAUDECODE": "1"}
+    done_ms: list[float] = []
+    pass_ms: list[float] = []
+    for item in ids:
+        pass_ms.append(timed([sys.executable, "-c", "pass"], env))
+        done_ms.append(timed([TODOLEDGER, "done", item, "--json"], agent_env))
+    base, ms = median_ms(pass_ms), median_ms(done_ms)
+    print(f"done with a passing person's gate (cmd:true), from an agent's shell: {ms:.1f} ms")
+    print(f"  ratio done / python -c pass = {ms / base:.2f}x (target <= 4x)")
+
+
 def build_scale_plan(db: Path, items: int, events: int) -> None:
     """A big plan built through the real write path (Writes pairs every change
     with its event), in a few large transactions."""
@@ -345,6 +399,7 @@ def main() -> None:
         os.chdir(work)
         if args.only in (None, "process"):
             bench_processes(args.runs, work, args.against)
+            bench_screen_and_done(args.runs, work)
         if args.only in (None, "scale"):
             items, events = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
             bench_scale(items, events, work, args.runs)

@@ -60,14 +60,21 @@ def session(name: str) -> Path:
     return _SESSIONS[name]
 
 
+README_TOKEN = "readme-you-0123456789"  # a person's token: the examples run as the person `cli:you`
+
+
 def env(name: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
+    tokens = _root() / "tokens"
+    if not tokens.exists():  # the route a script has to a person's identity (docs/security.md)
+        tokens.write_text(f"{README_TOKEN} you person\n", encoding="utf-8")
     out.update(
         PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         TODOLEDGER_DB=".todoledger/ledger.db",
         TODOLEDGER_ID_SEED=f"readme-{name}",
         TODOLEDGER_NOW=NOW,
-        TODOLEDGER_WRITER="cli:you",
+        TODOLEDGER_TOKENS=str(tokens),
+        TODOLEDGER_TOKEN=README_TOKEN,
         NO_COLOR="1",
         COLUMNS="120",
     )
@@ -95,7 +102,10 @@ def run(name: str, command: str, *, head: int | None = None) -> str:
     proc = subprocess.run(
         ["bash", "-c", command],
         cwd=session(name),
-        env=env(name),
+        # `serve` reads TODOLEDGER_TOKEN as the board's own token: its examples run without one.
+        env={
+            k: v for k, v in env(name).items() if k != "TODOLEDGER_TOKEN" or "todoledger serve" not in command
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -73,6 +73,10 @@ def ledger_backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+TESTER_TOKEN = "tester-token-0123456789"  # a person's, in each test's tokens file (ledger_env)
+TESTER = "cli:tester"
+
+
 @pytest.fixture(autouse=True)
 def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: str) -> Iterator[Path | str]:
     db: Path | str = tmp_path / "ledger.db"
@@ -83,8 +87,24 @@ def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: 
     monkeypatch.setenv("TODOLEDGER_DB", str(db))
     # Where hooks log and spool beside a ledger URL: this test's own folder, not ~/.local/state.
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    for name in ("TODOLEDGER_PLAN", "TODOLEDGER_WRITER", "TODOLEDGER_TOKEN", "TODOLEDGER_DEBUG"):
+    # An agent's marker in the environment running the tests (a session run from an
+    # agent's shell) would make every command the agent's: tests set it where they mean to.
+    from todoledger.identity import MARKER_VARS
+
+    for name in (
+        "TODOLEDGER_PLAN",
+        "TODOLEDGER_WRITER",
+        "TODOLEDGER_TOKEN",
+        "TODOLEDGER_DEBUG",
+        *MARKER_VARS,
+    ):
         monkeypatch.delenv(name, raising=False)
+    # Tests run without a terminal, where a command line is `script:<user>`, not a person. A
+    # test that acts as a person at the command line holds a person's token (`person_env`):
+    # the route a script has to a person's identity, writer `cli:tester`.
+    tokens = tmp_path.parent / f"{tmp_path.name}.tokens"  # beside the test's folder: not in what it inspects
+    tokens.write_text(f"{TESTER_TOKEN} tester person\n", "utf-8")
+    monkeypatch.setenv("TODOLEDGER_TOKENS", str(tokens))
     monkeypatch.chdir(tmp_path)
     yield db
     if ledger_backend == "postgres":
@@ -136,6 +156,11 @@ class hold_write_lock:
 def todoledger_bin() -> str:
     path = BIN / "todoledger"
     return str(path) if path.exists() else "todoledger"
+
+
+def person_env(db: Path | str, **extra: str) -> dict[str, str]:
+    """A command line acting as the person `cli:tester`, by their token (see ledger_env)."""
+    return subprocess_env(db, TODOLEDGER_TOKEN=TESTER_TOKEN, **extra)
 
 
 def subprocess_env(db: Path | str, **extra: str) -> dict[str, str]:

@@ -77,7 +77,7 @@ def test_no_agent_starts_claims_or_completes_what_waits_for_a_person(ledger_env:
         assert [w.code for w in result.warnings] == ["needs-approval"]
         assert lg.get(gated)["status"] == "pending"
         # Nor approve it, nor lift the gate.
-        with pytest.raises(LedgerError, match="only a person"):
+        with pytest.raises(LedgerError, match="a person must run it"):
             lg.approve(gated, writer=AGENT)
         with pytest.raises(LedgerError, match="only a person"):
             lg.update(gated, writer=AGENT, needs_approval=False)
@@ -130,7 +130,7 @@ def test_plan_approval_is_a_hash_and_changes_are_flagged_with_a_diff(ledger_env:
         assert changes == {("changed", a), ("changed", b), ("added", c)}
         lg.approve_plan("main", writer="web:ann")
         assert lg.approvals("main")["plan"]["approved"]
-        with pytest.raises(LedgerError, match="only a person"):
+        with pytest.raises(LedgerError, match="a person must run it"):
             lg.approve_plan("main", writer=AGENT)
 
 
@@ -159,13 +159,13 @@ def test_cli_path_parallel_and_approve(ledger_env: Path) -> None:
     assert parallel["needs_approval"] == [train]
     text = run(ledger_env, "path").stdout
     assert "2h40m" in text and "Train" in text
-    listing = run(ledger_env, "approve").stdout
+    listing = run(ledger_env, "approve", person=True).stdout
     assert "never approved" in listing and f"waits for a person: {train}" in listing
-    run(ledger_env, "approve", "--plan")
+    run(ledger_env, "approve", "--plan", person=True)
     run(ledger_env, "set", setup, "--content", "Set up the inference server")
-    flagged = run(ledger_env, "approve").stdout
+    flagged = run(ledger_env, "approve", person=True).stdout
     assert "changed since" in flagged and "'Set up the server' -> 'Set up the inference server'" in flagged
-    run(ledger_env, "approve", train)
+    run(ledger_env, "approve", train, person=True)
     assert run_json(ledger_env, "approve")["waiting"] == []
 
 

@@ -140,7 +140,7 @@ def test_checks_over_http_are_untrusted_and_serve_runs_none_without_allow_checks
     finally:
         stop_server(proc)
     with Ledger() as lg:
-        lg.trust([item])  # a person approves the exact text
+        lg.trust([item], writer="cli:tester")  # a person approves the exact text
         assert lg.get(item)["status"] == "pending"
     assert not marker.exists()
     proc, url = serve_on(ledger_env, "--allow-checks")

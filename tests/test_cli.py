@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin
 
 SEED_PAYLOAD = (
     '{"todos":[{"content":"Check if SGLang EAGLE3 server is still running on container","priority":"high",'
@@ -20,15 +20,16 @@ SEED_PAYLOAD = (
 
 
 def run(
-    db: Path, *args: str, stdin: str | bytes | None = None, check: bool = True
+    db: Path, *args: str, stdin: str | bytes | None = None, check: bool = True, person: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """The real console script without a terminal; `person`: as cli:tester, by their token."""
     data = stdin.decode("utf-8", "replace") if isinstance(stdin, bytes) else stdin
     proc = subprocess.run(
         [todoledger_bin(), *args],
         input=data,
         capture_output=True,
         text=True,
-        env=subprocess_env(db),
+        env=person_env(db) if person else subprocess_env(db),
         timeout=60,
     )
     if check:

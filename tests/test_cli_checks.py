@@ -95,17 +95,17 @@ def test_imported_checks_are_skipped_until_trust(ledger_env: Path, tmp_path: Pat
     proc = run(other, "verify", check=True)
     assert f"skipped {gate['id']}" in proc.stdout and "not trusted" in proc.stdout
     assert not (tmp_path / "marker").exists()
-    refused = run(other, "trust", check=False)
+    refused = run(other, "trust", check=False, person=True)
     assert (
         refused.returncode == 1 and "cmd:touch marker" in refused.stdout and "timeout = 5.0" in refused.stdout
     )
     assert "none trusted" in refused.stderr
     assert not (tmp_path / "marker").exists()
-    trusted = run(other, "trust", "--yes")
+    trusted = run(other, "trust", "--yes", person=True)
     assert "trusted 1 of 1 checks" in trusted.stdout
     assert "1 holds" in run(other, "verify").stdout and (tmp_path / "marker").exists()
-    assert "nothing to trust" in run(other, "trust").stdout
-    removed = run_json(other, "gate", "remove", gate["id"])
+    assert "nothing to trust" in run(other, "trust", person=True).stdout
+    removed = json.loads(run(other, "gate", "remove", gate["id"], "--json", person=True).stdout)
     assert removed["id"] == gate["id"] and run_json(other, "gate", "list") == []
 
 

@@ -188,10 +188,10 @@ def test_installed_but_not_approved_is_broken_with_the_exact_fix(machine: dict[s
     assert server["ok"] and server["command"] == ["todoledger", "mcp"]
     assert server["tools"] == ["todowrite", "todoread", "plan_next", "plan_update", "plan_verify"]
     assert {a["name"]: a["hooks"] for a in report["agents"]} == {
-        "claude-code": ["PostToolUse", "SessionStart"],
-        "opencode": ["todo.updated", "session start", "compaction"],
-        "codex": ["SessionStart", "Stop"],
-        "gemini": ["AfterTool", "SessionStart", "PreCompress"],
+        "claude-code": ["PostToolUse", "SessionStart", "PreToolUse"],
+        "opencode": ["todo.updated", "session start", "compaction", "shell screen"],
+        "codex": ["SessionStart", "Stop", "PreToolUse"],
+        "gemini": ["AfterTool", "SessionStart", "PreCompress", "BeforeTool"],
     }
 
 
@@ -341,5 +341,5 @@ def test_real_agents(machine: dict[str, Path]) -> None:
     code, report = doctor(machine)
     assert agent(report, "codex")["hooks_approved"] == "no"
     assert any(
-        w.startswith("Codex will not run 2 of todoledger's 2 hooks") for w in problems(report, "error")
+        w.startswith("Codex will not run 3 of todoledger's 3 hooks") for w in problems(report, "error")
     )

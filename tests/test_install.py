@@ -87,6 +87,10 @@ def test_claude_code_keeps_foreign_settings(dirs: tuple[Path, Path]) -> None:
     expected["hooks"]["SessionStart"] = [
         {"matcher": "startup|resume|clear|compact|fork", "hooks": [OUR_CLAUDE]}
     ]
+    # The pre-tool screen before every Bash command, and the marker of Claude Code's shell.
+    screen = {**OUR_CLAUDE, "command": "todoledger hook claude-code --screen"}
+    expected["hooks"]["PreToolUse"] = [{"matcher": "Bash", "hooks": [screen]}]
+    expected["env"] = {"TODOLEDGER_AGENT": "claude-code"}
     assert json.loads(after) == expected
     assert '\n         {\n            "matcher": "TodoWrite' in after  # the file's 3-space indent
 
@@ -252,6 +256,9 @@ def test_codex_keeps_toml_and_adds_hooks(dirs: tuple[Path, Path]) -> None:
         "hooks": {
             "SessionStart": [{"matcher": "startup|resume|clear|compact", "hooks": [handler]}],
             "Stop": [{"hooks": [handler]}],
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{**handler, "command": "todoledger hook codex --screen"}]}
+            ],
         }
     }
     assert any("/hooks" in n for n in result.notes)
@@ -334,6 +341,14 @@ def test_gemini_single_line_file_stays_single_line(dirs: tuple[Path, Path]) -> N
             "AfterTool": [{"matcher": "write_todos", "hooks": [handler]}],
             "SessionStart": [{"matcher": "*", "hooks": [handler]}],
             "PreCompress": [{"matcher": "*", "hooks": [handler]}],
+            "BeforeTool": [
+                {
+                    "matcher": "run_shell_command",
+                    "hooks": [
+                        {**handler, "name": "todoledger-screen", "command": "todoledger hook gemini --screen"}
+                    ],
+                }
+            ],
         },
         "ui": {"title": "ünï"},
         "mcpServers": {"todoledger": {"command": "todoledger", "args": ["mcp"]}},

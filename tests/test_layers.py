@@ -46,6 +46,8 @@ RANKS = {
     "store": 2,
     "defaults": 2,  # who writes and which plan when nobody says (environment)
     "tokens": 2,  # who holds each token, a person or an agent (the tokens file)
+    "identity": 2,  # who is at the other end of a command line: from where the call comes (environment)
+    "screen": 2,  # the pre-tool shell screen: denies an agent's shell command running a person-only verb
     "checks": 2,  # runs a check against its target (a command, a URL, a port, a disk): I/O below the ledger
     "ledger": 3,  # the ledger package: class Ledger and what it is made of (LEDGER_RANKS below)
     "service": 3,  # kept for one release: a shim re-exporting todoledger.ledger.Ledger

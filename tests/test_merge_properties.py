@@ -100,7 +100,7 @@ def test_state_always_equals_replay_and_undo_restores(
                 snapshots.append(before)
             assert lg.check() == []
         for snapshot in reversed(snapshots):
-            lg.undo(any_writer=True)
+            lg.undo(any_writer=True, writer="cli:tester")  # a person undoes whoever wrote last
             assert sorted(
                 (i["id"], i["content"], i["status"], i["priority"], i["reason"]) for i in lg.show()["items"]
             ) == sorted(snapshot)

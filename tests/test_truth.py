@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin
 from todoledger import Ledger
 from todoledger.core.model import LedgerError
 
@@ -36,7 +36,7 @@ def cli(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedP
         input=stdin,
         capture_output=True,
         text=True,
-        env=subprocess_env(db, TODOLEDGER_WRITER="cli:tester"),
+        env=person_env(db),  # the person cli:tester, by their token
         timeout=60,
     )
 
@@ -319,7 +319,11 @@ def test_undo_with_a_writer_reverses_that_writers_change_not_someone_elses(ledge
     refused = cli(ledger_env, "undo", "--writer", "carol")
     assert refused.returncode == 1
     assert "nothing of carol's to undo in plan 'main'; the last change is start by bob" in refused.stderr
-    anyone = cli(ledger_env, "undo", "--writer", "carol", "--any")
+    # Undoing another writer's change is a person's: carol, an agent, is refused ...
+    agent = cli(ledger_env, "undo", "--writer", "carol", "--any")
+    assert agent.returncode == 1 and "undo --any of bob's change" in agent.stderr
+    # ... the person at the command line (cli:tester, by their token) may.
+    anyone = cli(ledger_env, "undo", "--any")
     assert "(not yours: bob's)" in anyone.stdout
     with Ledger(ledger_env) as lg:
         assert lg.get(b)["status"] == "pending"

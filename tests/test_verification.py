@@ -220,7 +220,9 @@ def test_imported_checks_wait_for_trust_and_a_changed_spec_needs_it_again(
         with pytest.raises(LedgerError, match="not trusted"):
             other.done(item["id"])
         shown: list[str] = []
-        approved = other.trust(approve=lambda row: shown.append(row.check.canonical()) or True)
+        approved = other.trust(
+            writer="cli:tester", approve=lambda row: shown.append(row.check.canonical()) or True
+        )
         assert shown == ["cmd:touch marker-1\n{}"] and approved[0]["trusted"] is True
         assert [r["result"] for r in other.verify()["receipts"]] == ["holds"]
         assert (tmp_path / "marker-1").exists()
@@ -234,7 +236,7 @@ def test_imported_checks_wait_for_trust_and_a_changed_spec_needs_it_again(
         assert other.verify()["receipts"] == []
         assert not (tmp_path / "marker-2").exists()
         assert rows(other)["Write the marker"]["verification"] == "unverified"  # old receipt ran other text
-        other.trust()
+        other.trust(writer="cli:tester")
         other.verify()
         assert (tmp_path / "marker-2").exists()
         assert other.check() == []

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from todoledger.cli.main import emit, ledger, options, reader, say, writes
+from todoledger.cli.main import emit, ledger, options, reader, say, writer_option, writes
 from todoledger.cli.schedule_text import label as _label
 
 
@@ -98,7 +98,13 @@ def set_fields(
     help="Without ID: approve the plan as it stands (NAME, default: main). With ID: the item's plan.",
 )
 @click.option("--list", "listing", is_flag=True, help="Only list what waits for a person (with --plan NAME).")
-@click.option("--writer", "writer", default=None, help="Who approves (default: cli:<user>); a person.")
+@click.option(
+    "--writer",
+    "writer",
+    default=None,
+    callback=writer_option,
+    help="Never a person: a person approves from a terminal, the board or TODOLEDGER_TOKEN.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None, as_json: bool) -> None:
     """Approve an item (an agent may then start it); `--plan` approves the plan

@@ -19,6 +19,10 @@ LEAN_VERBS = frozenset({"show", "next", "add", "start", "done", "write", "prime"
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "hook":
+        if args[2:3] == ["--screen"]:  # before every shell command: the leanest path (todoledger.screen)
+            from todoledger.screen import run as screen
+
+            _exit(screen(args[1]), argv is None)
         from todoledger.hooks import run_hook
 
         _exit(run_hook(args[1:]), argv is None)

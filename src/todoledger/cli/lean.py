@@ -68,6 +68,10 @@ def run(args: list[str], *, console: bool = False) -> int | None:
 
     KEEP_OPEN = console
     try:
+        if opts.get("writer"):  # a writer, never a person (todoledger.identity), as click's callback
+            from todoledger.identity import cli_writer
+
+            opts["writer"] = cli_writer(opts["writer"])
         VERB_RUNNERS[verb](opts, positional)
     except LedgerError as exc:
         sys.stderr.write(f"Error: {exc}\n")

@@ -90,7 +90,11 @@ def options(*, plan: bool = False, writer: bool = False, as_json: bool = False) 
             func = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(func)
         if writer:
             func = click.option(
-                "--writer", "writer", default=None, help="Who makes the change (default: cli:<user>)."
+                "--writer",
+                "writer",
+                default=None,
+                callback=writer_option,
+                help="Who makes the change: a writer, never a person (default: from where it runs).",
             )(func)
         if plan:
             func = click.option(
@@ -102,6 +106,19 @@ def options(*, plan: bool = False, writer: bool = False, as_json: bool = False) 
 
 
 writes = options(plan=True, writer=True, as_json=True)
+
+
+def writer_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--writer` names a writer, never a person (`todoledger.identity`); without it
+    the ledger takes the route's writer. One line for a refusal, nothing done."""
+    from todoledger.identity import cli_writer
+
+    if value is None:
+        return None
+    try:
+        return cli_writer(value)
+    except LedgerError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def where(lg: Ledger) -> str:

@@ -214,3 +214,29 @@ def plan_standing(rows: Sequence[Mapping[str, Any]], last: Mapping[str, Any] | N
         "approved_hash": approved_hash,
         "diff": [] if same else plan_diff(snap, rows),
     }
+
+
+PERSON_ROUTES = "from a plain terminal, the board, or with TODOLEDGER_TOKEN set to a person's token"
+
+
+def person_only(verb: str, writer: str) -> str:
+    """The one line that refuses a person-only `verb` to `writer` (an agent, or a
+    process that cannot show it is a person): what it is and where a person runs it."""
+    if writer.startswith("script:") or writer == "script":
+        where = "this process has no terminal and no token: set TODOLEDGER_TOKEN to a person's token"
+    elif writer.startswith("agent-shell:"):
+        where = (
+            "this shell carries an agent's marker (an agent's shell tool, an IDE terminal or Claude Code's"
+            f" `!`): {PERSON_ROUTES}"
+        )
+    else:
+        where = PERSON_ROUTES
+    return f"{verb}: a person must run it, not {writer} ({where}); nothing was done"
+
+
+def require_person(verb: str, writer: str) -> None:
+    """Refuse a person-only verb to anyone else (one line, nothing written)."""
+    if not is_person(writer):
+        from todoledger.core.model import LedgerError
+
+        raise LedgerError(person_only(verb, writer))

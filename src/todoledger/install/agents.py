@@ -39,6 +39,16 @@ def hook_command(exe: str, agent: str) -> str:
     return f"{shlex.quote(exe)} hook {agent}"
 
 
+def screen_command(exe: str, agent: str) -> str:
+    """The pre-tool shell screen (`todoledger.screen`): denies a person-only verb."""
+    return hook_command(exe, agent) + " --screen"
+
+
+# What install adds to Claude Code's settings `env` (its Bash tool, hooks and MCP
+# servers inherit it): a marker of its own beside Claude Code's CLAUDECODE=1.
+AGENT_MARKER = "TODOLEDGER_AGENT"
+
+
 def claude_code(
     project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False, gate_stop: bool = False
 ) -> Built:
@@ -48,6 +58,8 @@ def claude_code(
         HookSpec("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode", handler),
         # `compact` brings the plan back after every compaction.
         HookSpec("SessionStart", "startup|resume|clear|compact|fork", handler),
+        # Before every Bash command: a person-only todoledger verb is denied, with the reason.
+        HookSpec("PreToolUse", "Bash", {**handler, "command": screen_command(exe, "claude-code")}),
     ]
     if gate_stop:  # opt-in: a stop is blocked while this session's completed items fail their gates
         gate = {**handler, "command": hook_command(exe, "claude-code") + " --gate-stop"}
@@ -55,7 +67,13 @@ def claude_code(
         # Goal-lock: a task marked completed whose item's gates do not hold stays open
         # (TaskCompleted takes no matcher; hooks/goal_lock.py).
         hooks.append(HookSpec("TaskCompleted", None, gate))
-    settings, notes = json_change(project / ".claude" / "settings.json", _hooks_edit(hooks, exe))
+    hooks_edit = _hooks_edit(hooks, exe)
+
+    def claude_edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
+        lines, notes = hooks_edit(doc)
+        return [*lines, _env_marker(doc, "claude-code")], notes
+
+    settings, notes = json_change(project / ".claude" / "settings.json", claude_edit)
     changes = [settings]
     if route != "cli":
         server = {"type": "stdio", "command": exe, "args": ["mcp"], "env": {}}
@@ -137,6 +155,8 @@ def codex(
         # Codex matches `source` as a regex: `compact` is harmless where a build lacks it.
         HookSpec("SessionStart", "startup|resume|clear|compact", handler),
         HookSpec("Stop", None, stop),
+        # Codex names its shell tool `Bash` in hooks (exec_command and shell alike).
+        HookSpec("PreToolUse", "Bash", {**handler, "command": screen_command(exe, "codex")}),
     ]
     hooks_file, notes = json_change(project / ".codex" / "hooks.json", _hooks_edit(hooks, exe))
     changes.append(hooks_file)
@@ -218,6 +238,12 @@ def gemini(
         HookSpec("SessionStart", "*", handler),
         # Gemini has no SessionStart after compressing: PreCompress resets the base.
         HookSpec("PreCompress", "*", handler),
+        # Before every shell command: a person-only todoledger verb is denied, with the reason.
+        HookSpec(
+            "BeforeTool",
+            "run_shell_command",
+            {**handler, "name": "todoledger-screen", "command": screen_command(exe, "gemini")},
+        ),
     ]
     if gate_stop:  # AfterAgent's "deny" sends the reason back as a new prompt
         gate = {**handler, "name": "todoledger-gate", "command": hook_command(exe, "gemini") + " --gate-stop"}
@@ -376,3 +402,15 @@ def _loose_object(text: str | None) -> dict[str, Any]:
 
 def _str_list(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _env_marker(doc: JsonDoc, agent: str) -> str:
+    """`env.TODOLEDGER_AGENT` in an agent's settings (a value the user set is kept)."""
+    found = doc.require(["env"], "object")
+    if found is None:
+        doc.set_path(["env"], {AGENT_MARKER: agent})
+        return f"+ env.{AGENT_MARKER}: {agent}"
+    if AGENT_MARKER in found.value:
+        return f"= env.{AGENT_MARKER}: kept as {json.dumps(found.value[AGENT_MARKER])}"
+    doc.set_path(["env", AGENT_MARKER], agent)
+    return f"+ env.{AGENT_MARKER}: {agent}"

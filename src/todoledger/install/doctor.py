@@ -272,6 +272,8 @@ def _opencode(r: AgentReport, project: Path, home: Path, env: dict[str, str]) ->
         r.hooks = ["todo.updated"]
         if "experimental.session.compacting" in plugin:
             r.hooks += ["session start", "compaction"]
+            if "tool.execute.before" in plugin:
+                r.hooks.append("shell screen")  # person-only verbs denied before opencode's bash runs
         else:
             r.problems.append(
                 Problem(

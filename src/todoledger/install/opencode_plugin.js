@@ -9,7 +9,11 @@
 //   once per session and again after a compaction (`session.compacted`), so
 //   the prompt stays the same (and cached) in between.
 // - `experimental.session.compacting` puts it into the compaction summary.
-// Nothing here may disturb the session: every failure is swallowed.
+// - `tool.execute.before` on `bash`: a command that mentions todoledger goes to
+//   `todoledger hook opencode --screen`, which denies a person-only verb
+//   (approve, trust, gate remove, undo --any, done --force): the plugin throws
+//   its reason, so the tool does not run. Other commands cost nothing here.
+// Nothing else here may disturb the session: every other failure is swallowed.
 const COMMAND = __COMMAND__
 
 export const TodoLedger = async ({ $, directory }) => {
@@ -20,6 +24,19 @@ export const TodoLedger = async ({ $, directory }) => {
     return out.exitCode === 0 ? out.stdout.toString().trim() : ""
   }
   return {
+    "tool.execute.before": async (input, output) => {
+      if (input?.tool !== "bash") return
+      const command = String(output?.args?.command ?? "")
+      if (!command.replace(/["'\\]/g, "").includes("todoledger")) return
+      const body = JSON.stringify({ tool_input: { command } })
+      let out
+      try {
+        out = await $`${COMMAND} hook opencode --screen < ${new Response(body)}`.quiet().nothrow()
+      } catch {
+        return // the screen could not run: the ledger's own rules still hold
+      }
+      if (out.exitCode === 2) throw new Error(out.stderr.toString().trim())
+    },
     event: async ({ event }) => {
       try {
         if (!event) return

@@ -48,7 +48,11 @@ def add_check(
 def remove_check(u: Unit, plan: str, writer: str, check_id: str, *, force: bool = False) -> dict[str, Any]:
     """Remove a check. Not the check a completion has not passed: without it the
     completion would read as reported, not failed, and what waits for it would
-    go ahead; `force` does it all the same, and is recorded."""
+    go ahead; `force` does it all the same, and is recorded. Only a person removes
+    a check: an agent would remove the proof its own claim is waiting for."""
+    from todoledger.core.approval import require_person
+
+    require_person("gate remove", writer)
     at = now()
     with u.transaction():
         row = require_check(u, plan, check_id)
@@ -86,8 +90,11 @@ def trust(
     """Approve the exact text of untrusted checks; `approve` is asked for each
     (the CLI shows the spec, who wrote it and whether it was ever seen failing,
     and asks). A person may also approve an agent's own check: its passing then
-    proves that agent's claim (`self-checked` becomes `verified`). Returns the
-    approved checks."""
+    proves that agent's claim (`self-checked` becomes `verified`). Only a person
+    trusts. Returns the approved checks."""
+    from todoledger.core.approval import require_person
+
+    require_person("trust", writer)
     pending = awaiting_trust(u, plan, writer, refs)
     approved = [r for r in pending if approve(r)]
     if not approved:

@@ -34,6 +34,11 @@ def undo(u: Unit, plan: str, writer: str, *, any_writer: bool = False) -> dict[s
                 f" {anyone[1]} by {anyone[2]} (op {anyone[0]}): --any undoes it"
             )
         op, kind, by, when, summary = last
+        if any_writer:
+            from todoledger.core.approval import is_person, person_only, principal
+
+            if not is_person(writer) and principal(by) != principal(writer):
+                raise LedgerError(person_only(f"undo --any of {by}'s change (op {op})", writer))
         events = [
             ev for ev in u.repo.events(plan, op=op) if ev.item is not None and ev.field not in ANNOTATIONS
         ]

@@ -217,6 +217,8 @@ def _gate(
         with u.store.read():
             if not u.repo.has_checks(plan):
                 return None  # no gates to run
+    else:
+        _refuse_force_past_person(u, plan, ref, writer)
     from todoledger.ledger.gates import gate_before_done
 
     try:
@@ -225,3 +227,23 @@ def _gate(
         if force and force_reason is None:  # forcing past a gate takes a reason, recorded with it
             raise LedgerError(f"{refusal}; overriding a failing gate needs {u.override}") from None
         raise
+
+
+def _refuse_force_past_person(u: Unit, plan: str, ref: str, writer: str) -> None:
+    """Only a person forces past a gate whose check a person wrote."""
+    from todoledger.core.approval import is_person, person_only
+
+    if is_person(writer):
+        return
+    from todoledger.core.verification import ROLES
+    from todoledger.ledger.gates import check_repo
+
+    with u.store.read():
+        item = u.require(plan, ref)
+        theirs = [
+            r for r in check_repo(u).checks(plan, [item.id]) if r.role in ROLES and is_person(r.created_by)
+        ]
+    if theirs:
+        raise LedgerError(
+            person_only(f"--force past {theirs[0].created_by}'s gate {theirs[0].id} on {item.id}", writer)
+        )

@@ -16,10 +16,9 @@ if TYPE_CHECKING:
 
 def approve(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
     """A person approves an item as it is now: an agent may then start it."""
-    from todoledger.core.approval import is_person, item_snapshot
+    from todoledger.core.approval import item_snapshot, require_person
 
-    if not is_person(writer):
-        raise LedgerError(f"only a person can approve (cli:... or web:...), not {writer}")
+    require_person("approve", writer)
     at = now()
     with u.transaction():
         item = u.require(plan, ref)
@@ -33,10 +32,9 @@ def approve(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
 def approve_plan(u: Unit, plan: str, writer: str) -> dict[str, Any]:
     """A person approves the plan as it stands: its items' content, order,
     dependencies and gates, with a hash; any later change is flagged."""
-    from todoledger.core.approval import is_person, plan_hash, plan_snapshot
+    from todoledger.core.approval import plan_hash, plan_snapshot, require_person
 
-    if not is_person(writer):
-        raise LedgerError(f"only a person can approve (cli:... or web:...), not {writer}")
+    require_person("approve --plan", writer)
     at = now()
     with u.transaction():
         items = u.repo.items(plan)

@@ -1,0 +1,154 @@
+"""Who is at the other end of a command line: identity from where the call comes.
+
+A person's identity comes only from the route, never from what a process says:
+
+- a person's token in `TODOLEDGER_TOKEN` (the tokens file, `todoledger.tokens`):
+  writer `cli:<name>`; an agent's token: writer `<identity>` (`agent:ci`);
+- a process started by an agent's shell tool (its marker below is set): writer
+  `agent-shell:<kind>[:<session>]`, whatever it asks to be called;
+- a terminal (stdin is a tty) with no agent marker: writer `cli:<OS user>`;
+- anything else (a script, a pipe, cron, an agent that unset its marker): writer
+  `script:<OS user>`, not a person. A person-only verb there asks for a token.
+
+`--writer` and `TODOLEDGER_WRITER` name a writer, never a person: a self-named
+person writer (`cli:...`, `web:...`, `mcp-user:...`, `cli`) is refused with one
+line; in an agent's shell they may only name that agent's own writers.
+
+The markers, as each agent sets them in its shell tool's environment (checked
+against the agents' current builds, December 2026):
+
+- Claude Code: `CLAUDECODE=1` in its Bash tool (`{..., SHELL, GIT_EDITOR:"true",
+  CLAUDECODE:"1"}` in the shell spawn of @anthropic-ai/claude-code; since 0.2.47,
+  anthropics/claude-code#531); `CLAUDE_CODE_SESSION_ID` names the session where set.
+- Gemini CLI: `GEMINI_CLI=1` (`GEMINI_CLI_IDENTIFICATION_ENV_VAR` in
+  @google/gemini-cli's shell execution service); `GEMINI_SESSION_ID` where set.
+- Codex: `CODEX_THREAD_ID` (codex-rs/protocol/src/shell_environment.rs,
+  `populate_env`: inserted into every shell tool call's environment when the
+  thread id is known), and `CODEX_SANDBOX` / `CODEX_SANDBOX_NETWORK_DISABLED`
+  (codex-rs core `spawn.rs`: set when a sandbox is active / the network is off).
+- opencode: `OPENCODE=1` (and `OPENCODE_PID`), set on its own process at start
+  (`process.env.OPENCODE="1"` in the opencode binary's entry), so every bash tool
+  child inherits it.
+- `TODOLEDGER_AGENT=<kind>`: what `todoledger install` adds through the agent's
+  own config where a marker may be missing or unset (Claude Code's settings
+  `env`, Codex's `shell_environment_policy.set`).
+
+Env lookups only: this runs on the lean verbs' path (`show --json`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from todoledger.core.model import LedgerError
+
+# (kind, the variables that mark its shell, the variable naming its session)
+MARKERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("claude-code", ("CLAUDECODE",), "CLAUDE_CODE_SESSION_ID"),
+    ("codex", ("CODEX_THREAD_ID", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"), "CODEX_THREAD_ID"),
+    ("gemini", ("GEMINI_CLI",), "GEMINI_SESSION_ID"),
+    ("opencode", ("OPENCODE",), ""),
+)
+MARKER_VARS = ("TODOLEDGER_AGENT", *(v for _, names, _ in MARKERS for v in names))
+KINDS = tuple(kind for kind, _, _ in MARKERS)
+PERSON_ROUTES = "from a plain terminal, the board, or with TODOLEDGER_TOKEN set to a person's token"
+
+
+def agent_marker(env: dict[str, str] | None = None) -> tuple[str, str] | None:
+    """(kind, session) of the agent whose shell started this process, or None."""
+    get = os.environ.get if env is None else env.get
+    named = get("TODOLEDGER_AGENT")
+    for kind, names, session in MARKERS:
+        if named == kind or any(get(name) for name in names):
+            return kind, (get(session) or "")[:64] if session else ""
+    if named:  # an install marker of an agent we do not know by name
+        return named[:32], ""
+    return None
+
+
+def os_user() -> str | None:
+    """What getpass.getuser() does, without importing getpass (termios, warnings:
+    start-up every call would pay, see bench/bench_core.py)."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        user = os.environ.get(name)
+        if user:
+            return user
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except ImportError:  # no password database here (Windows): getpass knows what else to ask
+        pass
+    except KeyError:
+        return None
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # getpass raises a bare KeyError/OSError without a passwd entry
+        return None
+
+
+def at_terminal() -> bool:
+    """A person types here: stdin is a terminal."""
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
+def agent_writer(kind: str, session: str) -> str:
+    return f"agent-shell:{kind}:{session}" if session else f"agent-shell:{kind}"
+
+
+def token_writer(token: str) -> str:
+    """The writer of a token's holder: `cli:<name>` for a person, the identity for an agent."""
+    from todoledger.tokens import holder_of
+
+    holder = holder_of(token)
+    if holder is None:
+        raise LedgerError("TODOLEDGER_TOKEN is not in the tokens file: nothing was done")
+    return f"cli:{holder.name}" if holder.person else holder.name
+
+
+def named(writer: str, where: str = "--writer") -> str:
+    """A writer a process names (`--writer`, TODOLEDGER_WRITER): never a person,
+    and in an agent's shell only that agent's own."""
+    from todoledger.core.approval import is_person, principal
+
+    if is_person(writer):
+        raise LedgerError(
+            f"{where} {writer}: names a person; a person's identity comes only from the route "
+            f"({PERSON_ROUTES}): nothing was done"
+        )
+    marker = agent_marker()
+    if marker is not None and principal(writer) != f"agent:{marker[0]}":
+        raise LedgerError(
+            f"{where} {writer}: this process runs in {marker[0]}'s shell; it writes as "
+            f"{agent_writer(*marker)}, not as another writer: nothing was done"
+        )
+    return writer
+
+
+def route_writer() -> str:
+    """The writer of this process when it names none (see the module's doc)."""
+    token = os.environ.get("TODOLEDGER_TOKEN")
+    if token:
+        return token_writer(token)
+    env = os.environ.get("TODOLEDGER_WRITER")
+    if env:
+        return named(env, "TODOLEDGER_WRITER")
+    marker = agent_marker()
+    if marker is not None:
+        return agent_writer(*marker)
+    user = os_user()
+    if at_terminal():
+        return f"cli:{user}" if user else "cli"
+    return f"script:{user}" if user else "script"
+
+
+def cli_writer(given: str | None) -> str:
+    """The writer of a command line that may name one (`--writer`)."""
+    if given:
+        return named(given)
+    return route_writer()

@@ -1,0 +1,91 @@
+"""The real Claude Code and Gemini CLI run person-only todoledger verbs through
+their own shell tool, against the fake model (issue 17, "Real agents").
+
+The model's shell calls: `todoledger gate remove <check>` and `todoledger
+approve <item>` as written (the pre-tool screen that `install` wires denies
+them before they run), the same verbs with the command's name hidden from the
+screen (`T=todoledger; "$T" ...`: the ledger itself refuses them, because the
+process is `agent-shell:<agent>`), and `todoledger show --json`, which
+succeeds from the same shell. The model receives each refusal line in its tool
+result; the ledger shows nothing removed and nothing approved.
+
+The test's agent config allows the shell tool (`--allowedTools Bash`, Gemini's
+`--allowed-tools run_shell_command`) and PATH holds this venv's `todoledger`, so
+the harness does not refuse the command before todoledger sees it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.agents import CLAUDE, GEMINI, Agent, Scratch
+from tests.e2e.fakemodel import FakeModel, Step
+from tests.e2e.test_agents import start_session, todoledger
+
+pytestmark = [pytest.mark.agents, pytest.mark.xdist_group("e2e-agents")]
+
+SCREENED = "is a person's to run, not an agent's"
+SHELL_TOOL = {"claude": "Bash", "gemini": "run_shell_command"}
+ALLOW = {
+    "claude": ("mcp__todoledger", "mcp__todoledger,Bash"),
+    "gemini": (",write_todos", ",write_todos,run_shell_command"),
+}
+KIND = {"claude": "claude-code", "gemini": "gemini"}
+
+
+def allowing_the_shell(agent: Agent) -> Agent:
+    """The agent's scripted run, with its shell tool allowed in non-interactive mode."""
+    old, new = ALLOW[agent.name]
+
+    def command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
+        argv, env = agent.command(s, prompt)
+        return [a.replace(old, new) if old in a else a for a in argv], env
+
+    return dataclasses.replace(agent, command=command)
+
+
+@pytest.mark.parametrize("agent", [CLAUDE, GEMINI], ids=lambda a: a.name)
+def test_agent_shell_cannot_remove_a_gate_or_approve(agent: Agent, tmp_path: Path) -> None:
+    seeded: dict[str, str] = {}
+
+    def model(scratch: Scratch, _: list[Step]) -> FakeModel:
+        added = todoledger(scratch, "add", "Ship the release", "--needs-approval", "--json")
+        assert added.returncode == 0, added.describe()
+        seeded["item"] = json.loads(added.stdout)["id"]
+        gate = todoledger(scratch, "gate", "add", seeded["item"], "cmd:false", "--json")
+        assert gate.returncode == 0, gate.describe()
+        seeded["check"] = json.loads(gate.stdout)["id"]
+        item, check = seeded["item"], seeded["check"]
+        shell = SHELL_TOOL[agent.name]
+        commands = [
+            f"todoledger gate remove {check}",
+            f"todoledger approve {item}",
+            f'T=todoledger; "$T" gate remove {check}',
+            f'T=todoledger; "$T" approve {item}',
+            "todoledger show --json",
+        ]
+        return FakeModel([Step(shell, {"command": c, "description": "todoledger"}) for c in commands])
+
+    session = start_session(allowing_the_shell(agent), tmp_path, [], model=model)
+    assert session.run.returncode == 0, session.why()
+    requests = session.fake.agent_requests()
+    assert len(requests) >= 6, session.why()  # five shell calls answered, then the final text
+    told = requests[-1].text()  # the last request carries every tool result the model received
+    kind = KIND[agent.name]
+    # The screen denied the plain commands, and said why ...
+    assert told.count(SCREENED) >= 2, told[-4000:]
+    # ... and the ledger refused the hidden ones: todoledger's own line, naming the agent's shell.
+    assert f"gate remove: a person must run it, not agent-shell:{kind}" in told, told[-4000:]
+    assert f"approve: a person must run it, not agent-shell:{kind}" in told, told[-4000:]
+    # `show` succeeded from the same shell: the item's text came back.
+    assert "Ship the release" in told and "waits_on_cancelled" in told, told[-4000:]
+    # Nothing removed, nothing approved, nobody recorded as a person.
+    checks = todoledger(session.scratch, "gate", "list", "--json")
+    assert [c["id"] for c in json.loads(checks.stdout)] == [seeded["check"]]
+    history = json.loads(todoledger(session.scratch, "history", "--json").stdout)
+    assert not [ev for ev in history if ev["field"] in ("approved", "plan_approved")]
+    assert not [ev for ev in history if ev["writer"].startswith("cli:")]

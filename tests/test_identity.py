@@ -149,6 +149,18 @@ def test_todoledger_writer_never_names_a_person(ledger_env: Path, name: str) -> 
     assert writers("created") == ["ci-bot"]
 
 
+@pytest.mark.parametrize("args", [("--writer", "boss@mcp:x:1"), ("--writer", "agent:ci@web")])
+def test_a_named_writer_never_poses_as_a_tokens_holder(ledger_env: Path, args: tuple[str, ...]) -> None:
+    # `<identity>@…` leads a token holder's writes (principal reads it so): a script
+    # naming it would pass for that person or agent when independence is judged.
+    refused = cli(ledger_env, "add", "Ship it", "--json", *args)
+    assert refused.returncode == 1
+    assert "comes only from a token" in one_line(refused.stderr)
+    refused = cli(ledger_env, "add", "Ship it", "--json", env={"TODOLEDGER_WRITER": args[1]})
+    assert refused.returncode == 1 and "TODOLEDGER_WRITER" in one_line(refused.stderr)
+    assert not Path(ledger_env).exists() or writers("created") == []
+
+
 def test_an_agent_shell_names_only_its_own_writers(ledger_env: Path) -> None:
     refused = cli(ledger_env, "add", "x", "--json", "--writer", "codex:s1", env=CLAUDE)
     assert refused.returncode == 1 and "claude-code's shell" in one_line(refused.stderr)

@@ -121,6 +121,11 @@ def named(writer: str, where: str = "--writer") -> str:
             f"{where} {writer}: names a person; a person's identity comes only from the route "
             f"({PERSON_ROUTES}): nothing was done"
         )
+    if "@" in writer:  # `<identity>@…` is how a token's holder leads its writes: only a token says so
+        raise LedgerError(
+            f"{where} {writer}: a name with @ is a token holder's; it comes only from a token"
+            " (TODOLEDGER_TOKEN): nothing was done"
+        )
     marker = agent_marker()
     if marker is not None and principal(writer) != f"agent:{marker[0]}":
         raise LedgerError(

@@ -16,6 +16,16 @@ from todoledger.core.ids import new_id, seeded
 from todoledger.demo import AGENT, ASSUMPTIONS, CALLS, FACTS, REVIEWER, load_demo
 from todoledger.ingest.report import load as load_report
 
+
+@pytest.fixture(autouse=True)
+def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process the default writer is the person `cli:tester`, by their token:
+    without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
+    from tests.conftest import TESTER_TOKEN
+
+    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+
+
 # The seeds, vendored (tests/data/README.md): a clone has no shared/ beside it.
 SEEDS = Path(__file__).resolve().parent / "data" / "seeds"
 

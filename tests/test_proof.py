@@ -26,6 +26,16 @@ from todoledger.core.checkspec import cannot_fail, parse
 from todoledger.core.timefmt import now, shift
 from todoledger.core.view import build
 
+
+@pytest.fixture(autouse=True)
+def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process the default writer is the person `cli:tester`, by their token:
+    without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
+    from tests.conftest import TESTER_TOKEN
+
+    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+
+
 PERSON = "cli:ann"
 AGENT = "mcp:claude-code:s1"
 AGENT_SHELL = "agent-shell:claude-code:s2"  # the same principal as AGENT: agent:claude-code
@@ -132,8 +142,10 @@ def test_scenario_5_typed_numbers_do_not_pass_a_metric_gate(lg: Ledger) -> None:
         lg.done(bench, evidence="trust me", metrics={"tok_s": 999.0}, writer=AGENT)
     assert lg.get(bench)["status"] != "completed" and not ready(lg, ship)
     assert [m["provenance"] for m in lg.metrics(bench)] == ["typed"]
-    # A whole-list write still records the claim; it is not counted as completed.
-    lg.update(bench, status="completed", writer=AGENT, force=True, force_reason="agent insists")
+    # Forcing past a person's gate is a person's to do; forced, the claim is not proven.
+    with pytest.raises(LedgerError, match="a person must run it"):
+        lg.update(bench, status="completed", writer=AGENT, force=True, force_reason="agent insists")
+    lg.update(bench, status="completed", writer=PERSON, force=True, force_reason="ship it anyway")
     assert state(lg, bench) == "failed" and not ready(lg, ship)
     # Only a person may accept the typed number; then the gate counts it.
     with pytest.raises(LedgerError, match="only a person"):

@@ -16,6 +16,16 @@ from todoledger.cli.main import cli
 from todoledger.ingest.report import load, render_md
 from todoledger.ledger import Ledger
 
+
+@pytest.fixture(autouse=True)
+def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process the default writer is the person `cli:tester`, by their token:
+    without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
+    from tests.conftest import TESTER_TOKEN
+
+    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+
+
 PLAN = "demo/abcd1234"
 
 

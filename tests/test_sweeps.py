@@ -19,6 +19,16 @@ from todoledger import Ledger
 from todoledger.core.model import LedgerError
 from todoledger.ledger import sweeps
 
+
+@pytest.fixture(autouse=True)
+def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process the default writer is the person `cli:tester`, by their token:
+    without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
+    from tests.conftest import TESTER_TOKEN
+
+    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+
+
 # A stand-in benchmark (a simulation): throughput depends on the draft tokens, with seeded noise.
 BENCH = """
 import json, random, sys, time

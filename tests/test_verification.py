@@ -16,6 +16,16 @@ from todoledger import Ledger
 from todoledger.core.model import LedgerError
 from todoledger.ledger import verify as v
 
+
+@pytest.fixture(autouse=True)
+def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process the default writer is the person `cli:tester`, by their token:
+    without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
+    from tests.conftest import TESTER_TOKEN
+
+    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+
+
 DISK_ITEM = "Verify /data has space for 25K samples"
 INFERENCE = "Run inference on 25K samples"
 

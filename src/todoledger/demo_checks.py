@@ -27,7 +27,6 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,17 +109,21 @@ class _Health(http.server.BaseHTTPRequestHandler):
 
 @contextmanager
 def stand_ins() -> Iterator[tuple[str, str]]:
-    """(url of the stand-in server, a temporary folder) while the block runs."""
+    """(url of the stand-in server, the stand-ins' folder) while the block runs.
+    The server stops with the block (its liveness receipts then age out); the
+    folder stays in `.todoledger/demo-stand-ins/`, made anew each run, since the
+    receipts of checks on its files hold only while those files are as they were."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    folder = tempfile.mkdtemp(prefix="todoledger-demo-")
+    folder = os.path.join(os.getcwd(), ".todoledger", "demo-stand-ins")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", folder
     finally:
         server.shutdown()
         server.server_close()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass

@@ -194,7 +194,7 @@ def test_agent_shell_cannot_approve_trust_or_force(ledger_env: Path) -> None:
     with Ledger() as lg:
         other = lg.add("Ship the release", writer=PERSON)["id"]
         lg.update(other, needs_approval=True, writer=PERSON)
-        lg.add_check(other, "cmd:true", writer="import:seed", trusted=False)
+        lg.add_check(other, "cmd:test -d .", writer="import:seed", trusted=False)
     before = len(Ledger(create=False).history())
     for args, verb in (
         (("approve", other), "approve"),

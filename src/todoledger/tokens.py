@@ -60,7 +60,10 @@ def load_tokens(path: str) -> dict[str, Holder]:
             raise LedgerError(f"{path}:{number}: {identity} names an agent: it cannot hold a person's token")
         if token in found:
             raise LedgerError(f"{path}:{number}: this token is given twice")
-        found[token] = Holder(identity, role == "person")
+        # An agent's identity says so wherever it leads a writer (`agent:ci@web`), so that
+        # it is never read as a person's (`core.approval.principal`).
+        name = identity if role == "person" or identity.startswith("agent:") else f"agent:{identity}"
+        found[token] = Holder(name, role == "person")
     if not found:
         raise LedgerError(f"{path}: no tokens in the file")
     return found

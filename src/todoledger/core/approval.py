@@ -57,6 +57,11 @@ def principal(writer: str) -> str:
     Two writers with the same principal are not independent: a check one wrote
     and the other passed proves nothing about the other's claim."""
     identity, at, _ = writer.partition("@")
+    # An agent's own writer keeps its kind whatever its session says (a hook's
+    # session id is the agent's to choose: `claude-code:ann@board` is no token's).
+    kind = writer.partition(":")[0]
+    if at and identity and (kind in AGENT_KINDS or kind in ("agent-shell", "mcp", "script")):
+        at = ""
     if at and identity:  # behind `serve --tokens` every writer starts `<identity>@`
         if identity.startswith("agent:"):
             return identity

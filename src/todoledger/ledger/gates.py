@@ -177,6 +177,11 @@ def _usable(run: tuple[float, str, str | None, str | None, str]) -> bool:
     return provenance == core.MEASURED or (accepted_by is not None and is_person(accepted_by))
 
 
+# How far ahead of the reader's clock a receipt may be dated (clocks of two
+# machines of a team differ a little); beyond it, it is not current.
+FUTURE_SKEW = 300.0
+
+
 def _freshness() -> Callable[[CheckRow, Receipt], bool]:
     """Is a receipt still current: younger than its check's maximum age, its
     tree state unchanged? One look per distinct tree."""
@@ -186,12 +191,13 @@ def _freshness() -> Callable[[CheckRow, Receipt], bool]:
     at_now: list[float] = []
 
     def fresh(row: CheckRow, r: Receipt) -> bool:
+        if not at_now:
+            at_now.append(clock())
+        if epoch(r.at) - at_now[0] > FUTURE_SKEW:
+            return False  # dated ahead of the reader's clock: its writer's clock is not proof
         limit = row.check.age_limit
-        if limit is not None:
-            if not at_now:
-                at_now.append(clock())
-            if at_now[0] - epoch(r.at) > limit:
-                return False
+        if limit is not None and at_now[0] - epoch(r.at) > limit:
+            return False
         if r.tree is None:
             return True
         key = repr(sorted(r.tree.items()))

@@ -764,13 +764,18 @@ class PlanTools:
     @staticmethod
     def writer_arg(args: dict[str, Any], session_writer: str) -> str:
         """The writer the agent names (checked with the other arguments), else the session's."""
-        from todoledger.core.approval import is_person
+        from todoledger.core.approval import is_person, principal
 
         _blank(args, "writer")
         given: str | None = args.get("writer")
         if given and is_person(given):
             # A person's writer would let the agent start what waits for a person's approval.
             raise ToolInputError(f"writer {given!r} names a person; an agent writes as itself (mcp:...)")
+        if given and principal(given) != principal(session_writer):
+            # Another agent's name would make this agent's own check look independent.
+            raise ToolInputError(
+                f"writer {given!r} is not this session's agent: it writes as {session_writer} or its own writers"
+            )
         return given or session_writer
 
     # approval asked from inside a call (elicitation) -----------------------

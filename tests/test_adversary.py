@@ -267,10 +267,6 @@ def test_an_agent_cannot_answer_its_own_approval_prompt_on_a_stdio_server_it_sta
     assert not any(is_person(w) for w in approvers), approvers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): import applies needs_approval changes without the person-only rule",
-)
 def test_import_from_the_agents_shell_cannot_lift_a_persons_approval_gate(
     ledger_env: Path, tmp_path: Path
 ) -> None:
@@ -289,7 +285,8 @@ def test_import_from_the_agents_shell_cannot_lift_a_persons_approval_gate(
         row["status"] = "completed"
     doctored = tmp_path / "plan.jsonl"
     doctored.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cli(ledger_env, "import", str(doctored), **SHELL)
+    refused = cli(ledger_env, "import", str(doctored), **SHELL)
+    assert refused.returncode == 1 and "only a person can lift" in refused.stderr, refused.stderr
     with Ledger() as lg:
         (shown,) = [i for i in lg.show()["items"] if i["id"] == item]
     assert shown["needs_approval"], shown

@@ -7,6 +7,7 @@ from __future__ import annotations
 from todoledger.core import graph
 from todoledger.core.model import ANNOTATIONS, CREATED, REMOVED, STATE_FIELDS, Item, LedgerError
 from todoledger.core.timefmt import now
+from todoledger.ledger import readiness
 from todoledger.ledger.values import EXPORTED, current_value, default_value, validate
 
 TYPE_CHECKING = False
@@ -161,6 +162,17 @@ def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[
                 w.create(item)
                 added += 1
             else:
+                # An import is no back door: what only a person may do to an item
+                # (lift its need for approval, start or complete it while it waits
+                # for one) is refused here as on every other route.
+                readiness.check_person(
+                    u,
+                    plan,
+                    current,
+                    writer,
+                    r.get("status", default_value("status")),
+                    {"needs_approval": bool(r.get("needs_approval", False))},
+                )
                 before = w.count
                 for name in STATE_FIELDS:
                     if name == "depends_on":

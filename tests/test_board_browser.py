@@ -554,7 +554,8 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
     ticks = page.eval_on_selector_all("#sweep-1-0 .xtick text", "ts => ts.map(t => t.textContent)")
     assert "<img src=x onerror=alert(2)>" in ticks
     assert page.locator("main img").count() == 0 and page.dialogs == []
-    page.locator(".sweep[data-sweep=draft]").scroll_into_view_if_needed()
+    # The live refresh may replace the section at any moment: scroll in one step, in the page.
+    page.evaluate("document.querySelector('.sweep[data-sweep=draft]').scrollIntoView()")
     shot(page, "sweeps")
 
 

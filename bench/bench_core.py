@@ -246,7 +246,8 @@ def bench_screen_and_done(runs: int, work: Path) -> None:
         ids = []
         for k in range(runs):
             item = lg.add(f"Gated step {k}", writer="cli:reviewer")["id"]
-            lg.add_check(item, "cmd:true", writer="cli:reviewer")  # a person's gate, which passes
+            # A person's gate that passes here and could fail (a `cmd:true` is refused: it cannot fail).
+            lg.add_check(item, f"file:{done_db}", writer="cli:reviewer")
             lg.start(item, writer="cli:reviewer")
             ids.append(item)
     agent_env = env | {"TODOLEDGER_DB": str(done_db), "CLAUDECODE": "1"}
@@ -256,7 +257,7 @@ def bench_screen_and_done(runs: int, work: Path) -> None:
         pass_ms.append(timed([sys.executable, "-c", "pass"], env))
         done_ms.append(timed([TODOLEDGER, "done", item, "--json"], agent_env))
     base, ms = median_ms(pass_ms), median_ms(done_ms)
-    print(f"done with a passing person's gate (cmd:true), from an agent's shell: {ms:.1f} ms")
+    print(f"done with a passing person's gate (file: check), from an agent's shell: {ms:.1f} ms")
     print(f"  ratio done / python -c pass = {ms / base:.2f}x (target <= 4x)")
 
 

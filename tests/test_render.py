@@ -1,15 +1,15 @@
-"""Exact rendered output: the rich table for terminals and plain text for pipes."""
+"""Exact rendered output: coloured rows for terminals and plain text for pipes,
+open work first and finished work folded (`core.view.fold`)."""
 
 from __future__ import annotations
 
-import io
+import re
 from typing import Any
 
 import pytest
-from rich.console import Console
 
-from todoledger.cli import render_plain, render_rich
-from todoledger.core.view import build
+from todoledger.cli import render_plain, render_term
+from todoledger.core.view import build, fold
 
 VIEW: dict[str, Any] = {
     "plan": "demo",
@@ -54,34 +54,42 @@ VIEW: dict[str, Any] = {
     ],
 }
 
-RICH = """\
-plan demo · revision 3 · 1 pending, 1 in_progress, 1 completed          
-┏━━━━━━━┳━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓
-┃id     ┃   ┃ item                                 ┃ pri    ┃ waits for┃
-┡━━━━━━━╇━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩
-│aaaaaa │ ◐ │ Phase 0: Quick probe                 │ high   │          │
-│bbbbbb │ ● │   Phase 0.1: Kill servers            │ high   │          │
-│       │   │   evidence: fuser -k                 │        │          │
-│cccccc │ ○ │   Phase 0.2: Launch [red]x[/red]     │ medium │ bbbbbb   │
-│       │   │ \ufffd[31m ready                          │        │          │
-└───────┴───┴──────────────────────────────────────┴────────┴──────────┘
-"""  # noqa: W291 (rich pads the title line)
+# On a terminal (colours off here: NO_COLOR); 60 columns, so the long row wraps under its text.
+TERM = """\
+plan demo · revision 3 · 1 pending, 1 in_progress, 1 completed
+aaaaaa  ◐  high    Phase 0: Quick probe
+cccccc  ○  medium    Phase 0.2: Launch [red]x[/red] \ufffd[31m
+                     ready  waits for bbbbbb
+(1 completed not shown: todoledger show --all)
+"""
 
 PLAIN = """\
 plan demo · revision 3 · 1 pending, 1 in_progress, 1 completed
 aaaaaa  ◐  high    Phase 0: Quick probe
-bbbbbb  ●  high      Phase 0.1: Kill servers
 cccccc  ○  medium    Phase 0.2: Launch [red]x[/red] \ufffd[31m (ready)  waits for bbbbbb
+(1 completed not shown: todoledger show --all)
+"""
+PLAIN_ALL = """\
+plan demo · revision 3 · 1 pending, 1 in_progress, 1 completed
+aaaaaa  ◐  high    Phase 0: Quick probe
+cccccc  ○  medium    Phase 0.2: Launch [red]x[/red] \ufffd[31m (ready)  waits for bbbbbb
+completed and cancelled (1 completed):
+bbbbbb  ●  high      Phase 0.1: Kill servers
 """
 
 
-def test_rich_table_exact(monkeypatch: pytest.MonkeyPatch) -> None:
-    buf = io.StringIO()
-    monkeypatch.setattr(
-        render_rich, "console", Console(file=buf, width=72, color_system=None, force_terminal=False)
-    )
-    render_rich.plan(build(VIEW))
-    assert buf.getvalue() == RICH
+def term(view: dict[str, Any], monkeypatch: pytest.MonkeyPatch, *, width: int, show_all: bool = False) -> str:
+    monkeypatch.setenv("NO_COLOR", "1")
+    return "\n".join(render_term.plan_lines(build(view), show_all=show_all, width=width)) + "\n"
+
+
+def test_terminal_rows_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert term(VIEW, monkeypatch, width=60) == TERM
+
+
+def test_plain_all_draws_the_folded_items_after_the_open_work(capsys: pytest.CaptureFixture[str]) -> None:
+    render_plain.plan(build(VIEW), show_all=True)
+    assert capsys.readouterr().out == PLAIN_ALL
 
 
 def test_plain_text_exact(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,38 +132,86 @@ LATER: dict[str, Any] = {
     ],
 }
 
-LATER_RICH = """\
-plan later · revision 9 · 1 pending, 1 completed, 1 cancelled                   
-┏━━━━━━━┳━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓
-┃id     ┃   ┃ item                                         ┃ pri    ┃ waits for┃
-┡━━━━━━━╇━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩
-│dddddd │ ● │ Benchmark 5 draft tokens verified            │ high   │          │
-│       │   │   evidence: ok                               │        │          │
-│       │   │ \ufffd]8;;http://evil\ufffd\\click\ufffd]8;;\ufffd\\ \ufffd\ufffd\ufffdevil       │        │          │
-│eeeeee │ ○ │ Compare with baseline waits for a cancelled  │ medium │ ffffff   │
-│       │   │ item (ffffff) needs approval estimate 2h     │        │          │
-│ffffff │ ✕ │ Dropped probe uses gpu0                      │ low    │          │
-│       │   │   reason: dropped by \ufffd[2Jcodex:s1            │        │          │
-└───────┴───┴──────────────────────────────────────────────┴────────┴──────────┘
-"""  # noqa: W291 (rich pads the title line)
+LATER_TERM = """\
+plan later · revision 9 · 1 pending, 1 completed, 1 cancelled
+eeeeee  ○  medium  Compare with baseline  waits for ffffff
+                   waits for a cancelled item (ffffff)
+                   needs approval  estimate 2h
+completed and cancelled (1 completed, 1 cancelled):
+dddddd  ●  high    Benchmark 5 draft tokens  verified
+                     evidence: ok
+                     \ufffd]8;;http://evil\ufffd\\click\ufffd]8;;\ufffd\\ \ufffd\ufffd\ufffdevil
+ffffff  ✕  low     Dropped probe  uses gpu0
+                     reason: dropped by \ufffd[2Jcodex:s1
+"""
 
 LATER_PLAIN = """\
 plan later · revision 9 · 1 pending, 1 completed, 1 cancelled
-dddddd  ●  high    Benchmark 5 draft tokens  verified
 eeeeee  ○  medium  Compare with baseline  waits for ffffff  waits for a cancelled item (ffffff)  needs approval  estimate 2h
-ffffff  ✕  low     Dropped probe  uses gpu0
+(1 completed, 1 cancelled not shown: todoledger show --all)
 """
 
 
-def test_rich_shows_later_fields_and_no_escape_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    buf = io.StringIO()
-    monkeypatch.setattr(
-        render_rich, "console", Console(file=buf, width=80, color_system=None, force_terminal=False)
-    )
-    render_rich.plan(build(LATER))
-    assert buf.getvalue() == LATER_RICH
+def test_terminal_shows_later_fields_and_no_escape_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert term(LATER, monkeypatch, width=60, show_all=True) == LATER_TERM
+
+
+def test_terminal_colours_are_ours_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With colours on, every escape sequence is one of the renderer's colour codes:
+    the agent's ESC, OSC 8 link and screen clear arrive as U+FFFD."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    text = "\n".join(render_term.plan_lines(build(LATER), show_all=True, width=60))
+    assert "\x1b[36meeeeee\x1b[0m" in text  # coloured: the id column
+    assert re.sub(r"\x1b\[[0-9;]*m", "", text) == LATER_TERM.rstrip("\n")
+    assert "\x1b" not in re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 def test_plain_shows_later_fields_exact(capsys: pytest.CaptureFixture[str]) -> None:
     render_plain.plan(build(LATER))
     assert capsys.readouterr().out == LATER_PLAIN
+
+
+def _item(item_id: str, status: str, parent: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"id": item_id, "content": f"item {item_id}", "status": status, "priority": "medium"} | (
+        {"parent": parent} if parent else {}
+    ) | extra
+
+
+def test_folding_never_hides_a_claimed_or_forced_completion_nor_an_open_items_phase() -> None:
+    doc = {
+        "plan": "p",
+        "revision": 1,
+        "items": [
+            _item("done1", "completed", verification="verified"),
+            _item("gate", "completed", verification="failed"),  # claimed completed, gate failing
+            _item("unrun", "completed", verification="unverified"),  # claimed completed, gate not run
+            _item("phase", "completed"),  # finished, yet an open item is one of its own
+            _item("child", "pending", "phase"),
+            _item("gone", "cancelled"),
+            _item("plain", "completed"),
+            _item("forced", "completed", forced=[{"past": "prerequisites", "open": ["child"]}]),
+        ],
+    }
+    view = build(doc)
+    drawn = fold(view)
+    # the override stays in sight too: forced past open prerequisites
+    assert [it.id for it in drawn.shown] == ["gate", "unrun", "phase", "child", "forced"]
+    assert drawn.rest == ()
+    assert drawn.folded == {"completed": 2, "cancelled": 1}
+    assert [it.claimed for it in drawn.shown[:2]] == [
+        "claimed completed, gate failing",
+        "claimed completed, gate not run",
+    ]
+    everything = fold(view, show_all=True)
+    assert [it.id for it in everything.rest] == ["done1", "gone", "plain"]
+    assert view.summary() == (
+        "1 pending, 4 completed, 1 cancelled; 1 claimed completed, gate failing; 1 claimed completed, gate not run"
+    )
+
+
+def test_a_claimed_completion_is_drawn_and_labelled_on_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = {"plan": "p", "revision": 1, "items": [_item("gate", "completed", verification="failed")]}
+    text = term(doc, monkeypatch, width=100)
+    assert "gate  ●  medium  item gate  claimed completed, gate failing" in text
+    assert "not shown" not in text

@@ -112,8 +112,8 @@ def test_prime_and_plain_output_carry_no_control_or_hidden_character(ledger_env:
 @pytest.mark.parametrize(
     ("command", "shown"),
     [
-        (("show",), "evidence: evidence Deploy"),
-        (("show",), "reason: reason Deploy"),
+        (("show", "--all"), "evidence: evidence Deploy"),
+        (("show", "--all"), "reason: reason Deploy"),
         (("history",), "agent\ufffd[2Jevil"),
         (("next", "--claim", "--writer", "WRITER"), "claimed by agent"),
     ],

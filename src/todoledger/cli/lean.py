@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # verb -> (flags, options taking a value, repeatable options, positional arguments: (min, max))
 SPECS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], tuple[int, int]]] = {
-    "show": (frozenset({"json", "all"}), frozenset({"plan", "writer"}), frozenset(), (0, 0)),
+    "show": (frozenset({"json", "all", "no-pager"}), frozenset({"plan", "writer"}), frozenset(), (0, 0)),
     "next": (frozenset({"json", "claim"}), frozenset({"plan", "writer", "limit"}), frozenset(), (0, 0)),
     "start": (frozenset({"json", "force"}), frozenset({"plan", "writer"}), frozenset(), (1, 1)),
     "done": (
@@ -58,8 +58,8 @@ def run(args: list[str], *, console: bool = False) -> int | None:
     if parsed is None:
         return None
     verb, opts, positional = parsed
-    if not opts.get("json") and sys.stdout.isatty():
-        return None  # a person at a terminal: rich output, through click
+    if not opts.get("json") and verb != "show" and sys.stdout.isatty():
+        return None  # a person at a terminal: rich output, through click (`show` draws its own)
     if not _valid(verb, opts):
         return None
     if "plan" not in opts and os.environ.get("TODOLEDGER_PLAN"):
@@ -197,12 +197,11 @@ def _show(opts: Options, _: list[str]) -> None:
                 sys.stdout.write(lg.show_json(plan, writer=writer) + "\n")
                 sys.stdout.flush()
             return
-        from todoledger.cli import render_plain
+        from todoledger.cli import render
 
         where = lg.location if lg.exists else f"{lg.location} (not created yet: the first write creates it)"
-        render_plain.plan(lg.view(plan, writer=writer), where)
-        if opts.get("all"):
-            render_plain.plans(lg.plans())
+        view = lg.view(plan, writer=writer)
+    render.plan(view, where, show_all=bool(opts.get("all")), pager=not opts.get("no-pager"))
 
 
 def _next(opts: Options, _: list[str]) -> None:

@@ -167,18 +167,27 @@ def cli(ctx: click.Context) -> None:
 
 @cli.command()
 @writes
-@click.option("--all", "show_all", is_flag=True, help="Also list every plan in the ledger.")
-def show(plan: str | None, writer: str | None, as_json: bool, show_all: bool = False) -> None:
-    """Show a plan: items, status, priority, dependencies."""
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also draw the completed and cancelled items (after the open work)."
+)
+@click.option("--no-pager", is_flag=True, help="Never page a long plan on a terminal.")
+def show(
+    plan: str | None, writer: str | None, as_json: bool, show_all: bool = False, no_pager: bool = False
+) -> None:
+    """Show a plan: open work first, with status, priority and dependencies.
+
+    Completed and cancelled items fold into a count unless --all (a completion
+    whose gate fails or never ran is never folded). On a terminal a plan
+    longer than the screen goes through $TODOLEDGER_PAGER, $PAGER or less,
+    as git log does (PAGER=cat or --no-pager: none)."""
     with reader() as lg:
         if as_json:
             emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
             return
-        from todoledger.cli import render
+        view, location = lg.view(plan, writer=writer), where(lg)
+    from todoledger.cli import render
 
-        render.plan(lg.view(plan, writer=writer), where(lg))
-        if show_all:
-            render.plans(lg.plans())
+    render.plan(view, location, show_all=show_all, pager=not no_pager)
 
 
 @cli.command()

@@ -1,6 +1,9 @@
-"""Human output: rich tables and colours on a terminal; plain aligned text in
-a pipe, without importing rich (its import alone costs more than a command's
-own work, and scripts read plain text best)."""
+"""Human output: colours on a terminal, plain aligned text in a pipe.
+
+A plan on a terminal is drawn by `render_term` (plain ANSI codes, one line a
+row, long plans through a pager) and the rest of the terminal output by rich;
+a pipe gets `render_plain`, without importing rich (its import alone costs
+more than a command's own work, and scripts read plain text best)."""
 
 from __future__ import annotations
 
@@ -24,8 +27,22 @@ def _backend() -> ModuleType:
     return render_plain
 
 
-def plan(view: PlanView, location: str | None = None) -> None:
-    _backend().plan(view, location)
+def plan(view: PlanView, location: str | None = None, *, show_all: bool = False, pager: bool = False) -> None:
+    """The plan, open work first (`core.view.fold`); `pager`: page it on a terminal (`cli.pager`)."""
+    if sys.stdout.isatty():
+        from todoledger.cli import render_term
+
+        lines = render_term.plan_lines(view, location, show_all=show_all)
+        if pager:
+            from todoledger.cli.pager import page
+
+            page(lines)
+        else:
+            sys.stdout.write("\n".join(lines) + "\n")
+        return
+    from todoledger.cli import render_plain
+
+    render_plain.plan(view, location, show_all=show_all)
 
 
 def plans(rows: list[dict[str, Any]]) -> None:

@@ -15,11 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from todoledger.core.view import PlanView
-
-TYPE_CHECKING = False  # `typing` costs start-up on the lean path: only for the checker
-if TYPE_CHECKING:
-    from typing import Any
+    from todoledger.core.view import ItemView, PlanView
 
 MARKS = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "✕"}
 
@@ -32,22 +28,43 @@ def summary(view: PlanView) -> str:
     return f"plan {clean(view.plan)} · revision {view.revision} · {view.summary() or 'empty'}"
 
 
-def plan(view: PlanView, location: str | None = None) -> None:
+def plan(view: PlanView, location: str | None = None, *, show_all: bool = False) -> None:
+    """Open work first; completed and cancelled items folded into a count unless `show_all`."""
+    from todoledger.core.view import fold
+
     lines = [summary(view)]
     if not view.items:
         lines.append("no items yet: `todoledger add TEXT`, `todoledger write FILE` or `todoledger demo`")
-    for it in view.items:
-        flag = it.flag()
-        shown = f" ({flag})" if flag in ("ready", "blocked") else ""
-        waits = f"  waits for {clean(', '.join(it.depends_on))}" if it.depends_on else ""
-        tags = "".join(f"  {clean(t)}" for t in it.tags())
-        lines.append(
-            f"{clean(it.id)}  {MARKS.get(it.status, '?')}  {it.priority:<6}  {'  ' * it.depth}"
-            f"{clean(it.content)}{shown}{waits}{tags}"
-        )
+    drawn = fold(view, show_all=show_all)
+    lines += map(_row, drawn.shown)
+    if drawn.rest:
+        lines.append(f"completed and cancelled ({folded_counts(drawn.folded)}):")
+        lines += map(_row, drawn.rest)
+    elif drawn.folded:
+        lines.append(folded_line(drawn.folded))
     if location:
         lines.append(f"ledger: {clean(location)}")
     _write(lines)
+
+
+def _row(it: ItemView) -> str:
+    flag = it.flag()
+    shown = f" ({flag})" if flag in ("ready", "blocked") else ""
+    waits = f"  waits for {clean(', '.join(it.depends_on))}" if it.depends_on else ""
+    tags = "".join(f"  {clean(t)}" for t in it.tags())
+    return (
+        f"{clean(it.id)}  {MARKS.get(it.status, '?')}  {it.priority:<6}  {'  ' * it.depth}"
+        f"{clean(it.content)}{shown}{waits}{tags}"
+    )
+
+
+def folded_counts(folded: dict[str, int]) -> str:
+    return ", ".join(f"{n} {status}" for status, n in folded.items())
+
+
+def folded_line(folded: dict[str, int]) -> str:
+    """The line that stands for the items a view folded away."""
+    return f"({folded_counts(folded)} not shown: todoledger show --all)"
 
 
 def plans(rows: list[dict[str, Any]]) -> None:

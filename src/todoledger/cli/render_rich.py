@@ -1,4 +1,5 @@
-"""Human output with rich, for a terminal.
+"""Human output with rich, for a terminal: the short outputs (a plan itself is
+drawn by `render_term`, whose cost is per row: bench/bench_show.py).
 
 Agent-written text is printed through `Text` objects, never as console
 markup, so a todo containing "[red]" shows literally, and every text goes
@@ -15,7 +16,6 @@ from rich.text import Text
 
 from todoledger.core.describe import describe_event
 from todoledger.core.sanitize import for_terminal as clean
-from todoledger.core.view import PlanView
 
 console = Console(highlight=False, soft_wrap=False)
 
@@ -30,49 +30,6 @@ PRIORITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 def _safe(text: object) -> Text:
     return Text(clean(text))
-
-
-def plan(view: PlanView, location: str | None = None) -> None:
-    title = Text(f"plan {clean(view.plan)} · revision {view.revision} · ")
-    title.append(view.summary() or "empty")
-    if not view.items:
-        console.print(title)
-        console.print(
-            Text("no items yet: `todoledger add TEXT`, `todoledger write FILE` or `todoledger demo`")
-        )
-        return
-    table = Table(title=title, title_justify="left", show_lines=False, pad_edge=False)
-    table.add_column("id", style="cyan", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    table.add_column("item")
-    table.add_column("pri", no_wrap=True)
-    table.add_column("waits for", no_wrap=True)
-    for it in view.items:
-        mark, style = STATUS_STYLE.get(it.status, ("?", "white"))
-        content = Text("  " * it.depth) + _safe(it.content)
-        if it.status in ("completed", "cancelled"):
-            content.stylize("dim")
-        flag = it.flag()
-        if flag == "ready":
-            content.append(" ready", style="bold cyan")
-        elif flag == "blocked":
-            content.append(" blocked", style="magenta")
-        for tag in it.tags():
-            content.append(f" {clean(tag)}", style="magenta" if tag.startswith("waits") else "")
-        if it.evidence:
-            content.append(Text(f"\n  evidence: {clean(it.evidence)}", style="dim green"))
-        if it.reason and it.status == "cancelled":
-            content.append(Text(f"\n  reason: {clean(it.reason)}", style="dim"))
-        table.add_row(
-            _safe(it.id),
-            Text(mark, style=style),
-            content,
-            Text(it.priority, style=PRIORITY_STYLE.get(it.priority, "")),
-            Text(clean(", ".join(it.depends_on))),
-        )
-    console.print(table)
-    if location:
-        console.print(Text(f"ledger: {clean(location)}", style="dim"))
 
 
 def plans(rows: list[dict[str, Any]]) -> None:

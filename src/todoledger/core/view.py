@@ -175,6 +175,50 @@ class PlanView:
         return out
 
 
+@dataclass(frozen=True)
+class Folded:
+    """What a person's view of a plan draws (`fold`): open work first, the rest
+    folded into counts. `shown` in plan order: the open items, every completion
+    only claimed (its gate failing or never run: folding never hides one), and
+    the phases they belong to, however those stand, so that an item is never
+    shown out of its phase. `rest`: the items folded away, in plan order, drawn
+    after `shown` only when a person asks for all (`show --all`); `folded` counts
+    them by status."""
+
+    shown: tuple[ItemView, ...]
+    rest: tuple[ItemView, ...]
+    folded: dict[str, int]
+
+
+def fold(view: PlanView, *, show_all: bool = False) -> Folded:
+    """The items a person's view draws; each `ItemView` is made only for a row
+    that is drawn, so a plan of mostly finished work costs what its open rows do."""
+    items = view.items
+    rows = items._rows
+    keep: set[str] = set()
+    parents = {r["id"]: r.get("parent") for r in rows}
+    for r in rows:
+        status = r["status"]
+        if status in _OPEN or r.get("forced") or (status == "completed" and r.get("verification") in CLAIMED):
+            item_id = r["id"]
+            keep.add(item_id)
+            parent, n = parents.get(item_id), 0
+            while parent in parents and parent not in keep and n < MAX_DEPTH:  # its phases, as context
+                keep.add(parent)
+                parent, n = parents[parent], n + 1
+    make = items._make
+    shown = tuple(make(r) for r in rows if r["id"] in keep)
+    rest_rows = [r for r in rows if r["id"] not in keep]
+    folded: dict[str, int] = {}
+    for r in rest_rows:
+        folded[r["status"]] = folded.get(r["status"], 0) + 1
+    rest = tuple(map(make, rest_rows)) if show_all else ()
+    return Folded(shown, rest, {s: folded[s] for s in STATUSES if s in folded})
+
+
+_OPEN = frozenset({"pending", "in_progress"})
+
+
 class Items(Sequence[ItemView]):
     """Some of a plan's items in a fixed order, each made into its `ItemView`
     when it is first read: `prime` (every session start) shows a dozen items of

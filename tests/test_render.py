@@ -173,9 +173,11 @@ def test_plain_shows_later_fields_exact(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def _item(item_id: str, status: str, parent: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"id": item_id, "content": f"item {item_id}", "status": status, "priority": "medium"} | (
-        {"parent": parent} if parent else {}
-    ) | extra
+    return (
+        {"id": item_id, "content": f"item {item_id}", "status": status, "priority": "medium"}
+        | ({"parent": parent} if parent else {})
+        | extra
+    )
 
 
 def test_folding_never_hides_a_claimed_or_forced_completion_nor_an_open_items_phase() -> None:

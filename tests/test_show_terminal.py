@@ -53,9 +53,7 @@ def pager_env(db: Path | str, tmp_path: Path, pager: str | None) -> tuple[dict[s
     """The environment with PAGER set to a program that keeps what it was given."""
     kept = tmp_path / "paged.txt"
     script = tmp_path / "pager.py"
-    script.write_text(
-        f"import sys\nopen({str(kept)!r}, 'w').write(sys.stdin.read())\n", encoding="utf-8"
-    )
+    script.write_text(f"import sys\nopen({str(kept)!r}, 'w').write(sys.stdin.read())\n", encoding="utf-8")
     env = subprocess_env(db)
     env.pop("TODOLEDGER_PAGER", None)
     env.pop("LESS", None)

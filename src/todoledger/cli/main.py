@@ -168,7 +168,10 @@ def cli(ctx: click.Context) -> None:
 @cli.command()
 @writes
 @click.option(
-    "--all", "show_all", is_flag=True, help="Also draw the completed and cancelled items (after the open work)."
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Also draw the completed and cancelled items (after the open work).",
 )
 @click.option("--no-pager", is_flag=True, help="Never page a long plan on a terminal.")
 def show(

@@ -136,7 +136,9 @@ def _row(lines: list[str], it: ItemView, id_width: int, width: int, paint: Calla
         _note(lines, f"reason: {clean(it.reason)}", DIM, indent + 2, width, paint)
 
 
-def _note(lines: list[str], text: str, style: str, indent: int, width: int, paint: Callable[[str, str], str]) -> None:
+def _note(
+    lines: list[str], text: str, style: str, indent: int, width: int, paint: Callable[[str, str], str]
+) -> None:
     """A line under the item's text (its evidence, why it was cancelled), wrapped as the text is."""
     first, *rest = _wrap([(text, style)], indent, width, paint)
     lines.append(" " * indent + first)

@@ -23,22 +23,7 @@ SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 def on_terminal(args: list[str], env: dict[str, str]) -> str:
     """The command's output on a terminal of ROWS x COLS, colour codes removed."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
-        os.execve(args[0], args, env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
-    out = bytearray()
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, out.decode(errors="replace")
-    return SGR.sub("", out.decode().replace("\r\n", "\n"))
+    return SGR.sub("", on_terminal_raw(args, env))
 
 
 def plan_of(db: Path | str, open_items: int, done_items: int) -> None:
@@ -137,3 +122,54 @@ def test_wide_text_wraps_under_its_column(ledger_env: Path | str, tmp_path: Path
     # two cells a character: no line is wider than the terminal
     assert all(sum(2 if "\u4e00" <= ch <= "\u9fff" else 1 for ch in line) <= COLS for line in lines)
     assert lines[-1].rstrip().endswith("end  ready")
+
+
+HEAVY = ("click", "rich")
+PROBE = (
+    "import json, sys\nfrom todoledger.cli.entry import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    f"print('LOADED ' + json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\nsys.exit(code)\n"
+)
+
+
+def test_the_agent_verbs_on_a_terminal_load_neither_click_nor_rich(
+    ledger_env: Path | str, tmp_path: Path
+) -> None:
+    """A person typing `add`, `start`, `done`, `next` or `show` waits for no
+    import of click or rich: their replies are drawn with plain ANSI codes,
+    and agent text in them is sanitised."""
+    env, _ = pager_env(ledger_env, tmp_path, "cat")
+    env["TERM"] = "xterm-256color"
+    env.pop("NO_COLOR", None)
+    probe = [sys.executable, "-c", PROBE]
+    added = on_terminal_raw([*probe, "add", "Launch \x1b[2J[red]x[/red]"], env)
+    assert "LOADED []" in added
+    plain = SGR.sub("", added)
+    assert re.search(r"^added (\w{6}) ○ pending Launch \ufffd\[2J\[red\]x\[/red\]$", plain, re.M), plain
+    item = re.search(r"^added (\w{6})", plain, re.M)
+    assert item is not None
+    assert "\x1b[36madded " in added  # coloured, with the renderer's own codes
+    for args in (["start", item[1]], ["done", item[1]], ["next"], ["show"], ["show", "--all"]):
+        out = on_terminal_raw([*probe, *args], env)
+        assert "LOADED []" in out, (args, out)
+    assert "\x1b[2J" not in on_terminal_raw([todoledger_bin(), "show", "--all"], env)
+
+
+def on_terminal_raw(args: list[str], env: dict[str, str]) -> str:
+    """As `on_terminal`, colour codes kept."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(args[0], args, env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    out = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out.decode(errors="replace")
+    return out.decode().replace("\r\n", "\n")

@@ -3,7 +3,7 @@
 Two paths skip click and rich entirely, because agents call them often and
 their start-up is the cost: `todoledger hook ...`, and the verbs an agent
 calls through its shell (`show`, `next`, `add`, `start`, `done`, `write`,
-`prime`) when their output is JSON or a pipe (`todoledger.cli.lean`).
+`prime`), on a pipe or a terminal (`todoledger.cli.lean`).
 Everything else goes through click.
 """
 

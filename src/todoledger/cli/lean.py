@@ -1,8 +1,9 @@
 """The verbs an agent calls through its shell, without click or rich.
 
-`show`, `next`, `add`, `start`, `done`, `write` and `prime` run here when
-their output is JSON (`--json`) or goes to a pipe, which is how an agent
-calls them: the start-up of click and rich would cost more than the work.
+`show`, `next`, `add`, `start`, `done`, `write` and `prime` run here, on a
+pipe (as an agent calls them) and on a terminal alike: the start-up of click
+and rich would cost more than the work. On a terminal their output is drawn
+with plain ANSI codes (`cli/render_term.py`), never rich.
 Each does exactly what its click command in `cli/main.py` does, with the
 same output and the same one-line errors (tests/test_lean.py runs both).
 Anything this parser does not take as certain (an unknown or malformed
@@ -58,8 +59,6 @@ def run(args: list[str], *, console: bool = False) -> int | None:
     if parsed is None:
         return None
     verb, opts, positional = parsed
-    if not opts.get("json") and verb != "show" and sys.stdout.isatty():
-        return None  # a person at a terminal: rich output, through click (`show` draws its own)
     if not _valid(verb, opts):
         return None
     if "plan" not in opts and os.environ.get("TODOLEDGER_PLAN"):
@@ -212,15 +211,15 @@ def _next(opts: Options, _: list[str]) -> None:
     if opts.get("json"):
         _emit(rows)
         return
-    from todoledger.cli import render_plain
+    from todoledger.cli import render
 
-    render_plain.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
+    render.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
     for row in rows if claim else []:  # as `next_cmd` in cli/main.py says it
         sys.stdout.write(
             f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates\n"
         )
     if stranded:
-        render_plain.stranded(stranded)
+        render.stranded(stranded)
 
 
 def _change(opts: Options, positional: list[str], verb: str) -> None:
@@ -250,9 +249,9 @@ def _change(opts: Options, positional: list[str], verb: str) -> None:
     if opts.get("json"):
         _emit(row)
         return
-    from todoledger.cli import render_plain
+    from todoledger.cli import render
 
-    render_plain.changed(row, None)
+    render.changed(row, None)
 
 
 def _add(opts: Options, positional: list[str]) -> None:
@@ -269,9 +268,9 @@ def _add(opts: Options, positional: list[str]) -> None:
     if opts.get("json"):
         _emit(row)
         return
-    from todoledger.cli import render_plain
+    from todoledger.cli import render
 
-    render_plain.changed(row, "added")
+    render.changed(row, "added")
 
 
 def _write(opts: Options, positional: list[str]) -> None:
@@ -289,9 +288,9 @@ def _write(opts: Options, positional: list[str]) -> None:
     if opts.get("json"):
         _emit(result.as_dict())
         return
-    from todoledger.cli import render_plain
+    from todoledger.cli import render
 
-    render_plain.write_result(result.as_dict())
+    render.write_result(result.as_dict())
 
 
 def _prime(opts: Options, _: list[str]) -> None:

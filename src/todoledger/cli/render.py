@@ -1,7 +1,8 @@
 """Human output: colours on a terminal, plain aligned text in a pipe.
 
 A plan on a terminal is drawn by `render_term` (plain ANSI codes, one line a
-row, long plans through a pager) and the rest of the terminal output by rich;
+row, long plans through a pager), and so are the agent verbs' one-line
+replies; the other terminal output (`plans`, `history`) by rich;
 a pipe gets `render_plain`, without importing rich (its import alone costs
 more than a command's own work, and scripts read plain text best)."""
 
@@ -22,6 +23,17 @@ def _backend() -> ModuleType:
         from todoledger.cli import render_rich
 
         return render_rich
+    from todoledger.cli import render_plain
+
+    return render_plain
+
+
+def _short() -> ModuleType:
+    """The one-line outputs of the agent verbs: plain ANSI codes on a terminal, no rich."""
+    if sys.stdout.isatty():
+        from todoledger.cli import render_term
+
+        return render_term
     from todoledger.cli import render_plain
 
     return render_plain
@@ -50,11 +62,11 @@ def plans(rows: list[dict[str, Any]]) -> None:
 
 
 def items(rows: list[dict[str, Any]], *, title: str, empty: str) -> None:
-    _backend().items(rows, title=title, empty=empty)
+    _short().items(rows, title=title, empty=empty)
 
 
 def changed(row: dict[str, Any], verb: str | None = None) -> None:
-    _backend().changed(row, verb)
+    _short().changed(row, verb)
 
 
 def history(events: list[dict[str, Any]], title: str | None = None) -> None:
@@ -62,8 +74,8 @@ def history(events: list[dict[str, Any]], title: str | None = None) -> None:
 
 
 def write_result(result: dict[str, Any]) -> None:
-    _backend().write_result(result)
+    _short().write_result(result)
 
 
 def stranded(rows: list[dict[str, Any]]) -> None:
-    _backend().stranded(rows)
+    _short().stranded(rows)

@@ -121,6 +121,11 @@ def history(events: list[dict[str, Any]], title: str | None = None) -> None:
 
 
 def write_result(result: dict[str, Any]) -> None:
+    _write(write_lines(result))
+
+
+def write_lines(result: dict[str, Any]) -> list[str]:
+    """A write's reply for a person: its warnings, what changed, then its notes."""
     lines = [f"warning: {clean(w['where'])}: {clean(w['message'])}" for w in result["warnings"]]
     counts: dict[str, int] = {}
     for ch in result["changes"]:
@@ -130,7 +135,7 @@ def write_result(result: dict[str, Any]) -> None:
         f"{result['dialect']} list → plan {clean(result['plan'])} (revision {result['revision']}): {done}"
     )
     lines += [f"note: {clean(n)}" for n in result.get("notices", [])]
-    _write(lines)
+    return lines
 
 
 def stranded(rows: list[dict[str, Any]]) -> None:

@@ -25,6 +25,7 @@ from todoledger.core.sanitize import for_terminal as clean
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from todoledger.core.view import ItemView, PlanView
 
@@ -203,3 +204,59 @@ def _cells(ch: str) -> int:
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+# -- the one-line outputs of the agent verbs (`add`, `start`, `done`, `next`, `write`) --------
+# As rich printed them, with plain ANSI codes: a person typing `todoledger add` waits for
+# no import of rich (bench/bench_core.py, `add` beside Taskwarrior's on a terminal).
+
+
+def _out(lines: list[str]) -> None:
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def changed(row: dict[str, Any], verb: str | None = None) -> None:
+    paint = _painter(colour_on())
+    status = row["status"]
+    head = paint(f"{verb + ' ' if verb else ''}{clean(row['id'])}", ID)
+    mark = paint(f"{MARKS.get(status, '?')} {status}", STATUS_STYLE.get(status, ""))
+    _out([f"{head} {mark} {clean(row['content'])}"])
+
+
+def items(rows: list[dict[str, Any]], *, title: str, empty: str) -> None:
+    if not rows:
+        _out([empty])
+        return
+    paint = _painter(colour_on())
+    lines = []
+    for it in rows:
+        line = f"{paint(clean(it['id']), ID)} [{it['priority']}] {clean(it['content'])}"
+        if it.get("claimed"):
+            line += "  " + paint(f"({title} by {clean(it['updated_by'])})", "33")
+        lines.append(line)
+    _out(lines)
+
+
+def write_result(result: dict[str, Any]) -> None:
+    from todoledger.cli.render_plain import write_lines
+
+    paint = _painter(colour_on())
+    lines = write_lines(result)
+    notes = len(result.get("notices", []))
+    warnings = len(result["warnings"])
+    _out(
+        [paint(line, "33") for line in lines[:warnings]]
+        + lines[warnings : len(lines) - notes]
+        + [paint("note: ", "1;33") + line[len("note: ") :] for line in lines[len(lines) - notes :]]
+    )
+
+
+def stranded(rows: list[dict[str, Any]]) -> None:
+    paint = _painter(colour_on())
+    lines = [paint("waits for a cancelled item (remove or re-point the dependency):", "1;35")]
+    lines += [
+        f"{paint(clean(it['id']), ID)} {clean(it['content'])}"
+        + paint(f"  waits for {clean(', '.join(it['waits_on_cancelled']))}", "35")
+        for it in rows
+    ]
+    _out(lines)

@@ -10,7 +10,9 @@ side in one run: absolute times on a shared machine are noise.
 2. `todoledger show --json` on a 1,000-item plan vs `python -c pass`, target <= 4x;
 3. in process, a plan of 100,000 items and 1,000,000 events: `next` <= 50 ms,
    a 50-item whole-list write <= 10 ms;
-4. side by side with Taskwarrior (`task list`, `task add`) on 1,000 items;
+4. `add` side by side with Taskwarrior's `task add` on 1,000 items, both on a
+   terminal, target <= 2x, and where an `add` spends its time (`show` beside
+   `task list`: bench_show.py);
 5. the pre-tool shell screen (`todoledger hook <agent> --screen`, before every
    shell command an agent runs) per agent, for a command that does not mention
    todoledger and for one that does, vs `python -c pass`, target <= 3.5x;
@@ -46,6 +48,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from terminal import on_terminal, taskwarrior, taskwarrior_data
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -334,51 +339,106 @@ def bench_scale(items: int, events: int, work: Path, runs: int) -> None:
 
 
 def bench_taskwarrior(runs: int, work: Path) -> None:
-    task = shutil.which("task")
-    if not task:
+    """`add` beside Taskwarrior's `task add`, both on a terminal (a pty of the same
+    size, bench/terminal.py), 3 rounds of alternated samples; then where an
+    `add` spends its time (bench_show.py compares `show` with `task list`)."""
+    found = taskwarrior()
+    if found is None:
         print("\ntaskwarrior: `task` not found (apt-get install taskwarrior); comparison skipped")
         return
-    from todoledger import Ledger
-
+    task, version = found
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    twdir = work / "tw"
-    twdir.mkdir()
-    rc = work / "taskrc"
-    rc.write_text(f"data.location={twdir}\nconfirmation=off\nverbose=nothing\nhooks=off\n")
-    env.update(TASKRC=str(rc), TASKDATA=str(twdir))
+    env["PAGER"] = "cat"
+    theirs = taskwarrior_data(work / "tw", env)
     import_file = work / "tasks.json"
     import_file.write_text(
         json.dumps([{"description": f"item {k}", "status": "pending"} for k in range(1000)])
     )
-    subprocess.run(
-        [task, "rc.confirmation=off", "import", str(import_file)], env=env, capture_output=True, check=True
-    )
+    subprocess.run([task, "import", str(import_file)], env=theirs, capture_output=True, check=True)
     db = work / "tw-compare.db"
-    env["TODOLEDGER_DB"] = str(db)
+    fill_plan(db, 1000)
+    ours = env | {"TODOLEDGER_DB": str(db)}
+    cases = {
+        "python -c pass": ([sys.executable, "-c", "pass"], env),
+        "task add": ([task, "add", "benchmark item"], theirs),
+        "todoledger add": ([TODOLEDGER, "add", "benchmark item"], ours),
+        "imports": ([sys.executable, "-c", ADD_IMPORTS], env),
+    }
+    for cmd, case_env in cases.values():
+        on_terminal(cmd, case_env)
+    print(f"\nadd beside Taskwarrior (task {version}, as Debian installs it), 1,000 items, on a terminal:")
+    ratios = []
+    for n in range(1, 4):
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(runs):
+            for name, (cmd, case_env) in cases.items():
+                samples[name].append(on_terminal(cmd, case_env)[0])
+        ms = {name: median_ms(v) for name, v in samples.items()}
+        ratio = ms["todoledger add"] / ms["task add"]
+        ratios.append(ratio)
+        print(
+            f"  round {n}: todoledger add {ms['todoledger add']:.1f} ms, task add {ms['task add']:.1f} ms:"
+            f" {ratio:.2f}x (target <= 2x); python -c pass {ms['python -c pass']:.1f} ms"
+            f" ({ms['python -c pass'] / ms['task add']:.2f}x task add), python importing what add imports"
+            f" {ms['imports']:.1f} ms ({ms['imports'] / ms['task add']:.2f}x)"
+        )
+    print(
+        f"  todoledger add / task add: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x,"
+        f" max {max(ratios):.2f}x"
+    )
+    add_breakdown(work, runs)
+
+
+# What `todoledger add` imports before it opens the ledger (sqlite3's C module among them).
+ADD_IMPORTS = "import todoledger.cli.entry, todoledger.cli.lean, todoledger.ledger.ledger, todoledger.store.sqlite, todoledger.ledger.items"
+
+
+def fill_plan(db: Path, n: int) -> None:
+    from todoledger import Ledger
+
     with Ledger(db) as lg:
         lg.import_jsonl(
-            [
-                json.dumps({"id": f"t{k:05d}", "content": f"item {k}", "position": float(k)})
-                for k in range(1000)
-            ]
+            [json.dumps({"id": f"t{k:05d}", "content": f"item {k}", "position": float(k)}) for k in range(n)]
         )
-    times = interleaved(
-        runs,
-        {
-            "task list": ([task, "list"], None),
-            "todoledger show": ([TODOLEDGER, "show"], None),
-            "task add": ([task, "add", "benchmark item"], None),
-            "todoledger add": ([TODOLEDGER, "add", "benchmark item"], None),
-        },
-        env,
-    )
-    print("\nside by side with Taskwarrior, 1,000 items:")
+
+
+def add_breakdown(work: Path, runs: int) -> None:
+    """In one process, on a 1,000-item plan: a fresh id, the position query, and
+    the whole `add` with its commit synced (synchronous=FULL, as shipped) against
+    the same on a copy that does not sync (synchronous=OFF, here only): the
+    difference is the fsync's share."""
+    from todoledger import Ledger
+    from todoledger.core.ids import new_id
+
+    full_db, off_db = work / "add-full.db", work / "add-off.db"
+    fill_plan(full_db, 1000)
+    with Ledger(full_db):
+        pass  # checkpointed and closed: the copy below is the whole ledger
+    shutil.copy(full_db, off_db)
+    full, off = Ledger(full_db), Ledger(off_db)
+    off.store.conn.execute("PRAGMA synchronous=OFF")
+    times: dict[str, list[float]] = {"id": [], "position": [], "add": [], "add, no fsync": []}
+    for k in range(runs * 3):
+        start = time.perf_counter()
+        new_id()
+        times["id"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        with full.store.read():
+            full.repo.tail_position("main")
+        times["position"].append(time.perf_counter() - start)
+        for name, lg in (("add", full), ("add, no fsync", off)):
+            start = time.perf_counter()
+            lg.add(f"benchmark item {k}")
+            times[name].append(time.perf_counter() - start)
+    full.close()
+    off.close()
+    ms = {name: median_ms(v) for name, v in times.items()}
+    fsync = ms["add"] - ms["add, no fsync"]
     print(
-        f"  task list {times['task list']:.1f} ms, todoledger show {times['todoledger show']:.1f} ms: ratio {times['todoledger show'] / times['task list']:.2f}x"
-    )
-    print(
-        f"  task add {times['task add']:.1f} ms, todoledger add {times['todoledger add']:.1f} ms: ratio {times['todoledger add'] / times['task add']:.2f}x"
+        f"  in one process (median of {runs * 3}): a fresh id {ms['id'] * 1000:.0f} us, the position query"
+        f" {ms['position'] * 1000:.0f} us, the whole add {ms['add']:.2f} ms, of which the commit's fsync"
+        f" {fsync:.2f} ms ({fsync / ms['add']:.0%}; the same add without it {ms['add, no fsync']:.2f} ms)"
     )
 
 

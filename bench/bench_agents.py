@@ -8,7 +8,7 @@ measured side by side in one run: absolute times on a shared machine are noise.
    same SDK (target <= 1.1x);
 2. each agent-facing CLI verb on a 1,000-item plan (piped output: the lean
    path), next to `python -c pass` with bytecode compiled (target <= 3x);
-3. the same verbs next to Taskwarrior 2.6.2 on 1,000 tasks: show/list,
+3. the same verbs next to Taskwarrior (the version Debian installs, printed) on 1,000 tasks: show/list,
    next/next, add/add, done/done;
 4. `todoledger doctor` with the agents found on PATH: its total, the agents'
    own processes (`--version` where no npm manifest declares the binary,
@@ -227,7 +227,12 @@ def main() -> None:
 
 def taskwarrior_table(runs: int, work: Path) -> None:
     tw = taskwarrior(runs, work)
-    print("\n3. next to Taskwarrior 2.6.2, 1,000 tasks (median of", runs, "alternated):")
+    version = (
+        subprocess.run(["task", "--version"], capture_output=True, text=True, check=False).stdout.strip()
+        if tw is not None
+        else ""
+    )
+    print(f"\n3. piped, next to Taskwarrior {version}, 1,000 tasks (median of {runs}, alternated):")
     if tw is None:
         print("   `task` not found (apt-get install taskwarrior): skipped")
     else:

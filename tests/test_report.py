@@ -365,3 +365,36 @@ def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -
     assert rows[ids["Verify disk"]]["proof"]["verification"] == "failed"
     page = render_html(report)
     assert "<h2>Proof</h2>" in page and "gate failed but reported completed" in page
+
+
+def test_the_report_pauses_the_cycle_collector_only_while_it_runs(ledger_env: Path) -> None:
+    """`load` and the renderers run with the cycle collector paused (their objects
+    hold no cycle; its passes grew with the plan) and always give it back, also
+    when the report is refused."""
+    import gc
+
+    from todoledger.core.model import LedgerError
+    from todoledger.ingest.report import render_json
+
+    seen: list[bool] = []
+    with Ledger(ledger_env) as lg:
+        lg.add("Benchmark with 5 draft tokens")
+        original = lg.history
+
+        def history(*args: Any, **kwargs: Any) -> Any:
+            seen.append(gc.isenabled())
+            return original(*args, **kwargs)
+
+        lg.history = history  # type: ignore[method-assign]
+        report = load(lg, "main")
+        assert seen == [False] and gc.isenabled()
+        assert render_md(report) and render_json(report) and gc.isenabled()
+        with pytest.raises(LedgerError):
+            load(lg, "no-such-plan")
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            load(lg, "main")
+            assert not gc.isenabled()  # paused by someone else: left as it was
+        finally:
+            gc.enable()

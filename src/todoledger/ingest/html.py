@@ -22,6 +22,7 @@ from todoledger.ingest.report import (
     Report,
     _phase_title,
     _where,
+    acyclic,
     headline,
     item_row,
     proof_cells,
@@ -119,6 +120,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
+@acyclic
 def render_html(r: Report) -> str:
     s = r.story
     parts = [f"<h1>Plan {_esc(s.plan)}</h1>"]

@@ -86,7 +86,11 @@ def install_beads(cache: Path) -> tuple[Path | None, str]:
 
 async def listed_tools(command: Path, env: dict[str, str], cwd: Path) -> tuple[int, int]:
     """(tools, tokens) of the server's `tools/list`, counted as ours is (JSON characters / 4)."""
-    params = StdioServerParameters(command=str(command), args=[], env=env, cwd=str(cwd))
+    # The peer's own log (banners, validation noise) goes to a file beside it, not into the benchmark's output.
+    log = cwd / f"{command.name}.log"
+    params = StdioServerParameters(
+        command="/bin/sh", args=["-c", 'exec "$0" 2>>"$1"', str(command), str(log)], env=env, cwd=str(cwd)
+    )
     with anyio.fail_after(START_SECONDS):
         async with Client(params) as client:
             listed = await client.list_tools()

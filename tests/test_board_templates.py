@@ -301,3 +301,65 @@ def test_no_template_marks_text_safe() -> None:
         assert not re.search(r"\|\s*safe\b|autoescape\s+false|Markup|\{%\s*raw", source), path.name
     made = {p.name: p.read_text("utf-8").count("Markup(") for p in web.glob("*.py")}
     assert made == {name: 3 if name == "pages.py" else 0 for name in made}  # render() and tagged()
+
+
+def _row_ids(html: str) -> list[str]:
+    return re.findall(r'class="row[^"]*" role=row id="i-([^"]+)"', html)
+
+
+def test_a_plan_up_to_the_limit_has_every_row_in_the_page(
+    ledger_env: Path, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row is in the page itself: none is left for the script to fetch after the paint."""
+    from todoledger.web import pages
+
+    monkeypatch.setattr(pages, "ALL_ROWS", 30)
+    with Ledger(ledger_env) as lg:
+        lg.import_jsonl([json.dumps({"id": f"it{n:03d}", "content": f"Step {n}"}) for n in range(30)])
+    html = client.get("/plan?plan=main").text
+    assert _row_ids(html) == [f"it{n:03d}" for n in range(30)]
+    assert "class=filter" not in html  # no pager, no filter: the page is the plan
+    answer = client.post("/api/rows", json={"plan": "main", "known": {}}).json()
+    assert answer["order"] == [f"it{n:03d}" for n in range(30)]
+
+
+def test_past_the_limit_a_plan_is_paged_with_a_filter_and_stays_paged_live(
+    ledger_env: Path, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from todoledger.web import pages
+
+    monkeypatch.setattr(pages, "ALL_ROWS", 20)
+    monkeypatch.setattr(pages, "PAGE_ROWS", 10)
+    with Ledger(ledger_env) as lg:
+        lg.import_jsonl(
+            [
+                json.dumps(
+                    {
+                        "id": f"it{n:03d}",
+                        "content": f"Step {n}",
+                        "status": "completed" if n % 3 == 0 else "pending",
+                    }
+                )
+                for n in range(25)
+            ]
+        )
+    first = client.get("/plan?plan=main").text
+    assert _row_ids(first) == [f"it{n:03d}" for n in range(10)]
+    assert "25 of 25 items, page 1 of 3" in first and 'rel=next href="/plan?plan=main&amp;page=2"' in first
+    last = client.get("/plan?plan=main&page=3").text
+    assert _row_ids(last) == [f"it{n:03d}" for n in range(20, 25)] and "rel=prev" in last
+    assert _row_ids(client.get("/plan?plan=main&page=99").text) == _row_ids(
+        last
+    )  # past the end: the last page
+    open_only = client.get("/plan?plan=main&status=open").text
+    assert _row_ids(open_only) == [f"it{n:03d}" for n in range(25) if n % 3][:10]
+    assert "16 of 25 items, page 1 of 2" in open_only
+    found = client.get("/plan?plan=main&q=step 2").text  # text, case-folded: Step 2, Step 20..24
+    assert _row_ids(found) == ["it002", *(f"it{n:03d}" for n in range(20, 25))]
+    assert _row_ids(client.get("/plan?plan=main&status=nonsense&page=x").text) == _row_ids(first)
+    # The live sync keeps the page's window: page 2 of the open items, not the whole plan.
+    answer = client.post(
+        "/api/rows", json={"plan": "main", "known": {}, "window": {"status": "open", "page": 2}}
+    ).json()
+    assert answer["order"] == [f"it{n:03d}" for n in range(25) if n % 3][10:]
+    assert sorted(answer["rows"]) == answer["order"]

@@ -211,10 +211,12 @@ class Board:
         return await self._page(request, "plans", body)
 
     async def page_plan(self, request: Request) -> Response:
+        win = pages.Window.of(request.query_params)
+
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             head, rows, view = self._plan_parts(lg, plan)
-            first = [html for _, _, html in rows[: pages.FIRST_ROWS]]
-            return f"Plan {plan}", pages.plan(view, head, first, len(rows))
+            shown = [html for _, _, html in win.rows(view, rows)]
+            return f"Plan {plan}", pages.plan(view, head, shown, len(rows), win)
 
         return await self._page(request, "plan", body)
 
@@ -232,7 +234,8 @@ class Board:
 
     async def sync_rows(self, request: Request) -> Response:
         """The plan page's rows the page lacks or holds in an older form, the
-        order of all of them, and the head: how a large plan stays live."""
+        order of all of them (of its window, for a paged plan), and the head:
+        how a large plan stays live."""
         if not request.headers.get("content-type", "").startswith("application/json"):
             return JSONResponse({"error": "send JSON (application/json)"}, status_code=415)
         raw = await request.body()
@@ -246,9 +249,13 @@ class Board:
         plan = body.get("plan")
         name = plan if isinstance(plan, str) and plan else self.plan or default_plan()
 
+        asked = body.get("window")
+        win = pages.Window.of(asked if isinstance(asked, dict) else {})
+
         def collect(lg: Ledger) -> dict[str, Any]:
             change = int(lg.last_change())  # first, as in `_page`: never newer than the rows
-            head, rows, _ = self._plan_parts(lg, name)
+            head, every, view = self._plan_parts(lg, name)
+            rows = win.rows(view, every)  # the page's own window: a paged plan stays paged
             return {
                 "change": change,
                 "head": head,

@@ -30,7 +30,12 @@ from todoledger.core.view import ItemView, PlanView
 
 PAGES = (("plan", "Plan"), ("timeline", "Timeline"), ("approvals", "Approvals"), ("sessions", "Sessions"))
 STATUS_MARK = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "⊘"}
-FIRST_ROWS = 200  # rows in the page itself; the script fetches the rest after the first paint
+# A plan of up to ALL_ROWS rows has every row in the page itself, so every open row is
+# there on the first paint (bench/bench_board.py). A larger one is paged: PAGE_ROWS rows
+# a page, with a filter on status and text, so a 20,000-item plan stays usable.
+ALL_ROWS = 5000
+PAGE_ROWS = 1000
+FILTERS = ("all", "open", *STATUSES)
 MAX_TIMELINE_ITEMS = 400
 
 Html = Markup  # markup a template made (its values escaped): what the functions here return
@@ -148,10 +153,82 @@ def plans(rows: Sequence[Mapping[str, Any]]) -> Html:
 
 
 # a plan ----------------------------------------------------------------------
-def plan(view: PlanView, head: Html, rows: Sequence[Html], total: int) -> Html:
+def plan(view: PlanView, head: Html, rows: Sequence[Html], total: int, win: Window | None = None) -> Html:
     """The plan page: head (summary, what to do next), the add form, and the
-    first rows; `total` says how many rows the plan has in all."""
-    return render("plan.html", view=view, head=head, rows=rows, total=total)
+    rows `win` holds (every row of a plan of up to ALL_ROWS); `total` says
+    how many rows the plan has in all."""
+    win = win or Window()
+    return render("plan.html", view=view, head=head, rows=rows, total=total, win=win, filters=FILTERS)
+
+
+class Window:
+    """Which of a plan's rows a page holds: all of them, or past ALL_ROWS rows
+    (or under a filter) one page of those that match `status` and `text`."""
+
+    __slots__ = ("matched", "page", "paged", "pages", "status", "text")
+
+    def __init__(self, status: str = "all", text: str = "", page: int = 1) -> None:
+        self.status = status if status in FILTERS else "all"
+        self.text = text.strip()[:200]
+        self.page = max(1, page)
+        self.pages = 1
+        self.matched = 0
+        self.paged = False
+
+    @classmethod
+    def of(cls, query: Mapping[str, Any]) -> Window:
+        """From a page's query (`status`, `q`, `page`) or a sync request's `window`; bad values are the defaults."""
+        page = query.get("page", 1)
+        try:
+            number = int(page)
+        except (TypeError, ValueError):
+            number = 1
+        status, text = query.get("status", "all"), query.get("q", "")
+        return cls(
+            status if isinstance(status, str) else "all", text if isinstance(text, str) else "", number
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return self.status != "all" or bool(self.text)
+
+    def query(self, page: int) -> dict[str, str]:
+        """The query of another page of this window (for its links)."""
+        out = {"page": str(page)}
+        if self.status != "all":
+            out["status"] = self.status
+        if self.text:
+            out["q"] = self.text
+        return out
+
+    def rows(self, view: PlanView, rows: Sequence[tuple[str, str, Html]]) -> list[tuple[str, str, Html]]:
+        """The rows this page holds, in the plan's order."""
+        if len(rows) <= ALL_ROWS and not self.filtered:
+            self.matched = len(rows)
+            return list(rows)
+        status = {it.id: it for it in view.items}
+        wanted = self.status
+        needle = self.text.casefold()
+
+        def keep(item_id: str) -> bool:
+            it = status.get(item_id)
+            if it is None:
+                return False
+            if (wanted == "open" and not it.is_open) or (
+                wanted not in ("all", "open") and it.status != wanted
+            ):
+                return False
+            return not needle or needle in it.content.casefold() or needle in item_id.casefold()
+
+        matching = [row for row in rows if keep(row[0])]
+        self.matched = len(matching)
+        self.paged = len(rows) > ALL_ROWS or len(matching) > PAGE_ROWS
+        if not self.paged:
+            return matching
+        self.pages = max(1, -(-len(matching) // PAGE_ROWS))
+        self.page = min(self.page, self.pages)
+        start = (self.page - 1) * PAGE_ROWS
+        return matching[start : start + PAGE_ROWS]
 
 
 def plan_head(view: PlanView, sched: Schedule, waiting: set[str], standing: Mapping[str, Any]) -> Html:

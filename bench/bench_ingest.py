@@ -310,29 +310,43 @@ def main() -> None:
         # An installed package has its bytecode compiled at install time (pip does it); the
         # editable tree under PYTHONDONTWRITEBYTECODE would recompile every module in each run.
         compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "src" / "todoledger"), quiet=1)
-        # Three rounds, each its own side-by-side comparison: bare, ingest, bare again
-        # (the faster baseline: the stricter ratio), then ingest in one process alone.
+        # Three rounds, each its own side-by-side comparison: bare, ingest in one process,
+        # bare again (the faster baseline: the stricter ratio), then ingest with its reading
+        # helper on a second core (an option: the target is met in one process).
         rounds = []
         for n in range(ROUNDS):
             bare = measure("bare", corpus, Path(tmp) / "unused.db")
-            ing = measure("ingest", corpus, Path(tmp) / f"ledger{n}.db")
-            bare2 = measure("bare", corpus, Path(tmp) / "unused.db")
             serial = measure("ingest-serial", corpus, Path(tmp) / f"serial{n}.db")
-            bare_s = min(bare["seconds"], bare2["seconds"])
-            rounds.append((bare_s, ing, serial))
+            bare2 = measure("bare", corpus, Path(tmp) / "unused.db")
+            ing = measure("ingest", corpus, Path(tmp) / f"ledger{n}.db")
+            fast = min((bare, bare2), key=lambda m: m["seconds"])
+            bare_s = fast["seconds"]
+            rounds.append((fast, ing, serial))
             print(
-                f"round {n + 1}: bare orjson loop {mb / bare_s:.0f} MB/s ({bare_s:.2f}s);"
-                f" ingest {mb / ing['seconds']:.0f} MB/s ({ing['seconds']:.2f}s, {ing['cpu']:.2f} CPU-s),"
-                f" ratio {bare_s / ing['seconds']:.0%} (target >= 45%);"
-                f" in one process {bare_s / serial['seconds']:.0%} ({serial['seconds']:.2f}s)"
+                f"round {n + 1}: bare orjson loop {mb / bare_s:.0f} MB/s ({bare_s:.2f} s, {fast['cpu']:.2f} CPU-s);"
+                f" ingest in one process {mb / serial['seconds']:.0f} MB/s ({serial['seconds']:.2f} s,"
+                f" {serial['cpu']:.2f} CPU-s): {bare_s / serial['seconds']:.0%} of the bare loop by wall time"
+                f" (target >= 50%), {fast['cpu'] / serial['cpu']:.0%} by CPU time;"
+                f" with the reading helper {mb / ing['seconds']:.0f} MB/s ({ing['seconds']:.2f} s,"
+                f" {ing['cpu']:.2f} CPU-s with the helper's): {bare_s / ing['seconds']:.0%} by wall time,"
+                f" {fast['cpu'] / ing['cpu']:.0%} by CPU time",
+                flush=True,
             )
         ing = rounds[-1][1]
         print(
             f"ingest: peak RSS {ing['rss_mb']:.0f} MB, its reading helper {ing['helper_mb']:.0f} MB"
             f" (target < 300 MB); {ing['calls']:,} calls in {ing['sessions']:,} sessions, {ing['written']:,} written"
         )
-        worst = min(bare_s / ing["seconds"] for bare_s, ing, _ in rounds)
-        print(f"ratio ingest/bare, worst of {ROUNDS} rounds: {worst:.0%} (target >= 45% in each)")
+        one = sorted(b["seconds"] / s_["seconds"] for b, _, s_ in rounds)
+        cpu = sorted(b["cpu"] / s_["cpu"] for b, _, s_ in rounds)
+        helped = sorted(b["seconds"] / i["seconds"] for b, i, _ in rounds)
+        print(
+            f"one process / bare loop, by wall time: min {one[0]:.0%}, median {one[1]:.0%}, max {one[-1]:.0%}"
+            f" (target >= 50% in each round); by CPU time: min {cpu[0]:.0%}, median {cpu[1]:.0%}, max {cpu[-1]:.0%}"
+        )
+        print(
+            f"with the reading helper, by wall time: min {helped[0]:.0%}, median {helped[1]:.0%}, max {helped[-1]:.0%}"
+        )
         again = measure("ingest", corpus, Path(tmp) / "ledger0.db")
         print(f"re-ingest (idempotent): {mb / again['seconds']:.0f} MB/s, {again['written']:,} written")
         rep = bench_report(Path(tmp))

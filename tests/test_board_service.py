@@ -238,8 +238,8 @@ def test_a_change_landing_while_the_board_reads_rows_is_not_missed(
     board = Board()
     real = Board._plan_parts
 
-    def read_then_someone_writes(self: Board, lg: Ledger, plan: str) -> Any:
-        parts = real(self, lg, plan)
+    def read_then_someone_writes(self: Board, lg: Ledger, plan: str, win: Any) -> Any:
+        parts = real(self, lg, plan, win)
         with Ledger(ledger_env) as other:  # another process, between the read and the stamp
             other.cancel(first, writer=PERSON, reason="not needed")
         return parts

@@ -20,7 +20,7 @@ import hmac
 import json
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,7 +34,7 @@ from starlette.routing import Route
 from todoledger.core.model import LedgerError
 from todoledger.core.schedule import split_uses
 from todoledger.core.timefmt import now
-from todoledger.core.view import PlanView, build
+from todoledger.core.view import ItemView, PlanView, build
 from todoledger.defaults import default_plan
 from todoledger.ledger import Ledger
 from todoledger.ledger.shared import SharedLedger
@@ -214,23 +214,23 @@ class Board:
         win = pages.Window.of(request.query_params)
 
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
-            head, rows, view = self._plan_parts(lg, plan)
-            shown = [html for _, _, html in win.rows(view, rows)]
-            return f"Plan {plan}", pages.plan(view, head, shown, len(rows), win)
+            head, rows, view = self._plan_parts(lg, plan, win)
+            return f"Plan {plan}", pages.plan(view, head, [html for _, _, html in rows], len(view.items), win)
 
         return await self._page(request, "plan", body)
 
     def _plan_parts(
-        self, lg: Ledger, plan: str
+        self, lg: Ledger, plan: str, win: pages.Window
     ) -> tuple[pages.Html, list[tuple[str, str, pages.Html]], PlanView]:
-        """The plan's head and its rows as (id, hash, html), in tree order."""
+        """The plan's head and the rows `win` holds as (id, hash, html), in tree
+        order: a paged plan renders only its page's rows."""
         doc = lg.show(plan)
         view = build(doc)
         sched = view.schedule()
         state = lg.approvals(plan, rows=doc["items"])
         waiting = set(state["waiting"])
         head = pages.plan_head(view, sched, waiting, state["plan"])
-        return head, self.rows.render(view, sched, waiting), view
+        return head, self.rows.render(view, sched, waiting, win.pick(view)), view
 
     async def sync_rows(self, request: Request) -> Response:
         """The plan page's rows the page lacks or holds in an older form, the
@@ -254,8 +254,7 @@ class Board:
 
         def collect(lg: Ledger) -> dict[str, Any]:
             change = int(lg.last_change())  # first, as in `_page`: never newer than the rows
-            head, every, view = self._plan_parts(lg, name)
-            rows = win.rows(view, every)  # the page's own window: a paged plan stays paged
+            head, rows, _ = self._plan_parts(lg, name, win)  # the page's own window: a paged plan stays paged
             return {
                 "change": change,
                 "head": head,
@@ -401,14 +400,17 @@ class RowCache:
     def __init__(self) -> None:
         self.plans: dict[str, dict[str, tuple[Any, str, pages.Html]]] = {}
 
-    def render(self, view: PlanView, sched: Any, waiting: set[str]) -> list[tuple[str, str, pages.Html]]:
+    def render(
+        self, view: PlanView, sched: Any, waiting: set[str], items: Sequence[ItemView]
+    ) -> list[tuple[str, str, pages.Html]]:
+        """The rows of `items` (the page's, in tree order), each rendered again only when it changed."""
         crit = set(sched.critical_path)
         set_of = {item_id: n for n, members in enumerate(sched.parallel) for item_id in members}
         status = {it.id: it.status for it in view.items}
         old = self.plans.get(view.plan, {})
         new: dict[str, tuple[Any, str, pages.Html]] = {}
         out = []
-        for it in view.tree():
+        for it in items:
             deps = {d: status.get(d, "") for d in it.depends_on}
             key = (it, it.id in crit, set_of.get(it.id), it.id in waiting, tuple(deps.items()))
             cached = old.get(it.id)

@@ -201,28 +201,25 @@ class Window:
             out["q"] = self.text
         return out
 
-    def rows(self, view: PlanView, rows: Sequence[tuple[str, str, Html]]) -> list[tuple[str, str, Html]]:
-        """The rows this page holds, in the plan's order."""
-        if len(rows) <= ALL_ROWS and not self.filtered:
-            self.matched = len(rows)
-            return list(rows)
-        status = {it.id: it for it in view.items}
+    def pick(self, view: PlanView) -> list[ItemView]:
+        """The items this page holds, in the plan's tree order: only those are rendered."""
+        tree = view.tree()
+        if len(tree) <= ALL_ROWS and not self.filtered:
+            self.matched = len(tree)
+            return tree
         wanted = self.status
         needle = self.text.casefold()
 
-        def keep(item_id: str) -> bool:
-            it = status.get(item_id)
-            if it is None:
-                return False
+        def keep(it: ItemView) -> bool:
             if (wanted == "open" and not it.is_open) or (
                 wanted not in ("all", "open") and it.status != wanted
             ):
                 return False
-            return not needle or needle in it.content.casefold() or needle in item_id.casefold()
+            return not needle or needle in it.content.casefold() or needle in it.id.casefold()
 
-        matching = [row for row in rows if keep(row[0])]
+        matching = [it for it in tree if keep(it)]
         self.matched = len(matching)
-        self.paged = len(rows) > ALL_ROWS or len(matching) > PAGE_ROWS
+        self.paged = len(tree) > ALL_ROWS or len(matching) > PAGE_ROWS
         if not self.paged:
             return matching
         self.pages = max(1, -(-len(matching) // PAGE_ROWS))

@@ -196,15 +196,15 @@ def fold(view: PlanView, *, show_all: bool = False) -> Folded:
     items = view.items
     rows = items._rows
     keep: set[str] = set()
-    parents = {r["id"]: r.get("parent") for r in rows}
+    parents: dict[str, str | None] = {r["id"]: r.get("parent") for r in rows}
     for r in rows:
         status = r["status"]
         if status in _OPEN or r.get("forced") or (status == "completed" and r.get("verification") in CLAIMED):
             item_id = r["id"]
             keep.add(item_id)
             parent, n = parents.get(item_id), 0
-            while parent in parents and parent not in keep and n < MAX_DEPTH:  # its phases, as context
-                keep.add(parent)
+            while parent is not None and parent in parents and parent not in keep and n < MAX_DEPTH:
+                keep.add(parent)  # its phases, as context
                 parent, n = parents[parent], n + 1
     make = items._make
     shown = tuple(make(r) for r in rows if r["id"] in keep)

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from todoledger.core.cycles import acyclic
 from todoledger.core.markdown import html_text
 from todoledger.core.model import LedgerError
 from todoledger.ingest.claims import COLUMNS as CLAIM_COLUMNS
@@ -22,7 +23,6 @@ from todoledger.ingest.report import (
     Report,
     _phase_title,
     _where,
-    acyclic,
     headline,
     item_row,
     proof_cells,

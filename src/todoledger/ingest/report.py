@@ -8,15 +8,13 @@ items in plan order); `render_md`, `render_json` and (in `html.py`)
 
 from __future__ import annotations
 
-import functools
-import gc
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
+from todoledger.core.cycles import acyclic
 from todoledger.core.markdown import md_text
 from todoledger.core.model import LedgerError
 from todoledger.core.view import PlanView
@@ -36,34 +34,6 @@ VIEW_TITLES = {
     "forced": "status forced past what it waited for",
 }
 TITLES = {**STORY_TITLES, **PROOF_TITLES, **VIEW_TITLES}
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-@contextmanager
-def no_cycle_passes() -> Iterator[None]:
-    """The cycle collector paused: a report builds hundreds of thousands of
-    objects with no cycle among them (rows, events, spans), and each of the
-    collector's passes walks every one of them still alive, so its passes grew
-    with the plan (bench/bench_report.py). Reference counting frees them as
-    ever; the collector resumes, and runs as usual, after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def acyclic(fn: F) -> F:
-    """`fn` run with the cycle collector paused (`no_cycle_passes`)."""
-
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        with no_cycle_passes():
-            return fn(*args, **kwargs)
-
-    return run  # type: ignore[return-value]
 
 
 @dataclass

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from todoledger.core.cycles import acyclic
 from todoledger.core.model import LedgerError
 from todoledger.core.schedule import split_uses
 from todoledger.core.timefmt import now
@@ -219,6 +220,7 @@ class Board:
 
         return await self._page(request, "plan", body)
 
+    @acyclic
     def _plan_parts(
         self, lg: Ledger, plan: str, win: pages.Window
     ) -> tuple[pages.Html, list[tuple[str, str, pages.Html]], PlanView]:

@@ -703,6 +703,10 @@ def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> Non
         for out in loaded.outcomes:
             for line in out.lines(lg):
                 say(line)
+        if loaded.review:
+            say("after the session, the reviewer (cli:reviewer) adds, each item's notes citing its seed:")
+            for line in loaded.review:
+                say(f"  {line}")
         for shown in loaded.plans:
             click.echo()
             render.plan(lg.view(shown), None)

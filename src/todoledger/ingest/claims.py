@@ -157,7 +157,9 @@ def analyze(view: PlanView, events: Sequence[Mapping[str, Any]]) -> Claims:
             if name == "created":  # an item written as completed is claimed as it is created
                 new, old = (new or {}).get("status"), None
             if new == "completed":
-                mine.append({"writer": writer, "at": str(ev.get("at") or ""), "op": ev.get("op"), "seq": seq})
+                # Without a time of its own (store m009) a claim is placed by its source instead.
+                when = ev.get("where") if ev.get("untimed") else ev.get("at")
+                mine.append({"writer": writer, "at": str(when or ""), "op": ev.get("op"), "seq": seq})
             elif old == "completed" and mine and "reopened" not in mine[-1]:
                 mine[-1]["reopened"] = True
     by_id = {it.id: it for it in view.items}

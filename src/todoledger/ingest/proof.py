@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from todoledger.core.view import PlanView
-from todoledger.ingest.findings import Add, Finding, short
+from todoledger.ingest.findings import Add, Finding, order, short
 from todoledger.ingest.story import Story
 from todoledger.ledger import Ledger
 
@@ -116,7 +116,7 @@ def proof_findings(story: Story, view: PlanView, proof: dict[str, ItemProof]) ->
         p = proof.get(it.id)
         if p is not None:
             _item(add, story, it.id, it.content, p)
-    out.sort(key=lambda f: (f.at, f.op or 0, f.code))
+    out.sort(key=order(story))
     return out
 
 

@@ -39,6 +39,12 @@ class PeopleMethods(Facade):
 
         return people.writers(self._unit, self._plan(plan))
 
+    def started_by(self, plan: str | None = None) -> dict[str, str]:
+        """For each item in progress, the writer who started it."""
+        from todoledger.ledger import people
+
+        return people.started_by(self._unit, self._plan(plan))
+
     def durations(self, plan: str | None = None) -> dict[str, str]:
         """How long each completed item took, measured from its history, as `1h30m`."""
         from todoledger.ledger import people

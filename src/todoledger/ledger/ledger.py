@@ -116,6 +116,19 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
                 self._unit.batching = False
 
     @contextmanager
+    def untimed(self, msg: int | None = None, where: str | None = None) -> Iterator[None]:
+        """Changes whose own time is not known (a source that gives message numbers,
+        no clock): their ops say so, with the source's message number (and `where`,
+        the place a change without one of its own names), and readers order them by
+        sequence and show no durations. Their `at` is when this ledger recorded them."""
+        saved = self._unit.untimed
+        self._unit.untimed = {"untimed": True, "source_msg": msg} | ({"source_at": where} if where else {})
+        try:
+            yield
+        finally:
+            self._unit.untimed = saved
+
+    @contextmanager
     def bulk(self) -> Iterator[None]:
         """Many batches in a row: commits may skip the fsync (see the store)."""
         with self._unit.store.bulk():

@@ -134,7 +134,14 @@ def history(u: Unit, plan: str, item: str | None = None) -> list[dict[str, Any]]
     """The plan's events (or one item's), oldest first."""
     with u.store.read():
         item_id = u.require(plan, item).id if item else None
-        return [e.as_dict() for e in u.repo.events(plan, item_id)]
+        events = [e.as_dict() for e in u.repo.events(plan, item_id)]
+        untimed = u.repo.untimed_ops(plan)
+    if untimed:  # their `at` is when they were recorded here: say where the source puts them instead
+        for e in events:
+            where = untimed.get(e["op"])
+            if where is not None:
+                e["untimed"], e["where"] = True, where
+    return events
 
 
 def ops(u: Unit, plan: str) -> list[dict[str, Any]]:
@@ -154,6 +161,8 @@ def ops(u: Unit, plan: str) -> list[dict[str, Any]]:
                 "undone_by": r[7],
                 "source_key": r[8],
                 "source_at": r[9],
+                "untimed": bool(r[10]),
+                "source_msg": r[11],
             }
             for r in u.repo.ops(plan)
         ]
@@ -243,7 +252,11 @@ def last_changes(u: Unit) -> dict[str, dict[str, Any]]:
     """Per plan, its latest change: op, writer, at, kind, summary."""
     with u.store.read():
         rows = u.repo.last_ops()
-    return {r[0]: {"op": r[1], "writer": r[2], "at": r[3], "kind": r[4], "summary": r[5]} for r in rows}
+    return {
+        r[0]: {"op": r[1], "writer": r[2], "at": r[3], "kind": r[4], "summary": r[5]}
+        | ({"untimed": True, "where": r[7] or "time not recorded"} if r[6] else {})
+        for r in rows
+    }
 
 
 def ready(u: Unit, plan: str, limit: int) -> list[dict[str, Any]]:

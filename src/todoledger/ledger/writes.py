@@ -206,16 +206,11 @@ def record_refused(
     with u.transaction():
         if source_key and u.repo.has_source(source_key):
             return False
+        u.check_new_plan(plan)
         u.repo.ensure_plan(plan, at)
+        mine = {"dialect": dialect, "summary": reason, "source_key": source_key, "source_at": source_at}
         u.repo.new_op(
-            plan,
-            writer,
-            at,
-            "refused",
-            dialect=dialect,
-            summary=reason,
-            source_key=source_key,
-            source_at=source_at,
+            plan, writer, at, "refused", **(u.marks() | {k: v for k, v in mine.items() if v is not None})
         )
     return True
 

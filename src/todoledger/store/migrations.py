@@ -187,6 +187,20 @@ def m008_check_provenance(db: Executor) -> None:
     )
 
 
+def m009_untimed_ops(db: Executor) -> None:
+    """Calls known by their place, not their time: a source that gives message
+    numbers and no clock (the seeds the demo replays) records its ops with
+    `untimed` set and the message number in `source_msg`. Their `at` is then
+    when this ledger recorded them, never the call's own time, so readers order
+    them by sequence and show no durations. Rows from before are timed."""
+    db.execute_script(
+        [
+            "ALTER TABLE ops ADD COLUMN untimed INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE ops ADD COLUMN source_msg BIGINT",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -196,5 +210,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("forced_index", m006_forced_index),
     ("event_chain", m007_event_chain),
     ("check_provenance", m008_check_provenance),
+    ("untimed_ops", m009_untimed_ops),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -526,10 +526,14 @@ class Repo:
         warnings: list[dict[str, str]] | None = None,
         source_key: str | None = None,
         source_at: str | None = None,
+        untimed: bool = False,
+        source_msg: int | None = None,
     ) -> int:
+        """A new op; `untimed`: the call's own time is not known (`at` is when it
+        was recorded here), `source_msg` the message number its source gives."""
         rows = self.db.query(
-            "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING op",
+            "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at,"
+            " untimed, source_msg) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING op",
             (
                 plan,
                 writer,
@@ -540,6 +544,8 @@ class Repo:
                 encode(warnings) if warnings else None,
                 source_key,
                 source_at,
+                1 if untimed else 0,
+                source_msg,
             ),
         )
         return int(rows[0][0])
@@ -616,19 +622,27 @@ class Repo:
         )
 
     def last_ops(self) -> list[Row]:
-        """(plan, op, writer, at, kind, summary) of each plan's latest op."""
+        """(plan, op, writer, at, kind, summary, untimed, source_at) of each plan's latest op."""
         return self.db.query(
-            "SELECT o.plan, o.op, o.writer, o.at, o.kind, o.summary FROM ops o"
+            "SELECT o.plan, o.op, o.writer, o.at, o.kind, o.summary, o.untimed, o.source_at FROM ops o"
             " WHERE o.op = (SELECT MAX(p.op) FROM ops p WHERE p.plan = o.plan)"
         )
 
     def ops(self, plan: str) -> list[Row]:
         return self.db.query(
-            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at"
-            " FROM ops"
-            " WHERE plan = ? ORDER BY op",
+            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at,"
+            " untimed, source_msg FROM ops WHERE plan = ? ORDER BY op",
             (plan,),
         )
+
+    def untimed_ops(self, plan: str) -> dict[int, str]:
+        """The plan's ops recorded without a time of their own: op -> where its source places it."""
+        return {
+            int(r[0]): str(r[1] or (f"msg {r[2]}" if r[2] is not None else "time not recorded"))
+            for r in self.db.query(
+                "SELECT op, source_at, source_msg FROM ops WHERE plan = ? AND untimed = 1", (plan,)
+            )
+        }
 
     def conflicts_since_change(self, item: str, writer: str) -> list[Any]:
         """The conflicts this writer recorded on the item since its state last changed."""

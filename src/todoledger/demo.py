@@ -472,14 +472,13 @@ def plan_names(plan: str = DEMO_PLAN) -> dict[str, str]:
     return {KIMI: plan, QWEN: plan + QWEN_SUFFIX}
 
 
-def load_demo(ledger: Ledger, *, plan: str = DEMO_PLAN, reset: bool = False) -> Loaded:
-    """Build the demo plans (`plan` and `plan`-qwen); `created` is False if they were there."""
+def load_demo(ledger: Ledger, *, plan: str = DEMO_PLAN) -> Loaded:
+    """Build the demo plans (`plan` and `plan`-qwen); `created` is False if they were there.
+    They are never rebuilt in place: their checks, numbers and sweep stay with the history
+    (the ledger takes nothing back), so a fresh copy goes into other plans (`--plan NEW`)."""
     names = plan_names(plan)
     if any(ledger.show(name)["items"] for name in names.values()):
-        if not reset:
-            return Loaded(False, list(names.values()), [], [])
-        for name in names.values():
-            ledger.clear(name, writer=REVIEWER)
+        return Loaded(False, list(names.values()), [], [])
     outcomes: list[Outcome] = []
     with seeded(ID_SEED):
         for call in CALLS:

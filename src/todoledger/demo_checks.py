@@ -7,7 +7,11 @@ Nothing here is the campaign's machines, and every text says so:
   this machine has, so the check asks for that plus the seeds' shortfall
   (~5.4 TB estimated, 2.8 TB free: 2.6 TB short). It fails, as /data did. It
   is the Verify item's own check, so nobody can complete that item by saying so.
-- the server: a local HTTP server on 127.0.0.1 answers `/health` for SGLang;
+- the server: a local HTTP server on 127.0.0.1 answers `/health` for SGLang.
+  Its check, and the benchmark script's, are gates of the seeds' own "Verify ..."
+  items (their notes keep the seed's words and say what stands in): a stand-in
+  that holds proves nothing of the campaign's machines, so those items stay
+  pending, with the receipt beside them;
 - the agent's claims: the reviewer gates two items the seeds' agent marked
   completed (CLAIM_GATES), each citing its seed: one gate proves the claim
   against a stand-in written from the figure the seed reports, one refuses it
@@ -39,13 +43,21 @@ from todoledger.demo import DEMO_PLAN, ID_SEED, KIMI, QWEN, REVIEWER, plan_names
 if TYPE_CHECKING:
     from todoledger.ledger import Ledger
 
-SWEEP = "draft_tokens"
+SWEEP = "draft_tokens_standin"  # the plain demo's sweep, `draft_tokens`, is planned and never run
 TB = 1024**4  # binary, as `df -h` and the checks' sizes
 SHORTFALL = (5.4 - 2.8) * TB  # seed 002: ~5.4 TB estimated, 2.8 TB free
 HEALTH_BODY = b"stand-in for the SGLang /health endpoint (todoledger demo --checks; a simulation)\n"
 DISK_ITEM = "Verify /data has room for the hidden states"
-SERVER_TEXT = "Stand-in: the SGLang /health endpoint answers (a local server, not the campaign's)"
-SCRIPT_TEXT = "Stand-in: the benchmark script runs against the server (a simulation, not benchmark_eagle3.py)"
+SERVER_ITEM = "Verify the SGLang EAGLE3 server is still up"
+SCRIPT_ITEM = "Verify benchmark_eagle3.py measures single-stream tok/s correctly"
+SERVER_NOTE = (
+    "Stand-in check (demo --checks): a local server on 127.0.0.1 answers /health for SGLang; it is not the"
+    " campaign's server, so this item stays pending whatever the receipt says."
+)
+SCRIPT_NOTE = (
+    "Stand-in check (demo --checks): a stand-in script (SIMULATED figures, not benchmark_eagle3.py) runs"
+    " against the local server; this item stays pending whatever the receipt says."
+)
 
 BENCH = '''"""SIMULATION, not a measurement: a stand-in for benchmark_eagle3.py (seed 000, msg 4346).
 
@@ -157,13 +169,18 @@ def gate_claims(lg: Ledger, plan: str, folder: str) -> list[dict[str, Any]]:
     return out
 
 
+def _note(lg: Ledger, item: str, plan: str, note: str) -> None:
+    """The stand-in's note after the seed's own, which stays."""
+    notes = lg.get(item, plan).get("notes")
+    lg.update(item, plan=plan, writer=REVIEWER, notes="\n".join(filter(None, [notes, note])))
+
+
 def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
     """Attach the checks, run them and the sweep against fresh stand-ins."""
     from todoledger.core.model import LedgerError
     from todoledger.ledger import sweeps
-    from todoledger.ledger import verify as v
 
-    if lg.checks(plan=plan) or lg.sweep_exists(SWEEP, plan=plan):
+    if any(c.role != "run" for c in lg.checks(plan=plan)) or lg.sweep_exists(SWEEP, plan=plan):
         raise LedgerError(
             f"the demo's checks already ran in plan {plan!r} and their stand-ins are gone;"
             " load a fresh copy: todoledger demo --checks --plan NEW"
@@ -178,34 +195,32 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
         free = shutil.disk_usage(data).free
         need = free + SHORTFALL
         items = {i["content"]: i["id"] for i in lg.show(plan)["items"]}
-        disk = next(i for text, i in items.items() if text.startswith(DISK_ITEM))
+        disk, server, script_item = (
+            next(i for text, i in items.items() if text.startswith(start))
+            for start in (DISK_ITEM, SERVER_ITEM, SCRIPT_ITEM)
+        )
         with seeded(ID_SEED + "-checks"):
             lg.add_check(
                 disk, f"disk:{data}>={need / TB:.4f}T", plan=plan, writer=REVIEWER, role="assumption"
             )
-            lg.update(
-                disk,
-                plan=plan,
-                writer=REVIEWER,
-                notes=(
-                    f"Stand-in check: {data} stands for /data; it asks for its free space plus the seeds'"
-                    " shortfall of 2.6 TB (~5.4 TB estimated, 2.8 TB free), so it fails as /data did."
-                ),
-            )
-            v.assume(lg, SERVER_TEXT, check=f"{url}/health", plan=plan, writer=REVIEWER)
-            v.assume(
+            _note(
                 lg,
-                SCRIPT_TEXT,
-                check=f"cmd:{run} 16 {url}",
-                options={"expect": r"tok_s=\d"},
-                plan=plan,
-                writer=REVIEWER,
+                disk,
+                plan,
+                f"Stand-in check (demo --checks): {data} stands for /data; it asks for its free space plus the"
+                " seeds' shortfall of 2.6 TB (~5.4 TB estimated, 2.8 TB free), so it fails as /data did.",
             )
-            verified = lg.verify(plan=plan, writer=REVIEWER, roles=("assumption",))
+            lg.add_check(server, f"{url}/health", plan=plan, writer=REVIEWER)
+            _note(lg, server, plan, SERVER_NOTE)
+            lg.add_check(
+                script_item, f"cmd:{run} 16 {url}", {"expect": r"tok_s=\d"}, plan=plan, writer=REVIEWER
+            )
+            _note(lg, script_item, plan, SCRIPT_NOTE)
+            verified = lg.verify([disk, server, script_item], plan=plan, writer=REVIEWER)
             claims = gate_claims(lg, plan, folder)
             lg.add_sweep(
                 SWEEP,
-                template="Benchmark {draft_tokens} draft tokens (SIMULATED stand-in, seeded noise)",
+                template="Benchmark {draft_tokens} draft tokens (stand-in: SIMULATED, seeded noise)",
                 params=["draft_tokens=16"],
                 baseline=["draft_tokens=0"],
                 run=f"{run} {{draft_tokens}} {url}",

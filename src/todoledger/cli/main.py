@@ -670,24 +670,20 @@ def check(plan: str | None, as_json: bool) -> None:
 
 @cli.command()
 @options(plan=True, as_json=True)
-@click.option("--reset", is_flag=True, help="Rebuild the demo plan from scratch.")
 @click.option(
     "--checks",
     "with_checks",
     is_flag=True,
     help="Also run the seeds' assumptions as checks and the draft-token sweep, against local stand-ins.",
 )
-def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> None:
-    """Load the todo calls the seeds quote (shared/seeds/) as two demo plans and show them."""
+def demo(plan: str | None, as_json: bool, with_checks: bool) -> None:
+    """Load the todo calls the five seeds quote as two demo plans (PLAN and PLAN-qwen, default
+    demo) and show them. Loaded once: a fresh copy goes into other plans (--plan NEW)."""
     from todoledger.demo import DEMO_PLAN, load_demo
 
     name = plan or DEMO_PLAN
     with ledger() as lg:
-        if reset and lg.checks(plan=name):
-            raise LedgerError(
-                f"plan {name!r} holds the checks of demo --checks; load the demo into another --plan"
-            )
-        loaded = load_demo(lg, plan=name, reset=reset)
+        loaded = load_demo(lg, plan=name)
         ran = None
         if with_checks:
             from todoledger.demo_checks import run_checks
@@ -699,7 +695,7 @@ def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> Non
         from todoledger.cli import render
 
         if not loaded.created:
-            say(f"(demo plans {', '.join(loaded.plans)} already loaded; --reset rebuilds them)")
+            say(f"(demo plans {', '.join(loaded.plans)} already loaded; --plan NEW loads a fresh copy)")
         for out in loaded.outcomes:
             for line in out.lines(lg):
                 say(line)

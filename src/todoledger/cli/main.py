@@ -167,10 +167,25 @@ def cli(ctx: click.Context) -> None:
 
 @cli.command()
 @writes
+@click.argument("target", metavar="[PLAN|ID]", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Also list every plan in the ledger.")
-def show(plan: str | None, writer: str | None, as_json: bool, show_all: bool = False) -> None:
-    """Show a plan: items, status, priority, dependencies."""
+def show(
+    target: str | None, plan: str | None, writer: str | None, as_json: bool, show_all: bool = False
+) -> None:
+    """Show a plan (PLAN, as `report PLAN` takes it, or --plan): items, status, priority,
+    dependencies. Given an item's id (of the current plan), show that item in full: its
+    notes, evidence, checks with their last results, numbers and history."""
     with reader() as lg:
+        from todoledger.cli import itemview
+
+        plan, item_id = itemview.resolve(lg, target, plan)
+        if item_id is not None:
+            from todoledger.cli import render
+
+            assert plan is not None
+            detail = itemview.detail(lg, plan, item_id)
+            emit(detail) if as_json else render.item(detail)
+            return
         if as_json:
             emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
             return

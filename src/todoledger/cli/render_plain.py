@@ -91,15 +91,77 @@ def event_line(ev: dict[str, Any]) -> str:
 
 
 def history(events: list[dict[str, Any]], title: str | None = None) -> None:
-    from todoledger.core.describe import describe_event
+    from todoledger.core.describe import describe_event, when
 
     lines = [clean(title)] if title else []
     if not events:
         lines.append("no history")
     for ev in events:
         lines.append(
-            f"{clean(ev['at'])} {clean(ev['item'] or '-')} {clean(describe_event(ev))}  ({clean(ev['writer'])})"
+            f"{clean(when(ev))} {clean(ev['item'] or '-')} {clean(describe_event(ev))}  ({clean(ev['writer'])})"
         )
+    _write(lines)
+
+
+def item(d: dict[str, Any]) -> None:
+    """One item in full (`show ID`): what it is, what backs it, what it waits for, its story."""
+    from todoledger.core.describe import describe_event, when
+
+    it = d["item"]
+    state = [
+        s
+        for s in (
+            it.get("verification"),
+            "blocked" if it.get("blocked") else "",
+            "ready" if it.get("ready") else "",
+        )
+        if s
+    ]
+    lines = [
+        f"{clean(it['id'])}  {MARKS.get(it['status'], '?')} {it['status']}  [{it['priority']}]  {clean(it['content'])}",
+        f"plan {clean(d['plan'])}" + "".join(f" · {clean(s)}" for s in state),
+        f"added by {clean(it['created_by'])}, last changed by {clean(it['updated_by'])}",
+    ]
+    for label in ("evidence", "reason", "notes"):
+        if it.get(label):
+            text = clean(it[label], newlines=True).splitlines()
+            lines += [f"{label}: {text[0]}", *(f"  {ln}" for ln in text[1:])]
+
+    def brief(rows: list[dict[str, Any]]) -> str:
+        return "; ".join(
+            f"{clean(r['id'])} {clean(r.get('content', '(gone)'))} ({r.get('status', '?')})" for r in rows
+        )
+
+    for label, key in (
+        ("phase items", "children"),
+        ("waits for", "waits_for"),
+        ("waited on by", "waited_on_by"),
+    ):
+        if d[key]:
+            lines.append(f"{label}: {brief(d[key])}")
+    if d["checks"]:
+        lines.append("checks:")
+    for c in d["checks"]:
+        last = c["last"]
+        got = "never ran"
+        if last is not None:
+            tail = (last["output"] or "").strip().splitlines()
+            got = last["result"] + (f": {tail[-1]}" if tail else "")
+        lines.append(
+            f"  {clean(c['id'])} {c['role']} {clean(c['spec'])} (by {clean(c['created_by'])}): {clean(got)}"
+        )
+    if d["metrics"]:
+        lines.append(
+            "metrics: "
+            + "; ".join(
+                f"{clean(m['name'])} {m['value']:g} (run {m['run']}, {m.get('provenance') or 'typed'})"
+                for m in d["metrics"]
+            )
+        )
+    lines.append("history:")
+    lines += [
+        f"  {clean(when(ev))}  {clean(describe_event(ev))}  ({clean(ev['writer'])})" for ev in d["history"]
+    ]
     _write(lines)
 
 

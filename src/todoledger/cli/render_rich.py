@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from todoledger.core.describe import describe_event
+from todoledger.core.describe import describe_event, when
 from todoledger.core.sanitize import for_terminal as clean
 from todoledger.core.view import PlanView
 
@@ -112,7 +112,7 @@ def history(events: list[dict[str, Any]], title: str | None = None) -> None:
         console.print(Text("no history"))
         return
     for ev in events:
-        line = Text(f"{clean(ev['at'])} ", style="dim") + Text(f"{clean(ev['item'] or '-')} ", style="cyan")
+        line = Text(f"{clean(when(ev))} ", style="dim") + Text(f"{clean(ev['item'] or '-')} ", style="cyan")
         line += describe(ev) + Text(f"  ({clean(ev['writer'])})", style="dim")
         console.print(line)
 

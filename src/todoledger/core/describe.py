@@ -4,6 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 
@@ -12,7 +13,7 @@ def short(value: Any, limit: int = 70) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def when(ev: dict[str, Any]) -> str:
+def when(ev: Mapping[str, Any]) -> str:
     """When an event happened, for people: its time, or, where its change carries no time of
     its own (store migration `untimed_ops`), the place its source gives it."""
     return str(ev.get("where") or "time not recorded") if ev.get("untimed") else str(ev["at"])

@@ -32,7 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from todoledger.core.model import LedgerError
-from todoledger.core.schedule import split_uses
+from todoledger.core.schedule import Schedule, split_uses
 from todoledger.core.timefmt import now
 from todoledger.core.view import PlanView, build
 from todoledger.defaults import default_plan
@@ -194,13 +194,15 @@ class Board:
                     text = pages.verification_text(it)
                     if text:
                         verification[text] = verification.get(text, 0) + 1
+                started = lg.started_by(p["plan"]) if view.in_progress else {}
                 rows.append(
                     {
                         "plan": p["plan"],
                         "counts": view.counts,
                         "verification": verification,
+                        # who does it: the writer who started it, not the last to touch it
                         "in_progress": [
-                            {"id": it.id, "content": it.content, "writer": it.writer}
+                            {"id": it.id, "content": it.content, "writer": started.get(it.id) or it.writer}
                             for it in view.in_progress
                         ],
                         "last": last.get(p["plan"]),
@@ -227,8 +229,15 @@ class Board:
         sched = view.schedule()
         state = lg.approvals(plan, rows=doc["items"])
         waiting = set(state["waiting"])
-        head = pages.plan_head(view, sched, waiting, state["plan"])
-        return head, self.rows.render(view, sched, waiting), view
+        started = lg.started_by(plan) if view.in_progress else {}
+        head = pages.plan_head(view, sched, waiting, state["plan"], started)
+        # What was closed undone is folded into the head (a count, its reasons on expansion):
+        # its rows leave the table, unless open work sits under them.
+        folded = pages.folded(view)
+        if not pages.path_means_something(view, sched):  # no row is marked on a path that says nothing
+            sched = Schedule((), sched.length, sched.unestimated, sched.parallel, sched.held)
+        rows = [r for r in self.rows.render(view, sched, waiting) if r[0] not in folded]
+        return head, rows, view
 
     async def sync_rows(self, request: Request) -> Response:
         """The plan page's rows the page lacks or holds in an older form, the
@@ -273,6 +282,7 @@ class Board:
                 state["items"].get(item_id),
                 item_id in state["waiting"],
                 lg.durations(plan).get(item_id),
+                lg.started_by(plan).get(item_id) if it.status == "in_progress" else None,
             )
             return it.content[:80], html
 
@@ -280,9 +290,12 @@ class Board:
 
     async def page_timeline(self, request: Request) -> Response:
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
-            from todoledger.core.timeline import spans
+            from todoledger.core.timeline import by_sequence, spans
 
             events = lg.history(plan)
+            if any(e.get("untimed") for e in events):  # no clock: the calls in order, no durations
+                ordered, ticks = by_sequence(events)
+                return f"Timeline {plan}", pages.timeline(_view(lg, plan), ordered, ticks)
             # Spans run to the plan's last change: an old plan's chart is not stretched to today.
             until = events[-1]["at"] if events else now()
             return f"Timeline {plan}", pages.timeline(_view(lg, plan), spans(events, until))

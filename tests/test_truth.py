@@ -577,8 +577,8 @@ def test_every_reading_of_the_plan_says_what_a_completion_was_forced_past(ledger
 
     with Ledger(ledger_env) as lg:  # the board's verification column
         board = {it.id: verification_text(it) for it in lg.view().items}
-    assert board[deploy] == "claimed, not verified; forced past open prerequisites"
-    assert board[plain] == "claimed, not verified"
+    assert board[deploy] == "reported; forced past open prerequisites"
+    assert board[plain] == "reported"
     from todoledger.mcp.tools import PlanTools
 
     tools = PlanTools()

@@ -219,7 +219,9 @@ def test_each_field_reaches_its_page_as_text(ledger_env: Path, client: TestClien
         sessions = shown(text("/sessions", plan=plan))
         assert AGENT_SHOWN in sessions and f"content {MARKUP}" in sessions
         (timeline,) = text("/timeline", plan=plan).data_blocks
-        assert any(label.startswith(f"content {MARKUP}") for label in timeline["labels"].values())  # whole, as text
+        assert any(
+            label.startswith(f"content {MARKUP}") for label in timeline["labels"].values()
+        )  # whole, as text
         plans = shown(text("/"))
         assert "last change" in plans and f"content {MARKUP}" in plans
         swept = text("/sweeps", plan=plan)

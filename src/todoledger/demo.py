@@ -452,9 +452,11 @@ class Outcome:
             f", {matched} updated" if matched else ""
         )
         out = [text, *(f"  {s}" for s in self.said if s.startswith("before it"))]
-        if dropped:
-            out.append(f"  {len(dropped)} items of the list before are not in this one: closed as left out;")
-            out.append(f"  {self.gap}, so whether they were done is not known")
+        if dropped:  # what the lists between held is not known: say so, never "dropped" as a fact
+            out.append(
+                f"  {len(dropped)} items of the list before are not in it, closed as left out: {self.gap},"
+                " so whether they were done is not known"
+            )
         out += [f"  {w.line()}" for w in self.result.warnings]
         out += [f"  {s}" for s in self.said if not s.startswith("before it")]
         return out

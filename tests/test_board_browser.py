@@ -743,6 +743,8 @@ def test_a_finished_phase_is_not_offered_as_work_to_start(
     offered = page.eval_on_selector_all("[data-section=next] > ul > li", "ls => ls.map(l => l.dataset.id)")
     assert offered == [other]
     assert "Phase 1: probe the drafter" in page.locator("[data-section=next] .phases").inner_text()
+    assert page.locator(f'.row[data-id="{phase}"] .tag.par').count() == 0  # nor marked "now" in the table
+    assert page.locator(f'.row[data-id="{other}"] .tag.par').count() == 1
     shot(page, "finished-phase")
 
 

@@ -234,8 +234,11 @@ class Board:
         # What was closed undone is folded into the head (a count, its reasons on expansion):
         # its rows leave the table, unless open work sits under them.
         folded = pages.folded(view)
-        if not pages.path_means_something(view, sched):  # no row is marked on a path that says nothing
-            sched = Schedule((), sched.length, sched.unestimated, sched.parallel, sched.held)
+        # No row is marked on a path that says nothing, nor a finished phase as work to start now.
+        phases = pages.finished_phases(view)
+        path = sched.critical_path if pages.path_means_something(view, sched) else ()
+        sets = tuple(s for s in (tuple(i for i in group if i not in phases) for group in sched.parallel) if s)
+        sched = Schedule(path, sched.length, sched.unestimated, sets, sched.held)
         rows = [r for r in self.rows.render(view, sched, waiting) if r[0] not in folded]
         return head, rows, view
 

@@ -174,6 +174,8 @@ def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None
     conn = sqlite3.connect(db)
     conn.execute("UPDATE ops SET source_key = source_key || '@L1', source_at = NULL")
     conn.execute("ALTER TABLE ops DROP COLUMN source_at")
+    for column in ("untimed", "source_msg"):  # migration 9 (untimed_ops)
+        conn.execute(f"ALTER TABLE ops DROP COLUMN {column}")
     conn.execute("ALTER TABLE cursors DROP COLUMN fingerprint")
     conn.execute("ALTER TABLE events DROP COLUMN chain")  # migration 7 (event_chain)
     conn.execute("DROP INDEX events_forced")  # migration 6 (forced_index)

@@ -61,10 +61,6 @@ def test_mcp_writer_argument_cannot_make_the_agents_own_check_independent(ledger
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): an MCP client's chosen name is another principal than the agent's shell",
-)
 def test_mcp_client_name_is_not_another_principal_than_the_agents_shell(ledger_env: Path) -> None:
     """The agent starts `todoledger mcp` itself with clientInfo.name "reviewer", writes a
     check there, and completes from its own shell: one agent, yet shown verified."""
@@ -80,10 +76,6 @@ def test_mcp_client_name_is_not_another_principal_than_the_agents_shell(ledger_e
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): a check written with the marker unset (script:) counts as another principal",
-)
 @pytest.mark.parametrize("named", [[], ["--writer", "ci:bot"]])
 def test_a_check_written_with_the_marker_unset_does_not_verify_the_agents_claim(
     ledger_env: Path, named: list[str]
@@ -98,10 +90,6 @@ def test_a_check_written_with_the_marker_unset_does_not_verify_the_agents_claim(
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): the agent can set another agent's marker in its shell",
-)
 @pytest.mark.parametrize(
     "claim_env",
     [
@@ -325,10 +313,6 @@ def test_an_agent_cannot_mint_a_persons_token_with_a_tokens_file_of_its_own(
     assert not any(is_person(w) for w in approvers), approvers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): a hook event's agent kind is taken from the hook invoked, which the agent's shell can call",
-)
 def test_a_forged_hook_event_of_another_agent_kind_does_not_make_the_claim_independent(
     ledger_env: Path,
 ) -> None:

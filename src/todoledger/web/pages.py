@@ -26,7 +26,7 @@ from markupsafe import Markup
 from todoledger.core.model import STATUSES
 from todoledger.core.sanitize import for_terminal
 from todoledger.core.schedule import Schedule, format_duration
-from todoledger.core.view import ItemView, PlanView
+from todoledger.core.view import SHOWN, ItemView, PlanView
 
 PAGES = (("plan", "Plan"), ("timeline", "Timeline"), ("approvals", "Approvals"), ("sessions", "Sessions"))
 STATUS_MARK = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "⊘"}
@@ -188,7 +188,8 @@ def verification_text(it: ItemView) -> str:
     # Nothing verifies it yet: a completed item is a claim, and says so.
     # A completion whose gate fails is a claim apart from "completed"; a self-checked one
     # passed only the claimant's own check.
-    said = it.claimed or it.verification or ("claimed, not verified" if it.status == "completed" else "")
+    shown = SHOWN.get(it.verification or "", it.verification)
+    said = it.claimed or shown or ("claimed, not verified" if it.status == "completed" else "")
     # A status someone forced says what it overrode, beside how it is verified.
     return "; ".join([said, *it.forced] if said else it.forced)
 

@@ -165,9 +165,6 @@ def test_an_agent_token_without_the_agent_prefix_is_not_a_person_principal(
         assert not row.principal.startswith("person:"), row.as_dict()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="known bypass (issue 17 follow-up): a gate runs in the claimant's working directory"
-)
 def test_a_persons_gate_does_not_pass_in_a_directory_the_agent_chose(
     ledger_env: Path, tmp_path: Path
 ) -> None:
@@ -199,6 +196,68 @@ def test_a_persons_gate_does_not_pass_in_a_directory_the_agent_chose(
     assert there.returncode != 0  # the person's gate fails in the project
     subprocess.run([todoledger_bin(), "done", item, "--evidence", "built"], cwd=decoy, **run)  # type: ignore[call-overload]
     assert state(item) != "verified"
+
+
+def test_a_persons_gate_does_not_pass_with_a_path_the_agent_chose(ledger_env: Path, tmp_path: Path) -> None:
+    """The same gate steered by PATH: the agent puts a `grep` of its own that always
+    exits 0 first on PATH and completes from the project. The check runs with the
+    PATH its writer had, and without the variables that make a command load other
+    code (LD_PRELOAD, BASH_ENV, PYTHONPATH, exported shell functions, ...)."""
+    from tests.conftest import person_env
+
+    project, decoy = tmp_path / "project", tmp_path / "bin"
+    project.mkdir()
+    decoy.mkdir()
+    fake = decoy / "grep"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    item = add_item("The build writes out.txt")
+    added = subprocess.run(
+        [todoledger_bin(), "gate", "add", item, "cmd:grep -q built out.txt"],
+        env=person_env(ledger_env),
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert added.returncode == 0, added.stderr
+    steered = subprocess_env(ledger_env, **SHELL)
+    steered["PATH"] = f"{decoy}:{steered['PATH']}"
+    done = subprocess.run(
+        [todoledger_bin(), "done", item, "--evidence", "built"],
+        env=steered,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0, done.stdout  # the person's grep finds no out.txt
+    assert state(item) != "verified"
+
+
+def test_a_check_runs_without_what_steers_a_command() -> None:
+    from todoledger.checks.run import check_env
+
+    import os
+
+    saved = dict(os.environ)
+    try:
+        os.environ.update(
+            {
+                "LD_PRELOAD": "/tmp/x.so",
+                "BASH_ENV": "/tmp/rc",
+                "BASH_FUNC_grep%%": "() { true; }",
+                "KEEP": "1",
+            }
+        )
+        env = check_env("/usr/bin:/bin")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert env["PATH"] == "/usr/bin:/bin" and env["KEEP"] == "1"
+    assert not {"LD_PRELOAD", "BASH_ENV", "BASH_FUNC_grep%%"} & set(env)
 
 
 def test_the_agent_cannot_date_its_liveness_receipt_in_the_future(

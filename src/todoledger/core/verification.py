@@ -98,6 +98,10 @@ class CheckRow:
     at: str
     trusted_by: str | None = None  # who approved its current text (a person's `trust`, or its local writer)
     route: str | None = None  # person | board | import | agent:<kind> (None: before routes were kept)
+    # Where it runs and with which PATH: its writer's when it was written, whoever runs it
+    # (None: a check from before they were kept, which runs where its caller runs).
+    cwd: str | None = None
+    path: str | None = None
 
     @property
     def writer(self) -> str:
@@ -151,6 +155,7 @@ class CheckRow:
             "created_by": self.created_by,
             "principal": self.principal,
             "route": self.route or route_of(self.created_by),
+            "runs_in": self.cwd,
             # A person who approved another writer's check (its author's own trust is no approval).
             "approved_by": self.trusted_by
             if self.person_backed and self.trusted_by and self.trusted_by != self.created_by

@@ -187,6 +187,14 @@ def m008_check_provenance(db: Executor) -> None:
     )
 
 
+def m009_check_context(db: Executor) -> None:
+    """Where a check runs is its writer's, not its claimant's: each check keeps
+    the folder it was written in (`cwd`) and the PATH its writer had (`path`),
+    and runs there, with that PATH, whoever runs `verify` or `done`. Rows from
+    before are left NULL: they run where the caller runs, as they did."""
+    db.execute_script(["ALTER TABLE checks ADD COLUMN cwd TEXT", "ALTER TABLE checks ADD COLUMN path TEXT"])
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -196,5 +204,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("forced_index", m006_forced_index),
     ("event_chain", m007_event_chain),
     ("check_provenance", m008_check_provenance),
+    ("check_context", m009_check_context),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -238,9 +238,9 @@ def test_a_persons_gate_does_not_pass_with_a_path_the_agent_chose(ledger_env: Pa
 
 
 def test_a_check_runs_without_what_steers_a_command() -> None:
-    from todoledger.checks.run import check_env
-
     import os
+
+    from todoledger.checks.run import check_env
 
     saved = dict(os.environ)
     try:

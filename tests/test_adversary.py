@@ -340,10 +340,6 @@ def test_import_from_the_agents_shell_cannot_lift_a_persons_approval_gate(
     assert shown["status"] != "completed", shown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): the command line believes the tokens file its environment names",
-)
 @pytest.mark.parametrize("where", ["TODOLEDGER_TOKENS", "XDG_CONFIG_HOME"])
 def test_an_agent_cannot_mint_a_persons_token_with_a_tokens_file_of_its_own(
     ledger_env: Path, tmp_path: Path, where: str

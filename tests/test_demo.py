@@ -21,9 +21,9 @@ from todoledger.ingest.report import load as load_report
 def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """In this process the default writer is the person `cli:tester`, by their token:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
-    from tests.conftest import TESTER_TOKEN
+    from tests.conftest import act_as_person
 
-    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+    act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 
 # The seeds, vendored (tests/data/README.md): a clone has no shared/ beside it.
@@ -174,7 +174,7 @@ def add(db: Path, text: str, **env: str) -> subprocess.CompletedProcess[str]:
         [todoledger_bin(), "add", text, "--json"],
         capture_output=True,
         text=True,
-        env=subprocess_env(db, **env),
+        env=subprocess_env(db, **{"TODOLEDGER_TOKEN": "", **env}),  # the tester's token is another ledger's
         timeout=60,
     )
 

@@ -2,8 +2,10 @@
 
 A person's identity comes only from the route, never from what a process says:
 
-- a person's token in `TODOLEDGER_TOKEN` (the tokens file, `todoledger.tokens`):
-  writer `cli:<name>`; an agent's token: writer `<identity>` (`agent:ci`);
+- a token in `TODOLEDGER_TOKEN` that a person registered in the ledger
+  (`todoledger token add`, `ledger.tokens`): writer `cli:<name>` for a person's,
+  `<identity>@cli` (`agent:ci@cli`) for an agent's. No tokens file counts here:
+  the agent's environment names that file, so the agent could write its own;
 - a process started by an agent's shell tool (its marker below is set): writer
   `agent-shell:<kind>[:<session>]`, whatever it asks to be called;
 - a terminal (stdin is a tty) with no agent marker: writer `cli:<OS user>`;
@@ -41,6 +43,12 @@ from __future__ import annotations
 import os
 
 from todoledger.core.model import LedgerError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from todoledger.tokens import Holder
 
 # (kind, the variables that mark its shell, the variable naming its session)
 MARKERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -101,14 +109,20 @@ def agent_writer(kind: str, session: str) -> str:
     return f"agent-shell:{kind}:{session}" if session else f"agent-shell:{kind}"
 
 
-def token_writer(token: str) -> str:
-    """The writer of a token's holder: `cli:<name>` for a person, the identity for an agent."""
-    from todoledger.tokens import holder_of
-
-    holder = holder_of(token)
+def token_writer(token: str, holder_of: Callable[[str], Holder | None] | None) -> str:
+    """The writer of a token's holder: `cli:<name>` for a person, `<identity>@cli`
+    for an agent (`agent:ci@cli`: a token showed who it is). Only a token
+    registered in the ledger counts (`holder_of`, `ledger.tokens`): a tokens
+    file that TODOLEDGER_TOKENS or XDG_CONFIG_HOME names is whatever its writer
+    put there, and the agent under review can write one."""
+    holder = holder_of(token) if holder_of is not None else None
     if holder is None:
-        raise LedgerError("TODOLEDGER_TOKEN is not in the tokens file: nothing was done")
-    return f"cli:{holder.name}" if holder.person else holder.name
+        raise LedgerError(
+            "TODOLEDGER_TOKEN is not a token registered in this ledger (a person registers one with"
+            " `todoledger token add NAME` from a plain terminal; a tokens file is for `serve --tokens`):"
+            " nothing was done"
+        )
+    return f"cli:{holder.name}" if holder.person else f"{holder.name}@cli"
 
 
 def named(writer: str, where: str = "--writer") -> str:
@@ -135,11 +149,12 @@ def named(writer: str, where: str = "--writer") -> str:
     return writer
 
 
-def route_writer() -> str:
-    """The writer of this process when it names none (see the module's doc)."""
+def route_writer(holder_of: Callable[[str], Holder | None] | None = None) -> str:
+    """The writer of this process when it names none (see the module's doc);
+    `holder_of` looks a TODOLEDGER_TOKEN up in the ledger's registry."""
     token = os.environ.get("TODOLEDGER_TOKEN")
     if token:
-        return token_writer(token)
+        return token_writer(token, holder_of)
     env = os.environ.get("TODOLEDGER_WRITER")
     if env:
         return named(env, "TODOLEDGER_WRITER")

@@ -146,6 +146,78 @@ def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None
         say("no item waits for a person")
 
 
+@click.group()
+def token() -> None:
+    """The tokens the command line believes (TODOLEDGER_TOKEN), registered in the
+    ledger by a person: `add` prints a new token once, `list` shows them (no
+    secrets), `remove` takes one back. A tokens file is never read here: the
+    agent's environment names it, so the agent could write its own."""
+
+
+@token.command("add")
+@click.argument("name")
+@click.option(
+    "--agent", "agent", is_flag=True, help="An agent's token (identity agent:NAME), not a person's."
+)
+@click.option(
+    "--token",
+    "given",
+    default=None,
+    help="Register this secret (16 characters or more, e.g. one of serve's tokens file) instead of a new one.",
+)
+@click.option(
+    "--writer", "writer", default=None, callback=writer_option, help="Never a person: a person adds tokens."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def token_add(name: str, agent: bool, given: str | None, writer: str | None, as_json: bool) -> None:
+    """A person registers a token for NAME: the secret is printed once; the ledger keeps its hash."""
+    with ledger() as lg:
+        row = lg.add_token(name, agent=agent, token=given, writer=writer)
+    if as_json:
+        emit(row)
+        return
+    say(f"token {row['id']} for {row['name']} ({row['role']}): {row['token']}")
+    say(
+        "it is shown only now; give it with TODOLEDGER_TOKEN (the command line) or Authorization: Bearer (serve)"
+    )
+
+
+@token.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def token_list(as_json: bool) -> None:
+    """The registered tokens: id, holder, role, who added it and when."""
+    with reader() as lg:
+        rows = lg.tokens()
+    if as_json:
+        emit(rows)
+        return
+    for r in rows:
+        say(f"{r['id']}  {r['name']}  {r['role']}  added by {r['added_by']} at {r['at']}")
+    if not rows:
+        say("no tokens registered (todoledger token add NAME)")
+
+
+@token.command("remove")
+@click.argument("ref", metavar="ID|NAME")
+@click.option(
+    "--writer",
+    "writer",
+    default=None,
+    callback=writer_option,
+    help="Never a person: a person removes tokens.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def token_remove(ref: str, writer: str | None, as_json: bool) -> None:
+    """A person removes a token (its id) or every token of a holder (its name)."""
+    with ledger() as lg:
+        rows = lg.remove_token(ref, writer=writer)
+    if as_json:
+        emit(rows)
+        return
+    for r in rows:
+        say(f"removed token {r['id']} of {r['name']} ({r['role']})")
+
+
 def _change_line(change: dict[str, Any]) -> str:
     if change["change"] == "reordered":
         return "order changed"

@@ -38,7 +38,7 @@ def run(
     from todoledger.checks import tree
 
     cwd = cwd or os.getcwd()
-    writer = writer or default_writer()  # each repeat's receipt names who ran it
+    writer = writer or default_writer(lg.token_holder)  # each repeat's receipt names who ran it
     sweep, combinations, work = lg.sweep_work(name, plan=plan)
     states: dict[str, Any] = {}  # each folder's tree, once: a combination runs where the sweep was added
     lock = threading.Lock()

@@ -195,6 +195,20 @@ def m009_check_context(db: Executor) -> None:
     db.execute_script(["ALTER TABLE checks ADD COLUMN cwd TEXT", "ALTER TABLE checks ADD COLUMN path TEXT"])
 
 
+def m010_tokens(db: Executor) -> None:
+    """The tokens a person registered in the ledger (`todoledger token add`):
+    the SHA-256 of each secret, never the secret, with its holder's name and
+    role. The command line believes only these: a tokens file its environment
+    names could be the agent's own. Each registration is also an event, so
+    `todoledger check` reports a row written around todoledger."""
+    db.execute_script(
+        [
+            "CREATE TABLE tokens (hash TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,"
+            " created_by TEXT NOT NULL, at TEXT NOT NULL)"
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -205,5 +219,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("event_chain", m007_event_chain),
     ("check_provenance", m008_check_provenance),
     ("check_context", m009_check_context),
+    ("tokens", m010_tokens),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin
 from tests.test_mcp import call, stdio
 from todoledger import Ledger
 
@@ -136,7 +136,7 @@ def test_an_agent_token_without_the_agent_prefix_is_not_a_person_principal(
         [todoledger_bin(), "serve", "--port", str(port), "--tokens", str(tokens), "--allow-checks"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=subprocess_env(ledger_env),
+        env=person_env(ledger_env),
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -444,10 +444,6 @@ def test_a_hook_session_id_with_an_at_sign_is_not_a_persons_principal(ledger_env
     assert shown["verification"] != "verified", shown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): serve started from an agent's shell trusts its loopback board as a person's",
-)
 def test_a_board_the_agent_serves_from_its_own_shell_does_not_make_it_a_person(ledger_env: Path) -> None:
     """From its marked shell the agent runs `todoledger serve` (loopback, no token),
     reads the CSRF token from GET / and posts approve with who=boss: `web:boss`."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from tests.conftest import TESTER, subprocess_env, todoledger_bin
+from tests.conftest import TESTER, person_env, todoledger_bin
 from tests.test_mcp import TOKEN, call, free_port, http, refuse, snapshot, stdio, wait_for_port
 from todoledger import Ledger
 
@@ -95,7 +95,7 @@ def serve_on(ledger_env: Path, *extra: str) -> tuple[subprocess.Popen[bytes], st
     port = free_port()
     proc = subprocess.Popen(
         [todoledger_bin(), "serve", "--port", str(port), "--token", TOKEN, *extra],
-        env=subprocess_env(ledger_env),
+        env=person_env(ledger_env),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -23,6 +23,10 @@ ROLES = ("person", "agent")
 # the MCP server read them (who writes; whose answer an approval prompt is).
 IDENTITY_HEADER = "x-todoledger-identity"
 ROLE_HEADER = "x-todoledger-role"
+# The role of a request with no token's identity on a server that no person
+# started (`serve` from an agent's shell, or without a terminal): its identity is
+# the starter's writer, and no one there is a person.
+STARTER_ROLE = "starter"
 
 
 @dataclass(frozen=True)

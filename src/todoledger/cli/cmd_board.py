@@ -278,7 +278,13 @@ def serve(
     allow_checks: bool,
     pool_size: int | None,
 ) -> None:
-    """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger."""
+    """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger.
+
+    Who started it decides whether a person is behind it: from a plain
+    terminal, or with TODOLEDGER_TOKEN set to a person's registered token, its
+    tokenless board and its tokens file are that person's; from an agent's shell
+    or without a terminal, nobody there is a person but the holders of tokens a
+    person registered (`todoledger token add`)."""
     import sys
 
     from todoledger.ledger.shared import SharedLedger
@@ -286,15 +292,17 @@ def serve(
     from todoledger.tokens import load_tokens
     from todoledger.web.app import Board
 
-    identities = load_tokens(tokens_file) if tokens_file else None
     shared = SharedLedger(pool_size=pool_size)  # the board's and MCP's calls share its connections
+    token, starter = _starter(click.get_current_context(), token or None, shared)
+    identities = load_tokens(tokens_file) if tokens_file else None
     board = Board(
         plan=plan,
-        token=token or None,
+        token=token,
         name=name,
         allow_checks=allow_checks,
         shared=shared,
         identities=identities,
+        starter=starter,
     )
 
     def started(base: str) -> None:
@@ -308,7 +316,7 @@ def serve(
         serve_http(
             host=host,
             port=port,
-            token=token or None,
+            token=token,
             plan=plan,
             allow_hosts=allow_hosts,
             identities=identities,
@@ -316,6 +324,28 @@ def serve(
             routes=board.routes(),
             started=started,
             shared=shared,
+            starter=starter,
         )
     finally:
         board.close()
+
+
+def _starter(ctx: click.Context, token: str | None, shared: Any) -> tuple[str | None, str | None]:
+    """(the single token, who started the server unless a person did). A
+    TODOLEDGER_TOKEN that a person registered in the ledger says who starts the
+    server (it is no shared --token then); otherwise the route does, as for
+    every command: a terminal without an agent's marker above it is a person."""
+    import os
+
+    from todoledger.core.approval import is_person
+    from todoledger.identity import local_writer
+
+    from_env = ctx.get_parameter_source("token") == click.core.ParameterSource.ENVIRONMENT
+    given = os.environ.get("TODOLEDGER_TOKEN") or ""
+    holder = shared.token_holder(given) if given else None
+    if holder is not None:
+        starter = f"cli:{holder.name}" if holder.person else f"{holder.name}@cli"
+        token = None if from_env else token
+    else:
+        starter = local_writer()
+    return token, (None if is_person(starter) else starter)

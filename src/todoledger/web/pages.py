@@ -110,10 +110,12 @@ def page(
     scripts: Sequence[str] = (),
     version: str = "",
     sweeps: bool = False,
+    starter: str | None = None,
 ) -> Html:
     """A whole page: the fragment `body` inside the frame the live script refreshes.
     `sweeps`: the plan has sweeps, so its navigation links their page. `identity`:
-    the writer the visitor's token makes them (None: the page's field names it)."""
+    the writer the visitor's token makes them (None: the page's field names it).
+    `starter`: who started a server no person started (the visitor has no token)."""
     nav: Sequence[tuple[str, str]] = ()
     if plan is not None:
         nav = (*PAGES, ("sweeps", "Sweeps")) if sweeps or kind == "sweeps" else PAGES
@@ -128,6 +130,7 @@ def page(
         who=who,
         identity=identity,
         agent=identity is not None and not identity.startswith("web:"),
+        starter=starter,
         scripts=scripts,
         version=version,
         nav=nav,

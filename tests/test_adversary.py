@@ -114,6 +114,39 @@ def test_the_agent_cannot_claim_under_another_agents_marker_to_verify_its_own_ch
     assert state(item) != "verified"
 
 
+def test_a_pseudo_terminal_made_in_the_agents_shell_is_not_a_person(ledger_env: Path) -> None:
+    """`env -u CLAUDECODE script -qc "todoledger approve ID"`: a terminal, no marker in
+    the process, so the command line took it for a person at a terminal. The agent's
+    shell is still above it in the process tree."""
+    import sys
+
+    with Ledger() as lg:
+        item = lg.add("Deploy to production", needs_approval=True, writer=PERSON)["id"]
+    spawn = "import pty, sys; pty.spawn(sys.argv[1:])"
+    ran = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'env -u CLAUDECODE -u CLAUDE_CODE_SESSION_ID "$0" -c "$1" "$2" approve "$3" && pwd -P >/dev/null',
+            sys.executable,
+            spawn,
+            todoledger_bin(),
+            item,
+        ],
+        env=subprocess_env(ledger_env, **SHELL),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "approve: a person must run it, not agent-shell:claude-code:s1" in ran.stdout, ran.stdout
+    from todoledger.core.approval import is_person
+
+    with Ledger() as lg:
+        approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
+    assert not any(is_person(w) for w in approvers), approvers
+
+
 CI_TOKEN = "ci-token-0123456789abcdef"
 
 
@@ -280,15 +313,79 @@ def test_the_agent_cannot_date_its_liveness_receipt_in_the_future(
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): a stdio server started from an agent's shell asks its client as a person",
-)
+# The agent's own MCP client: started from its shell, it starts `todoledger mcp` and
+# says yes to the approval prompt. (The SDK gives the server only a default
+# environment, so the markers reach it only through the processes above it.)
+OWN_CLIENT = """
+import sys
+sys.path.insert(0, sys.argv[2])
+import anyio
+from mcp import Client
+from mcp_types import Implementation
+from tests.test_mcp import stdio_params
+from tests.test_mcp_approval_prompt import Person
+from pathlib import Path
+
+async def main() -> None:
+    async with Client(
+        stdio_params(Path(sys.argv[1])),
+        client_info=Implementation(name="claude-code", version="1"),
+        elicitation_callback=Person("accept"),
+    ) as c:
+        result = await c.call_tool("plan_next", {"claim": True})
+        print(result.content[0].text)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("unset", [False, True], ids=["marker-inherited", "marker-unset"])
 def test_an_agent_cannot_answer_its_own_approval_prompt_on_a_stdio_server_it_started(
-    ledger_env: Path,
+    ledger_env: Path, tmp_path: Path, unset: bool
 ) -> None:
-    """The agent runs `todoledger mcp` from its own shell (marker set) with a tiny client
-    whose elicitation callback says yes: the approval is recorded as `mcp-user:...`, a person."""
+    """The agent runs its own client from its shell (marker set), which starts
+    `todoledger mcp` and answers yes to the approval prompt: before, the approval was
+    recorded as `mcp-user:...`, a person. Its shell is above the server in the process
+    tree, even with the client's markers unset (`env -u CLAUDECODE ...`)."""
+    import sys
+
+    with Ledger() as lg:
+        item = lg.add("Deploy to production", needs_approval=True, writer=PERSON)["id"]
+    script = tmp_path / "client.py"
+    script.write_text(OWN_CLIENT)
+    root = str(Path(__file__).resolve().parents[1])
+    strip = "env -u CLAUDECODE -u CLAUDE_CODE_SESSION_ID " if unset else ""
+    # As an agent's shell tool runs a command: a shell that outlives it (Claude Code's
+    # runs `eval '<command>' && pwd -P >| <file>`), so the shell stays above the client.
+    ran = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'{strip}"$0" "$1" "$2" "$3" && pwd -P >/dev/null',
+            sys.executable,
+            str(script),
+            str(ledger_env),
+            root,
+        ],
+        env=subprocess_env(ledger_env, **SHELL),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "started from inside claude-code's shell" in ran.stdout, ran.stdout
+    from todoledger.core.approval import is_person
+
+    with Ledger() as lg:
+        approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
+    assert not any(is_person(w) for w in approvers), approvers
+
+
+def test_a_stdio_server_its_harness_starts_still_asks_the_harness_user(ledger_env: Path) -> None:
+    """The control: a harness starts its MCP servers itself, with its marker in their
+    environment (Claude Code sets CLAUDECODE=1 on them, Gemini CLI GEMINI_CLI=1), but
+    not in its own. There the prompt reaches the harness's user, a person, as before."""
     from mcp import Client
     from mcp_types import Implementation
 
@@ -307,11 +404,9 @@ def test_an_agent_cannot_answer_its_own_approval_prompt_on_a_stdio_server_it_sta
             await c.call_tool("plan_next", {"claim": True})
 
     anyio.run(main)
-    from todoledger.core.approval import is_person
-
     with Ledger() as lg:
         approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
-    assert not any(is_person(w) for w in approvers), approvers
+    assert [w.split(":")[0] for w in approvers] == ["mcp-user"], approvers
 
 
 def test_import_from_the_agents_shell_cannot_lift_a_persons_approval_gate(

@@ -15,7 +15,7 @@ side in one run: absolute times on a shared machine are noise.
    shell command an agent runs) per agent, for a command that does not mention
    todoledger and for one that does, vs `python -c pass`, target <= 3.5x;
 6. `todoledger done` from an agent's shell with a passing person's gate
-   (`cmd:true`, written by a person), vs `python -c pass`, target <= 4x.
+   (a `file:` check written by a person), vs `python -c pass`, target <= 4x.
 
 Figures that comments in the code point here for, measured when each choice
 was made (the hook path and `show` above are what they add up to):

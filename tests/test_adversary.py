@@ -586,3 +586,35 @@ def test_a_board_the_agent_serves_from_its_own_shell_does_not_make_it_a_person(l
     with Ledger() as lg:
         approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
     assert not any(is_person(w) for w in approvers), approvers
+
+
+def test_every_reader_tells_a_local_agents_check_from_proof(ledger_env: Path) -> None:
+    """A check written under a local agent name (an MCP client called "reviewer"), the
+    claim from Claude Code's shell: show, next, prime, todoread, the board's row and
+    the report's proof section all say self-checked, and what waits on it is not ready."""
+    import json
+
+    from tests.test_mcp import call, stdio
+    from todoledger.ingest.report import load, render_md
+    from todoledger.web import pages
+
+    with Ledger() as lg:
+        item = lg.add("Verify the server restarts cleanly", writer=PERSON)["id"]
+        after = lg.add("Announce the release", depends_on=[item], writer=PERSON)["id"]
+        lg.add_check(item, "cmd:test -d .", writer="mcp:reviewer:r1")
+        lg.done(item, evidence="ok", writer="agent-shell:claude-code:s1")
+        shown = {i["id"]: i for i in lg.show()["items"]}
+        assert shown[item]["verification"] == "self-checked" and shown[after]["ready"] is False
+        assert after not in [i["id"] for i in lg.next()]
+        assert "self-checked (an agent's check: no person or token behind it)" in lg.prime()
+        (row,) = [it for it in lg.view("main").items if it.id == item]
+        assert "self-checked (an agent's check: no person or token behind it)" in pages.verification_text(row)
+        report = render_md(load(lg, "main"))
+    assert "self-checked" in report and "verified by" not in report, report
+
+    async def main() -> dict[str, object]:
+        async with stdio(ledger_env, name="claude-code") as c:
+            return dict(await call(c, "todoread", {"all": True}))
+
+    read = anyio.run(main)
+    assert "self-checked" in json.dumps(read), read

@@ -1,8 +1,9 @@
 """Adversarial review of issue 17: routes by which the agent under review still
 makes the plan say `verified` for a check it wrote itself, or acts as a person.
-Each test fails while the bypass stands. Those not fixed yet are marked
-`xfail(strict=True)` with the bypass named: they are the next work, and a fix
-turns the mark into a failure until it is removed."""
+Each test failed while its bypass stood, and passes now; none is marked as an
+expected failure (docs/security.md lists them, closed, with what closed them).
+A bypass found later gets an `xfail(strict=True)` test here naming it, so that
+its fix turns the mark into a failure until the mark is removed."""
 
 from __future__ import annotations
 

@@ -62,6 +62,7 @@ def session(name: str) -> Path:
         folder = _root() / name
         folder.mkdir()
         (folder / "tests").symlink_to(ROOT / "tests")  # as from a clone's root
+        _register_you(folder / ".todoledger" / "ledger.db")
         _SESSIONS[name] = folder
     return _SESSIONS[name]
 
@@ -69,18 +70,25 @@ def session(name: str) -> Path:
 README_TOKEN = "readme-you-0123456789"  # a person's token: the examples run as the person `cli:you`
 
 
+def _register_you(db: Path) -> None:
+    """The person `cli:you`'s token, registered in the session's ledger as a person
+    registers one (`todoledger token add`): the route a script has to a person's
+    identity (docs/security.md)."""
+    from todoledger import Ledger
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Ledger(db) as lg:
+        lg.add_token("you", token=README_TOKEN, writer="cli:you")
+
+
 def env(name: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
-    tokens = _root() / "tokens"
-    if not tokens.exists():  # the route a script has to a person's identity (docs/security.md)
-        tokens.write_text(f"{README_TOKEN} you person\n", encoding="utf-8")
     out.update(
         PATH=os.pathsep.join([str(BIN), "/usr/bin", "/bin"]),
         HOME=str(_root() / "home"),
         TODOLEDGER_DB=".todoledger/ledger.db",
         TODOLEDGER_ID_SEED=f"readme-{name}",
         TODOLEDGER_NOW=NOW,
-        TODOLEDGER_TOKENS=str(tokens),
         TODOLEDGER_TOKEN=README_TOKEN,
         NO_COLOR="1",
         COLUMNS="120",
@@ -102,17 +110,20 @@ def seed_call(msg: int) -> str:
     return next(c.payload for c in CALLS if c.msg == msg)
 
 
-def run(name: str, command: str, *, head: int | None = None) -> str:
+def run(name: str, command: str, *, head: int | None = None, script: bool = False) -> str:
     """`$ command` and what it prints (stdout and stderr, as a terminal shows them).
 
-    `head` keeps the first lines and says how many more there were."""
+    `head` keeps the first lines and says how many more there were. A `script`
+    (the Python examples, on a ledger of their own) runs as the user `you`
+    without a token, as a reader's script would: its writer is `script:you`."""
+    tokenless = script or "todoledger serve" in command  # serve reads TODOLEDGER_TOKEN as its own token
+    run_env = {k: v for k, v in env(name).items() if k != "TODOLEDGER_TOKEN" or not tokenless}
+    if script:
+        run_env.update(LOGNAME="you", USER="you")
     proc = subprocess.run(
         ["bash", "-c", command],
         cwd=session(name),
-        # `serve` reads TODOLEDGER_TOKEN as the board's own token: its examples run without one.
-        env={
-            k: v for k, v in env(name).items() if k != "TODOLEDGER_TOKEN" or "todoledger serve" not in command
-        },
+        env=run_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -136,7 +147,7 @@ def shell(name: str, *commands: str | tuple[str, int], head: int | None = None) 
 def python(name: str, code: str) -> str:
     """The code as a Python block and, run as a script in the session's project, what it prints."""
     file(name, "example.py", code)
-    out = run(name, f"{sys.executable} example.py").split("\n", 1)[1:]
+    out = run(name, f"{sys.executable} example.py", script=True).split("\n", 1)[1:]
     return f"```python\n{code.rstrip()}\n```\n\nprints:\n\n```\n{''.join(out)}\n```\n"
 
 

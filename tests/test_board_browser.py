@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin
 from tests.test_cli import run, run_json
 
 CHROMIUM = os.environ.get("TODOLEDGER_CHROMIUM", "/usr/bin/chromium")
@@ -54,7 +54,7 @@ class Served:
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [todoledger_bin(), "serve", "--port", str(self.port), "--name", "tester", *args],
-            env=subprocess_env(db),
+            env=person_env(db),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -609,7 +609,7 @@ def test_with_tokens_an_agents_page_cannot_approve_and_a_persons_approval_is_her
             tab.wait_for_selector("#flash.bad")
             assert tab.inner_text("#flash") == (
                 "agent:ci@web holds an agent's token: only a person can approve;"
-                " a person must do it, under a person's token or from a terminal"
+                " a person must do it, under a person's token (log in at /login) or from a terminal"
             )
             shot(tab, "tokens-agent-refused")
             # Scenario 2 from inside the page: the CSRF token, and "who": "ann".

@@ -183,6 +183,7 @@ def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None
     conn.execute("ALTER TABLE plans DROP COLUMN lease_seconds")
     for column in ("estimate", "uses", "needs_approval"):  # m004 (board_fields)
         conn.execute(f"ALTER TABLE items DROP COLUMN {column}")
+    conn.execute("DROP TABLE tokens")  # migration 10 (tokens)
     for table in ("checks", "receipts", "metrics", "sweeps", "sweep_items"):  # migration 3 (checks)
         conn.execute(f"DROP TABLE {table}")
     conn.execute("DELETE FROM migrations WHERE name <> 'initial'")

@@ -21,9 +21,9 @@ from todoledger.ledger import Ledger
 def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """In this process the default writer is the person `cli:tester`, by their token:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
-    from tests.conftest import TESTER_TOKEN
+    from tests.conftest import act_as_person
 
-    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+    act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 
 PLAN = "demo/abcd1234"

@@ -33,6 +33,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "path": "todoledger.cli.cmd_board:path",
     "approve": "todoledger.cli.cmd_board:approve",
     "set": "todoledger.cli.cmd_board:set_fields",
+    "token": "todoledger.cli.cmd_board:token",
     "ingest": "todoledger.cli.cmd_ingest:ingest",
     "report": "todoledger.cli.cmd_ingest:report",
     "stats": "todoledger.cli.cmd_ingest:stats",

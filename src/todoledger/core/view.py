@@ -35,6 +35,8 @@ MAX_DEPTH = 32  # phases nest a few levels; a deeper chain is damage, not a plan
 VERIFICATIONS = ("unverified", "verified", "self-checked", "stale", "failed")
 # A completion whose gate failed or never ran is counted apart from "completed" (`claimed`).
 CLAIMED = {"failed": CLAIMED_FAILING, "unverified": CLAIMED_UNRUN}
+# How a state reads where people see it: self-checked says what it lacks.
+SHOWN = {"self-checked": "self-checked (an agent's check: no person or token behind it)"}
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class ItemView:
         if self.waits_on_cancelled and self.is_open:
             out.append(f"waits for a cancelled item ({', '.join(self.waits_on_cancelled)})")
         if self.verification:
-            out.append(self.claimed or self.verification)
+            out.append(self.claimed or SHOWN.get(self.verification, self.verification))
         out.extend(self.forced)
         if self.needs_approval:
             out.append("needs approval")

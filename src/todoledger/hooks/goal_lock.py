@@ -51,8 +51,10 @@ WHAT_PROVES = {
     "stale": "the work changed since its gate ran: run `todoledger verify {id}` again",
     "unverified": "its gate never ran: run `todoledger verify {id}` (or the plan_verify tool)",
     "never ran": "its gate never ran: run `todoledger verify {id}` (or the plan_verify tool)",
-    "self-checked": "its only passing check is the agent's own: a person must approve that check",
-    "self_checked": "its only passing check is the agent's own: a person must approve that check",
+    "self-checked": "its passing checks are an agent's, with no person or token behind them:"
+    " a person must approve that check (`todoledger trust`)",
+    "self_checked": "its passing checks are an agent's, with no person or token behind them:"
+    " a person must approve that check (`todoledger trust`)",
     "plan-mode": "approved in plan mode, changed since ({what}): a person must approve it again "
     "(`todoledger approve {id}` in a terminal, or the board)",
 }

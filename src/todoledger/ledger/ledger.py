@@ -214,9 +214,10 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
 
     def check(self, plan: str | None = None) -> list[str]:
         """Differences between the stored state and the replay of its events (every plan given None)."""
-        from todoledger.ledger import reading
+        from todoledger.ledger import reading, tokens
 
-        return reading.check(self._unit, plan)
+        found = reading.check(self._unit, plan)
+        return found + tokens.breaks(self._unit) if plan in (None, tokens.TOKENS_PLAN) else found
 
     def watch(
         self, *, after: int | None = None, wait: float = 1.0, stop: Callable[[], bool] | None = None

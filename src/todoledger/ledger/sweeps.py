@@ -38,16 +38,21 @@ def run(
     from todoledger.checks import tree
 
     cwd = cwd or os.getcwd()
-    writer = writer or default_writer()  # each repeat's receipt names who ran it
+    writer = writer or default_writer(lg.token_holder)  # each repeat's receipt names who ran it
     sweep, combinations, work = lg.sweep_work(name, plan=plan)
-    state = tree.state(cwd)
+    states: dict[str, Any] = {}  # each folder's tree, once: a combination runs where the sweep was added
     lock = threading.Lock()
     started = time.monotonic()
     counts = {"runs": 0, "failed": 0}
 
     def combination(index: int, check: CheckRow, combo: dict[str, str], finished: int) -> None:
+        home = check.cwd or cwd
+        with lock:
+            if home not in states:
+                states[home] = tree.state(home) if os.path.isdir(home) else None
+            state = states[home]
         for k in range(finished + 1, sweep.repeat + 1):
-            outcome = runner.run(check.check, runner.Inputs(cwd=cwd))
+            outcome = runner.run(check.check, runner.Inputs(cwd=home, path=check.path))
             values = core.extract(sweep, outcome.output) if outcome.result == "holds" else {}
             missing = [n for n, _ in sweep.metrics if n not in values]
             result, note = outcome.result, ""

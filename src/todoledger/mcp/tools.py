@@ -323,8 +323,9 @@ def self_checked_hint(lg: Ledger, plan: str, item_id: str) -> str:
     """What the claimant is told when only its own check passed."""
     ids = " ".join(r.id for r in lg.checks([item_id], plan=plan))
     return (
-        "self-checked: its gate is your own check, so it does not prove your claim; what waits on it"
-        f" starts once a person approves the check (todoledger trust {ids}, from a terminal or the board)"
+        "self-checked: its gate is an agent's check with no person or token behind it (yours, or one"
+        " you could have written), so it does not prove your claim; what waits on it starts once a"
+        f" person approves the check (todoledger trust {ids}, from a terminal or the board)"
     )
 
 

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
     from todoledger.store.base import Row, Store
 
-_CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route"
+_CHECK_COLUMNS = (
+    "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route, cwd, path"
+)
 _RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree"
 
 
@@ -40,6 +42,8 @@ def _check(row: Row) -> CheckRow | None:
         at=row[8],
         trusted_by=row[9] if row[6] is not None and row[6] == check.digest() else None,
         route=row[10],
+        cwd=row[11],
+        path=row[12],
     )
 
 
@@ -66,7 +70,7 @@ class CheckRepo:
     def add(self, row: CheckRow, *, trusted_by: str | None) -> None:
         digest = row.check.digest() if trusted_by else None
         self.db.execute(
-            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.id,
                 row.plan,
@@ -79,6 +83,8 @@ class CheckRepo:
                 row.at,
                 trusted_by,
                 row.route,
+                row.cwd,
+                row.path,
                 row.at if trusted_by else None,
             ),
         )

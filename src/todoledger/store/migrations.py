@@ -201,6 +201,28 @@ def m009_untimed_ops(db: Executor) -> None:
     )
 
 
+def m010_check_context(db: Executor) -> None:
+    """Where a check runs is its writer's, not its claimant's: each check keeps
+    the folder it was written in (`cwd`) and the PATH its writer had (`path`),
+    and runs there, with that PATH, whoever runs `verify` or `done`. Rows from
+    before are left NULL: they run where the caller runs, as they did."""
+    db.execute_script(["ALTER TABLE checks ADD COLUMN cwd TEXT", "ALTER TABLE checks ADD COLUMN path TEXT"])
+
+
+def m011_tokens(db: Executor) -> None:
+    """The tokens a person registered in the ledger (`todoledger token add`):
+    the SHA-256 of each secret, never the secret, with its holder's name and
+    role. The command line believes only these: a tokens file its environment
+    names could be the agent's own. Each registration is also an event, so
+    `todoledger check` reports a row written around todoledger."""
+    db.execute_script(
+        [
+            "CREATE TABLE tokens (hash TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,"
+            " created_by TEXT NOT NULL, at TEXT NOT NULL)"
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -211,5 +233,7 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("event_chain", m007_event_chain),
     ("check_provenance", m008_check_provenance),
     ("untimed_ops", m009_untimed_ops),
+    ("check_context", m010_check_context),
+    ("tokens", m011_tokens),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

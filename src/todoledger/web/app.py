@@ -38,7 +38,7 @@ from todoledger.core.view import PlanView, build
 from todoledger.defaults import default_plan
 from todoledger.ledger import Ledger
 from todoledger.ledger.shared import SharedLedger
-from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER
+from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
 from todoledger.web import pages, sweeps_page
 from todoledger.web.live import Hub
 
@@ -94,8 +94,12 @@ class Board:
         allow_checks: bool = False,
         shared: SharedLedger | None = None,
         identities: dict[str, Holder] | None = None,
+        starter: str | None = None,
     ) -> None:
         self.plan = plan
+        # Who started the server when no person did: then no one on the page is a person
+        # but the holder of a person's token (the Guard sets the role `starter` otherwise).
+        self.starter = starter
         # serve --tokens: /login takes any of them (the Guard then reads the cookie's holder).
         self.identities = identities or {}
         # A button is no way to run a command on this machine: checks run only
@@ -177,6 +181,7 @@ class Board:
             change=change,
             who=self.name,
             identity=token_identity(request),
+            starter=self.starter if request.headers.get(ROLE_HEADER) == STARTER_ROLE else None,
             scripts=scripts,
             version=self.version,
             sweeps=has_sweeps,
@@ -345,7 +350,7 @@ class Board:
 
     # the token, asked once -------------------------------------------------------
     async def login(self, request: Request) -> Response:
-        if self.token is None and not self.identities:
+        if self.token is None and not self.identities and self.starter is None:
             return RedirectResponse("/", status_code=303)
         if request.method == "GET":
             return HTMLResponse(pages.login(), headers=SECURITY_HEADERS)
@@ -356,6 +361,8 @@ class Board:
         match = False
         for token in known:  # every one compared, in constant time
             match = hmac.compare_digest(given.encode(), token.encode()) or match
+        if given and not match:  # a token a person registered in the ledger
+            match = await run_in_threadpool(lambda: self.shared.token_holder(given)) is not None
         if not given or not match:
             return HTMLResponse(
                 pages.login("That is not the token."), status_code=401, headers=SECURITY_HEADERS
@@ -383,10 +390,15 @@ class Board:
         writer, person = writer_of(request, body.get("who"), self.name)
         if not person and body["action"] in PERSON_ONLY_ACTIONS:
             what = "approve the plan" if body["action"] == "approve_plan" else "approve"
+            who = (
+                f"{writer}: this server was started by {self.starter}, not a person"
+                if request.headers.get(ROLE_HEADER) == STARTER_ROLE
+                else f"{writer} holds an agent's token"
+            )
             return JSONResponse(
                 {
-                    "error": f"{writer} holds an agent's token: only a person can {what};"
-                    " a person must do it, under a person's token or from a terminal"
+                    "error": f"{who}: only a person can {what}; a person must do it, under a person's"
+                    " token (log in at /login) or from a terminal"
                 },
                 status_code=403,
             )
@@ -438,6 +450,7 @@ def token_identity(request: Request) -> str | None:
     if not identity:
         return None
     return f"web:{identity}" if request.headers.get(ROLE_HEADER) == "person" else f"{identity}@web"
+    # (role `starter`: no person started the server, and the writer is the starter's, `<starter>@web`)
 
 
 def writer_of(request: Request, who: Any, name: str) -> tuple[str, bool]:

@@ -27,7 +27,7 @@ from todoledger.core.describe import describe_event, when
 from todoledger.core.model import REPORTED, STATUSES
 from todoledger.core.sanitize import for_terminal
 from todoledger.core.schedule import Schedule, format_duration
-from todoledger.core.view import ItemView, PlanView
+from todoledger.core.view import SHOWN, ItemView, PlanView
 
 PAGES = (("plan", "Plan"), ("timeline", "Timeline"), ("approvals", "Approvals"), ("sessions", "Sessions"))
 STATUS_MARK = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "⊘"}
@@ -115,10 +115,12 @@ def page(
     scripts: Sequence[str] = (),
     version: str = "",
     sweeps: bool = False,
+    starter: str | None = None,
 ) -> Html:
     """A whole page: the fragment `body` inside the frame the live script refreshes.
     `sweeps`: the plan has sweeps, so its navigation links their page. `identity`:
-    the writer the visitor's token makes them (None: the page's field names it)."""
+    the writer the visitor's token makes them (None: the page's field names it).
+    `starter`: who started a server no person started (the visitor has no token)."""
     nav: Sequence[tuple[str, str]] = ()
     if plan is not None:
         nav = (*PAGES, ("sweeps", "Sweeps")) if sweeps or kind == "sweeps" else PAGES
@@ -133,6 +135,7 @@ def page(
         who=who,
         identity=identity,
         agent=identity is not None and not identity.startswith("web:"),
+        starter=starter,
         scripts=scripts,
         version=version,
         nav=nav,
@@ -276,7 +279,8 @@ def verification_text(it: ItemView) -> str:
     # Nothing verifies it yet: a completed item is a claim, and says so.
     # A completion whose gate fails is a claim apart from "completed"; a self-checked one
     # passed only the claimant's own check.
-    said = it.claimed or it.verification or (REPORTED if it.status == "completed" else "")
+    shown = SHOWN.get(it.verification or "", it.verification)
+    said = it.claimed or shown or (REPORTED if it.status == "completed" else "")
     # A status someone forced says what it overrode, beside how it is verified.
     return "; ".join([said, *it.forced] if said else it.forced)
 

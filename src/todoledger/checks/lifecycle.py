@@ -195,7 +195,8 @@ def describe(pid: int) -> str:
     except OSError:
         return f"pid {pid}"
     line = " ".join(w.decode("utf-8", "replace") for w in words if w)
-    return f"pid {pid}: {tail(line, 120)}" if line else f"pid {pid}"
+    line = tail(line, 10_000)
+    return f"pid {pid}: {line if len(line) <= 200 else line[:197] + '...'}" if line else f"pid {pid}"
 
 
 def listeners(port: int) -> list[str]:

@@ -157,7 +157,7 @@ class Check:
     def describe(self) -> str:
         """One line for people: the spec and its non-default options. A `port:`
         check says what it proves: that some process listens, whichever it is."""
-        opts = self.options()
+        opts = {k: v for k, v in self.options().items() if k != "closed"}  # the head says so
         if self.kind == "port":
             head = (
                 f"nothing listens on {self.target}" if self.closed else f"a process listens on {self.target}"

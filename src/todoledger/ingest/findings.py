@@ -4,6 +4,7 @@ so the transcript line or message) where it shows."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +35,10 @@ TITLES = {
     "clock-backwards": "clock went backwards",
 }
 
+
+# The kinds of op in which todoledger itself completes an item: a check that held
+# (an assumption, `verify`) and a sweep (its parent, once every combination is measured).
+CHECK_COMPLETIONS = frozenset({"verify", "sweep"})
 
 # Warnings the ledger attaches to a write about one item (not lint of the payload).
 ITEM_WARNINGS = frozenset({"prerequisites-unmet"})
@@ -88,8 +93,11 @@ def find(story: Story) -> list[Finding]:
         )
 
     items = list(story.items.values())
+    # Completions todoledger made itself: an assumption whose check held (`verify`),
+    # a sweep's parent once its combinations were measured. Nobody claimed them.
+    by_todoledger = {c.op for c in story.calls if c.kind in CHECK_COMPLETIONS}
     for it in items:
-        _item_findings(it, add)
+        _item_findings(it, add, by_todoledger)
     _stuck(items, add)
     _parallel(story, add)
     _content(story, add)
@@ -116,10 +124,14 @@ def find(story: Story) -> list[Finding]:
     return out
 
 
-def _item_findings(it: ItemStory, add: Add) -> None:
+def _item_findings(it: ItemStory, add: Add, by_todoledger: AbstractSet[int] = frozenset()) -> None:
     label = f'"{short(it.content)}"'
     done = it.first("completed")
-    if done is not None and not any(t.new == "in_progress" for t in it.transitions if t.op < done.op):
+    if (
+        done is not None
+        and done.op not in by_todoledger
+        and not any(t.new == "in_progress" for t in it.transitions if t.op < done.op)
+    ):
         how = f"went {done.old} → completed" if done.old else "was added already completed"
         add("completed-without-progress", f"{label} {how}", done.op, [it.id])
     for t in it.transitions:

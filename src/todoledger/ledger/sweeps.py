@@ -538,4 +538,4 @@ def _params(combo: dict[str, str]) -> str:
 
 
 def _last(output: str) -> str:
-    return next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "")[:300]
+    return next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "")[:600]

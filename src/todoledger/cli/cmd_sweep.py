@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from todoledger.cli.main import emit, ledger, options, reader, say, writes
+from todoledger.cli.main import emit, ledger, options, reader, writes
 from todoledger.core.model import LedgerError
 
 
@@ -309,6 +309,13 @@ def sweep_compare(
     for side, found in (("A", left), ("B", right)):
         for env in found["environments"] or ["no environment recorded"]:
             click.echo(_clean(f"{side} = {found['sweep']} (plan {found['plan']}): {env}"))
+
+
+def say(line: str) -> None:
+    """A warning or a stop, for the person, on stderr (sanitised)."""
+    from todoledger.core.sanitize import for_terminal
+
+    click.echo(for_terminal(line), err=True)
 
 
 def _clean(text: str) -> str:

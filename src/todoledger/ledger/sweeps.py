@@ -69,7 +69,7 @@ def run(
                 runs.go(parallel, stale)
         finally:
             runs.end_live()
-    if runs.stopped is None and runner.stopping() is None:
+    if runs.stopped is None and runs.signal() is None:
         lg.finish_sweep(name, plan=runs.plan, writer=runs.writer)
     return runs.answer()
 
@@ -99,6 +99,7 @@ class _Sweep:
         self.sweep: core.Sweep | None = None
         self.base: dict[str, Any] | None = None
         self.logs: str | None = None
+        self.signalled: str | None = None  # the signal that stopped this run, once one did
 
     # the whole run --------------------------------------------------------------------------
     def resume(self) -> None:
@@ -178,19 +179,23 @@ class _Sweep:
 
     def end_live(self) -> None:
         """Whatever happened (a stop, an error), the setup that is up is torn down."""
-        from todoledger.checks import run as runner
 
         if self.live is None or self.sweep is None:
             return
-        signal_name = runner.stopping()
+        signal_name = self.signal()
         why = f"interrupted ({signal_name})" if signal_name else "stopped by an error"
         live, self.live = self.live, None
         self._teardown(self.sweep, live.item, live.combo, live.setup, live.seq, why)
 
-    def answer(self) -> dict[str, Any]:
+    def signal(self) -> str | None:
         from todoledger.checks import run as runner
 
-        signal_name = runner.stopping()
+        if self.signalled is None:
+            self.signalled = runner.stopping()
+        return self.signalled
+
+    def answer(self) -> dict[str, Any]:
+        signal_name = self.signal()
         stopped = self.stopped
         if signal_name is not None and stopped is None:
             stopped = f"sweep {self.name} was stopped ({signal_name}): the run that was going was ended" + (
@@ -308,7 +313,7 @@ class _Sweep:
 
         check = sweep.clean_check(combo)
         assert check is not None
-        if runner.stopping() is not None:
+        if self.signal() is not None:
             runner.carry_on()  # the teardown after a Ctrl-C is proven clean too
         outcome = runner.run(check, runner.Inputs(cwd=self.cwd))
         return {"check": check.describe(), "result": outcome.result, "line": _last(outcome.output)}

@@ -708,3 +708,44 @@ def test_bad_lifecycle_definitions_change_nothing(ledger_env: Path) -> None:
                 lg.add_sweep("bad", **(base | kw))
             assert says in str(err.value) and "\n" not in str(err.value), (kw, str(err.value))
         assert lg.show()["items"] == [] and lg.history() == []
+
+
+def test_completions_by_a_check_or_a_sweep_are_not_claims_without_progress(ledger_env: Path, tmp_path: Path) -> None:
+    from todoledger.ingest.report import load as load_report
+    from todoledger.ledger import verify
+
+    (tmp_path / "b.py").write_text("import sys\nprint('t', sys.argv[1])\n")
+    (tmp_path / "up.txt").write_text("up\n")
+    with Ledger() as lg:
+        verify.assume(lg, "The server answers", check="file:up.txt")
+        lg.verify(roles=("assumption",))
+        lg.add_sweep("s", template="Run {n}", params=["n=1,2"], run="python3 b.py {n}", metrics=[r"t=t (\d+)"])
+        sweeps.run(lg, "s")
+        lg.write(
+            '{"todos":[{"content":"Benchmark baseline","status":"completed","priority":"high"}]}',
+            writer="opencode:ses1",
+            dialect="opencode",
+        )
+        done = {i["content"]: i["status"] for i in lg.show()["items"]}
+        assert done["The server answers"] == done["Run 1, 2"] == done["Benchmark baseline"] == "completed"
+        report = load_report(lg, "main")
+    flagged = [f.message for f in report.findings if f.code == "completed-without-progress"]
+    assert flagged == ['"Benchmark baseline" was added already completed']
+
+
+def test_a_closed_port_check_names_who_still_listens(port: int) -> None:
+    from todoledger.checks import run as runner
+    from todoledger.core.checkspec import parse
+
+    check = parse(f"port:127.0.0.1:{port}", {"closed": True})
+    assert check.describe() == f"nothing listens on 127.0.0.1:{port}" and check.options() == {"closed": True}
+    with pytest.raises(LedgerError, match="closed applies to port: checks only"):
+        parse("http://127.0.0.1:1/", {"closed": True})
+    inputs = runner.Inputs(cwd=".")
+    assert runner.run(check, inputs).result == "holds"
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", port))
+        held.listen()
+        found = runner.run(check, inputs)
+    assert found.result == "fails"
+    assert f"a process still listens on 127.0.0.1:{port} (pid {os.getpid()}: " in found.output

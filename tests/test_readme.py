@@ -56,3 +56,12 @@ def test_every_shown_command_is_generated_or_marked_as_not_run() -> None:
         generated = before.rstrip().endswith("]]] -->")
         marked = "the README generator does not run them" in before[-400:]
         assert generated or marked, f"not generated: {block.group(1)[:80]!r}"
+
+
+def test_the_verification_page_shows_what_the_commands_print() -> None:
+    """docs/verification.md (sweeps as the seeds ran them) is generated as the README is."""
+    result = generate(str(ROOT / "docs" / "verification.md"))
+    hint = "run `.venv/bin/python docs/readme.py --update docs/verification.md`"
+    assert result.returncode == 0, (
+        f"{result.stdout}\n{result.stderr}\ndocs/verification.md is out of date: {hint}"
+    )

@@ -710,7 +710,9 @@ def test_bad_lifecycle_definitions_change_nothing(ledger_env: Path) -> None:
         assert lg.show()["items"] == [] and lg.history() == []
 
 
-def test_completions_by_a_check_or_a_sweep_are_not_claims_without_progress(ledger_env: Path, tmp_path: Path) -> None:
+def test_completions_by_a_check_or_a_sweep_are_not_claims_without_progress(
+    ledger_env: Path, tmp_path: Path
+) -> None:
     from todoledger.ingest.report import load as load_report
     from todoledger.ledger import verify
 
@@ -719,7 +721,9 @@ def test_completions_by_a_check_or_a_sweep_are_not_claims_without_progress(ledge
     with Ledger() as lg:
         verify.assume(lg, "The server answers", check="file:up.txt")
         lg.verify(roles=("assumption",))
-        lg.add_sweep("s", template="Run {n}", params=["n=1,2"], run="python3 b.py {n}", metrics=[r"t=t (\d+)"])
+        lg.add_sweep(
+            "s", template="Run {n}", params=["n=1,2"], run="python3 b.py {n}", metrics=[r"t=t (\d+)"]
+        )
         sweeps.run(lg, "s")
         lg.write(
             '{"todos":[{"content":"Benchmark baseline","status":"completed","priority":"high"}]}',

@@ -84,12 +84,14 @@ SERVER = '''"""STAND-IN, not SGLang: one server per draft-token setting (todoled
 It answers /health after a startup delay and /generate with the SIMULATED tok/s of its
 own setting: seeded noise around seed 001's figures (82 tok/s without speculation, 60
 with the from-scratch drafter, assumed to be the 16 draft tokens that were running).
---leftover-once FILE: the first server started with it leaves a worker behind on
-purpose, in a session of its own and holding the port, and writes the worker's pid
-to FILE: a process that ending the server's process group does not end.
+--leftover-once: the first server started with it leaves a worker behind on purpose,
+in a session of its own and holding the port, and writes the worker's pid to
+leftover.pid beside this file: a process that ending the server's process group does
+not end.
 """
 import http.server, json, os, random, sys, time
 
+leftover = "--leftover-once" in sys.argv
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 port, tokens = int(args["--port"]), int(args["--draft-tokens"])
 FIGURES = {0: 82.0, 16: 60.0}
@@ -119,8 +121,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 server = http.server.HTTPServer(("127.0.0.1", port), Handler)
-marker = args.get("--leftover-once")
-if marker and not os.path.exists(marker):
+marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "leftover.pid")
+if leftover and not os.path.exists(marker):
     parent = os.getpid()
     if os.fork() == 0:  # the worker: a session of its own, the listening socket kept
         os.setsid()
@@ -311,7 +313,7 @@ def draft_token_sweep(lg: Ledger, plan: str, folder: str) -> list[str]:
         params=["draft_tokens=16"],
         baseline=["draft_tokens=0"],
         setup=f"{py} {shlex.quote(server)} --port {port} --draft-tokens {{draft_tokens}}"
-        f" --startup-delay {STARTUP_DELAY:g} --leftover-once {shlex.quote(marker)}",
+        f" --startup-delay {STARTUP_DELAY:g} --leftover-once",
         ready=f"http://127.0.0.1:{port}/health",
         ready_options={"expect": "ok"},
         ready_timeout=60,

@@ -188,15 +188,16 @@ def log_tail(path: str, limit: int = 2_000) -> str:
 
 
 def describe(pid: int) -> str:
-    """`pid N: its command line` (as far as this machine shows it)."""
+    """`pid N: its command line` (as far as this machine shows it), the program by its name."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            words = fh.read().split(b"\0")
+            words = [w.decode("utf-8", "replace") for w in fh.read().split(b"\0") if w]
     except OSError:
         return f"pid {pid}"
-    line = " ".join(w.decode("utf-8", "replace") for w in words if w)
-    line = tail(line, 10_000)
-    return f"pid {pid}: {line if len(line) <= 200 else line[:197] + '...'}" if line else f"pid {pid}"
+    if not words:
+        return f"pid {pid}"
+    line = tail(" ".join([os.path.basename(words[0]), *words[1:]]), 10_000)
+    return f"pid {pid}: {line if len(line) <= 300 else line[:297] + '...'}"
 
 
 def listeners(port: int) -> list[str]:

@@ -734,7 +734,7 @@ def _show_demo_checks(ran: Any, plan: str) -> None:
     click.echo()
     say("The draft-token sweep, one stand-in server per combination (SIMULATED figures, labelled stand-in):")
     for line in ran.story:
-        say(f"  {tail(line, 400)}")
+        say(f"  {tail(line, 2000)}")
     click.echo()
     say(f"$ todoledger sweep results {ran.sweep['sweep']} --plan {plan}")
     for line in lines(table(ran.sweep["rows"])):

@@ -407,10 +407,8 @@ class _Sweep:
         result, note = outcome.result, ""
         if result == "holds" and missing:
             result, note = "fails", f"\nno {', '.join(missing)} in the output"
-        names = list(tree.named_inputs(self.cwd, "cmd", command))
         setup = sweep.setup_command(combo)
-        if setup is not None:
-            names += [p for p in tree.named_inputs(self.cwd, "cmd", setup) if p not in names]
+        names = _inputs(self.cwd, command, setup)
         env = dict(self.base or {}) | {"command": command, "params": combo}
         if setup is not None:
             env["setup"] = setup
@@ -424,7 +422,7 @@ class _Sweep:
             outcome.output + note,
             now(),
             self.writer,
-            tree.inputs_state(self.cwd, sweep.watch, names[: tree.MAX_INPUTS]),
+            tree.inputs_state(self.cwd, sweep.watch, names),
             env,
         )
         with self.lock:
@@ -536,6 +534,29 @@ class _Sweep:
                     "elapsed": time.monotonic() - self.started,
                 }
             )
+
+
+def _inputs(cwd: str, *commands: str | None) -> list[str]:
+    """The files the run's and the setup's commands name (`checks.tree.named_inputs`),
+    less the program each starts where it lives outside the project: the interpreter or
+    tool (`python3`, a venv's python) is the machine's, recorded with the environment."""
+    from todoledger.checks import tree
+
+    root = os.path.abspath(cwd)
+    names: list[str] = []
+    for command in commands:
+        if command is None:
+            continue
+        found = list(tree.named_inputs(cwd, "cmd", command))
+        program = command.split(None, 1)[0].strip("'\"") if command.split() else ""
+        if (
+            found
+            and found[0] == program
+            and not os.path.abspath(os.path.join(cwd, program)).startswith(root + os.sep)
+        ):
+            found = found[1:]
+        names += [p for p in found if p not in names]
+    return names[: tree.MAX_INPUTS]
 
 
 def _params(combo: dict[str, str]) -> str:

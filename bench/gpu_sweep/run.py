@@ -53,12 +53,14 @@ GPU_CLEAN = (
 )
 STAND_IN_CLEAN = "cmd:python3 bench/gpu_sweep/leftovers.py"
 
-log_lines: list[str] = []
+LOG: list[str] = []  # run.log's path, once --out is known: written line by line, so a killed run keeps it
 
 
 def say(line: str) -> None:
     print(line, flush=True)
-    log_lines.append(line)
+    if LOG:
+        with open(LOG[0], "a") as fh:
+            fh.write(line + "\n")
 
 
 def main() -> int:
@@ -73,6 +75,9 @@ def main() -> int:
     started = time.monotonic()
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
+    LOG.append(os.path.join(out, "run.log"))
+    if os.path.exists(LOG[0]):
+        os.remove(LOG[0])
     work = tempfile.mkdtemp(prefix="gpu-sweep-")
     gpu = shutil.which("nvidia-smi") is not None
     size = args.size or ("1b" if gpu else "tiny")
@@ -109,6 +114,7 @@ def main() -> int:
         port = probe.getsockname()[1]
     py = shlex.quote(sys.executable)
     clean = GPU_CLEAN if gpu else STAND_IN_CLEAN
+    template = clean.replace("{", "{{").replace("}", "}}")  # a sweep's commands place {NAME}: braces doubled
     say(
         f"# gpu_sweep: {'nvidia-smi found' if gpu else 'no nvidia-smi: the clean check is the stand-in leftovers.py'}"
     )
@@ -144,7 +150,7 @@ def main() -> int:
         "--ready-timeout",
         "300",
         "--clean",
-        clean,
+        template,
         "--run",
         f"{py} bench/gpu_sweep/client.py {port}",
         "--metric",
@@ -234,8 +240,6 @@ def main() -> int:
     with open(os.path.join(out, "summary.md"), "w") as fh:
         fh.write("\n".join(summary) + "\n")
     say("\n".join(summary))
-    with open(os.path.join(out, "run.log"), "w") as fh:
-        fh.write("\n".join(log_lines) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     return 0 if caught and second.returncode == 0 else 1
 

@@ -753,3 +753,12 @@ def test_a_closed_port_check_names_who_still_listens(port: int) -> None:
         found = runner.run(check, inputs)
     assert found.result == "fails"
     assert f"a process still listens on 127.0.0.1:{port} (pid {os.getpid()}: " in found.output
+
+
+def test_the_pre_tool_screen_denies_an_agent_its_own_sweeps_approval() -> None:
+    from todoledger.screen import person_only_verb
+
+    assert person_only_verb("todoledger sweep trust draft --yes") == "sweep trust"
+    assert person_only_verb("env -u CLAUDECODE todoledger sweep trust draft") == "sweep trust"
+    assert person_only_verb("todoledger sweep run draft") is None
+    assert person_only_verb("todoledger sweep show draft") is None

@@ -762,3 +762,19 @@ def test_the_pre_tool_screen_denies_an_agent_its_own_sweeps_approval() -> None:
     assert person_only_verb("env -u CLAUDECODE todoledger sweep trust draft") == "sweep trust"
     assert person_only_verb("todoledger sweep run draft") is None
     assert person_only_verb("todoledger sweep show draft") is None
+
+
+def test_interleaved_order_with_a_setup_restarts_it_between_runs(
+    ledger_env: Path, scripts: Path, port: int
+) -> None:
+    with Ledger() as lg:
+        served(lg, port, baseline=[], keep=None, repeat=2, warmup=1, order="interleaved", restarts=True)
+        out = sweeps.run(lg, "s", ready_interval=0.1)
+        assert (out["runs"], out["setups"], out["warmups"]) == (4, 4, 4)  # a warm-up after every start
+    log = events(scripts)
+    servers = [e["k"] for e in log if e["event"] == "start"]
+    assert servers == [16, 8, 16, 8]
+    # Each run was measured by a server of its own setting, one server at a time.
+    benches = [(e["pid"], e["k"]) for e in log if e["event"] == "bench"]
+    assert len(benches) == 8 and len({pid for pid, _ in benches}) == 4
+    assert not listening(port)

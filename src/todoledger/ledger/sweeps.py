@@ -221,17 +221,11 @@ class _Sweep:
             assert command is not None
             log = os.path.join(self._logs(), f"{check.item}-{self.counts['setups'] + 1}.log")
             setup = lifecycle.start(command, self.cwd, log)
-            seq = self.lg.sweep_setup_started(
-                self.name,
-                check.item,
-                host=lifecycle.host(),
-                pid=setup.pid,
-                ticks=setup.ticks,
-                command=command,
-                log=log,
-                plan=self.plan,
-                writer=self.writer,
-            )
+            try:
+                seq = self._record_start(check, setup, command, log)
+            except BaseException:
+                lifecycle.end_group(setup)  # never a server the ledger does not know of
+                raise
             self.live = _Live(index, check.item, combo, setup, seq)
             self.counts["setups"] += 1
             self._tell("setup", combo, f"setup started (pid {setup.pid}): {command}", index)
@@ -266,6 +260,21 @@ class _Sweep:
                     )
                     return False
         return True
+
+    def _record_start(self, check: CheckRow, setup: Setup, command: str, log: str) -> int:
+        from todoledger.checks import lifecycle
+
+        return self.lg.sweep_setup_started(
+            self.name,
+            check.item,
+            host=lifecycle.host(),
+            pid=setup.pid,
+            ticks=setup.ticks,
+            command=command,
+            log=log,
+            plan=self.plan,
+            writer=self.writer,
+        )
 
     def _end_block(self, sweep: core.Sweep, index: int, combo: dict[str, str], item: str) -> None:
         if self.live is not None:

@@ -591,6 +591,10 @@ def test_runs_go_stale_by_their_inputs_not_by_the_rest_of_the_tree(ledger_env: P
         (tmp_path / "model.cfg").write_text("layers=4\n")  # a watched input changed
         stale = lg.sweep_results("s")
         assert stale["stale"] == 9
+        from todoledger.web.sweeps_page import page
+
+        board = str(page("main", [(lg.sweeps()[0], stale)]))  # the board says so under the table too
+        assert "9 stale runs (their inputs changed since): left out" in board
         rows = {r["params"]["n"]: r for r in stale["rows"]}
         assert rows["1"]["n"] == 0 and rows["1"]["flags"] == ["not run", "3 stale runs left out"]
         assert rows["1"]["verdict"] is None  # no verdict on stale numbers

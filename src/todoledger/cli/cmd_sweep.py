@@ -260,23 +260,10 @@ def sweep_results(name: str, plan: str | None, as_json: bool, fmt: str, include_
         return
     for line in lines(rows):
         click.echo(_clean(line))
-    for line in footer(out):
+    from todoledger.core.sweep import result_notes
+
+    for line in result_notes(out):
         click.echo(_clean(line))
-
-
-def footer(out: dict[str, Any]) -> list[str]:
-    """Below the table: stale runs, where the runs ran and what they depend on."""
-    shown = []
-    if out["stale"]:
-        shown.append(
-            f"{out['stale']} stale runs (their inputs changed since): "
-            + ("counted, and flagged" if out["include_stale"] else "left out; --include-stale counts them")
-        )
-    for env in out["environments"]:
-        shown.append(f"ran on: {env}")
-    if out["inputs"]:
-        shown.append(f"inputs (fresh for these, by content): {', '.join(out['inputs'])}")
-    return shown
 
 
 @sweep.command("compare")

@@ -30,7 +30,7 @@ from todoledger.core.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -615,6 +615,24 @@ def compare_table(rows: list[dict[str, Any]]) -> list[list[str]]:
                 r["change"] or "",
             ]
         )
+    return out
+
+
+def result_notes(result: Mapping[str, Any]) -> list[str]:
+    """What goes below a results table: stale runs, where the runs ran, what they depend on."""
+    out = []
+    if result.get("stale"):
+        out.append(
+            f"{result['stale']} stale runs (their inputs changed since): "
+            + (
+                "counted, and flagged"
+                if result.get("include_stale")
+                else "left out; --include-stale counts them"
+            )
+        )
+    out += [f"ran on: {env}" for env in result.get("environments", [])]
+    if result.get("inputs"):
+        out.append(f"inputs (fresh for these, by content): {', '.join(result['inputs'])}")
     return out
 
 

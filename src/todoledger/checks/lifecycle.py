@@ -78,11 +78,13 @@ def start_ticks(pid: int) -> str | None:
 
 def members(pgid: int) -> list[int]:
     """The live (not zombie) processes of process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)  # no such group: nothing to look for (the common case, and cheap)
+    except ProcessLookupError:
+        return []
+    except OSError:
+        pass  # there, but another user's: look
     if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(pgid, 0)
-        except OSError:
-            return []
         return [pgid]
     out = []
     for name in os.listdir("/proc"):
@@ -97,8 +99,12 @@ def members(pgid: int) -> list[int]:
 def is_ours(pid: int, ticks: str | None) -> bool:
     """Does the recorded group still exist as the one the setup started?"""
     now = start_ticks(pid)
-    if now is not None and ticks is not None and now != ticks:
-        return False  # the pid is another process's now, so our group is gone
+    if now is not None and ticks is not None:
+        if now != ticks:
+            return False  # the pid is another process's now, so our group is gone
+        fields = _stat(pid)
+        if fields and fields[0] not in ("Z", "X"):
+            return True  # the leader itself, alive: no need to look at every process
     return bool(members(pid))
 
 
@@ -122,14 +128,22 @@ def end_group(setup: Setup, grace: float = GRACE) -> str:
 
 
 def _gone(setup: Setup, seconds: float) -> bool:
+    """Wait until no process of the group is left: the leader by `wait` where it is
+    this process's child, the rest by looking at each process (a zombie, not yet
+    reaped, holds nothing; `members` asks for the group first, which is cheap)."""
     deadline = time.monotonic() + seconds
+    if setup.proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            setup.proc.wait(timeout=seconds)
+    pause = 0.001
     while True:
         _reap(setup)
         if not members(setup.pid):
             return True
         if time.monotonic() >= deadline:
             return False
-        time.sleep(_POLL)
+        time.sleep(pause)
+        pause = min(pause * 2, _POLL * 5)
 
 
 def _reap(setup: Setup) -> None:

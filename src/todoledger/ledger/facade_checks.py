@@ -265,21 +265,6 @@ class CheckMethods(Facade):
             log=log,
         )
 
-    def sweep_setup_ready(
-        self,
-        name: str,
-        item: str,
-        seq: int,
-        ready: dict[str, Any],
-        *,
-        plan: str | None = None,
-        writer: str | None = None,
-    ) -> None:
-        """The outcome of a setup's ready check."""
-        from todoledger.ledger import sweeprows
-
-        sweeprows.setup_ready(self._unit, *self._who(plan, writer), name, item, seq, ready)
-
     def sweep_setup_ended(
         self,
         name: str,
@@ -289,10 +274,11 @@ class CheckMethods(Facade):
         teardown: dict[str, Any],
         clean: dict[str, Any] | None,
         outcome: str,
+        ready: dict[str, Any] | None = None,
         plan: str | None = None,
         writer: str | None = None,
     ) -> None:
-        """A setup torn down: how, its clean check, and why."""
+        """A setup torn down: its ready check's outcome, how it ended, its clean check, and why."""
         from todoledger.ledger import sweeprows
 
         sweeprows.setup_ended(
@@ -304,6 +290,7 @@ class CheckMethods(Facade):
             teardown=teardown,
             clean=clean,
             outcome=outcome,
+            ready=ready,
         )
 
     def sweep_note(

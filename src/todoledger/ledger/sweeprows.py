@@ -448,19 +448,6 @@ def setup_started(
     return seq
 
 
-def setup_ready(
-    u: Unit, plan: str, writer: str, name: str, item: str, seq: int, ready: dict[str, Any]
-) -> None:
-    """The ready check's outcome for a setup: held after so long, or not in time."""
-    at = now()
-    repo = CheckRepo(u.store)
-    with u.transaction():
-        repo.setup_ready(seq, ready)
-        w = u.op(plan, writer, at, "sweep", summary=f"sweep {name} {item} ready: {ready.get('result')}")
-        w.annotate(item, "ready", None, ready)
-        u.repo.touch_plan(plan, at)
-
-
 def setup_ended(
     u: Unit,
     plan: str,
@@ -472,13 +459,19 @@ def setup_ended(
     teardown: dict[str, Any],
     clean: dict[str, Any] | None,
     outcome: str,
+    ready: dict[str, Any] | None = None,
 ) -> None:
-    """A setup torn down: how, what its clean check found, and why it ended."""
+    """A setup torn down: its ready check's outcome (kept until now: one write less
+    per combination), how it ended, what its clean check found, and why it ended."""
     at = now()
     repo = CheckRepo(u.store)
     with u.transaction():
+        if ready is not None:
+            repo.setup_ready(seq, ready)
         repo.end_setup(seq, at, teardown, clean, outcome)
         w = u.op(plan, writer, at, "sweep", summary=f"sweep {name} {item} torn down ({outcome})")
+        if ready is not None:
+            w.annotate(item, "ready", None, ready)
         w.annotate(item, "teardown", None, {"teardown": teardown, "clean": clean, "outcome": outcome})
         u.repo.touch_plan(plan, at)
 

@@ -79,6 +79,7 @@ class _Live:
 
     def __init__(self, index: int, item: str, combo: dict[str, str], setup: Setup, seq: int) -> None:
         self.index, self.item, self.combo, self.setup, self.seq = index, item, combo, setup, seq
+        self.ready: dict[str, Any] | None = None
 
 
 class _Sweep:
@@ -185,7 +186,7 @@ class _Sweep:
         signal_name = self.signal()
         why = f"interrupted ({signal_name})" if signal_name else "stopped by an error"
         live, self.live = self.live, None
-        self._teardown(self.sweep, live.item, live.combo, live.setup, live.seq, why)
+        self._teardown(self.sweep, live.item, live.combo, live.setup, live.seq, why, live.ready)
 
     def signal(self) -> str | None:
         from todoledger.checks import run as runner
@@ -233,9 +234,7 @@ class _Sweep:
         if ready is not None:
             ok, found = self._wait_ready(sweep, ready)
             if self.live is not None:
-                self.lg.sweep_setup_ready(
-                    self.name, check.item, self.live.seq, found, plan=self.plan, writer=self.writer
-                )
+                self.live.ready = found  # recorded with its teardown
             else:
                 self.lg.sweep_note(self.name, check.item, "ready", found, plan=self.plan, writer=self.writer)
             self._tell("ready", combo, found["line"], index)
@@ -279,7 +278,7 @@ class _Sweep:
     def _end_block(self, sweep: core.Sweep, index: int, combo: dict[str, str], item: str) -> None:
         if self.live is not None:
             live, self.live = self.live, None
-            self._teardown(sweep, live.item, live.combo, live.setup, live.seq, "done")
+            self._teardown(sweep, live.item, live.combo, live.setup, live.seq, "done", live.ready)
             return
         if sweep.clean is not None:
             clean = self._clean(sweep, combo)
@@ -287,7 +286,14 @@ class _Sweep:
             self._after_clean(sweep, combo, clean)
 
     def _teardown(
-        self, sweep: core.Sweep, item: str, combo: dict[str, str], setup: Setup, seq: int, outcome: str
+        self,
+        sweep: core.Sweep,
+        item: str,
+        combo: dict[str, str],
+        setup: Setup,
+        seq: int,
+        outcome: str,
+        ready: dict[str, Any] | None = None,
     ) -> None:
         from todoledger.checks import lifecycle
 

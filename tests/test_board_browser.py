@@ -495,6 +495,7 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
         *("--run", "python3 bench.py {draft_tokens} {concurrency}", "--repeat", "3"),
         *("--metric", "tok_s=$.tok_s", "--metric", r"accept_len=accept_len: ([\d.]+)"),
         *("--keep", "tok_s>baseline*1.1"),
+        person=True,  # a person's sweep runs as written (an agent's or a script's waits for `sweep trust`)
     )
     run(ledger_env, "sweep", "run", "draft")
     result = run_json(ledger_env, "sweep", "results", "draft")
@@ -553,6 +554,7 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
         *("sweep", "add", "xss", "--template", "<script>alert(1)</script> {label}"),
         *("--param", "label=<img src=x onerror=alert(2)>,plain", "--run", "python3 -c 'print(7)' {label}"),
         *("--metric", r"v=(\d+)"),
+        person=True,
     )
     run(ledger_env, "sweep", "run", "xss")
     page.wait_for_selector("#sweep-1-0 .main-svg")

@@ -77,6 +77,9 @@ def hostile_ledger(db: Path) -> dict[str, dict[str, str]]:
                 metrics=[r"v=v=(\d+)"],
                 **kw,
             )
+            lg.approve_sweep(
+                "hostile", plan=plan, writer=PERSON
+            )  # an agent's sweep runs once a person approves it
             sweeps.run(lg, "hostile", **kw)
     return ids
 

@@ -506,10 +506,33 @@ def test_demo_checks_run_the_seeds_assumptions_against_stand_ins(ledger_env: Pat
         values = {m["item"]: [] for m in ledger.metrics(plan="demo")}
         for m in ledger.metrics(plan="demo"):
             values[m["item"]].append(m["value"])
-        sixteen = next(
-            i["id"] for c, i in items.items() if c.startswith("Benchmark 16 draft tokens (stand-in")
+        title = "Benchmark {} draft tokens (stand-in server, SIMULATED figures)"
+        sixteen, base = items[title.format(16)]["id"], items[title.format(0) + " (baseline)"]["id"]
+        # The parent reads as its template filled with the values, not as the raw template.
+        assert items[title.format(16) + "; baseline 0"]["status"] == "completed"
+        # One stand-in server per combination: each run was served by its own setting's server.
+        receipts = [r for r in ledger.receipts(plan="demo") if r["item"] in (sixteen, base)]
+        for r in receipts:
+            wanted = "16" if r["item"] == sixteen else "0"
+            assert f"STAND-IN draft_tokens={wanted} " in r["output"] and r["env"]["params"] == {
+                "draft_tokens": wanted
+            }
+        # The first server left a worker on purpose; the clean check caught it and stopped the sweep
+        # before the baseline, whose ready check the worker would have answered; then it resumed.
+        stop = next(line for line in ran.story if "stopped after draft_tokens=16" in line)
+        assert "a process still listens on 127.0.0.1:" in stop and "standin_server.py --port" in stop
+        assert ran.story.index(stop) < next(
+            n for n, line in enumerate(ran.story) if line.startswith("draft_tokens=0: ready")
         )
-        base = next(i["id"] for c, i in items.items() if c.startswith("Benchmark 0 draft tokens (stand-in"))
+        assert ran.story[-1].startswith("draft_tokens=0: clean: nothing listens on 127.0.0.1:")
+        assert sum(1 for line in ran.story if "warm-up 1/1 holds (not counted)" in line) == 2
+        # The 10- and 5-token runs stay as the seeds left them: planned (then left out of a later
+        # list), never run: no check, no number, never completed.
+        for text in ("Benchmark with 10 draft tokens", "Benchmark with 5 draft tokens"):
+            planned = items[text]
+            assert planned["status"] in ("pending", "cancelled")
+            assert not [c for c in ledger.checks(plan="demo") if c.item == planned["id"]]
+            assert not [m for m in ledger.metrics(plan="demo") if m["item"] == planned["id"]]
         ratio = statistics.median(values[sixteen]) / statistics.median(values[base])
         assert len(values[sixteen]) == len(values[base]) == 3
         assert abs(rows["16"]["ratio"] - ratio) < 1e-9 and 0.70 < ratio < 0.76  # seed 001: 60 / 82 = 0.73

@@ -583,7 +583,7 @@ def _review(ledger: Ledger, names: dict[str, str]) -> list[str]:
                     old = ledger.get(ids[text], name).get(field) if field == "notes" else None
                     fact: dict[str, Any] = {field: "\n".join(filter(None, [old, value]))}  # notes or evidence
                     ledger.update(ids[text], plan=name, writer=REVIEWER, **fact)
-        ledger.add_sweep(
+        sweep_parent = ledger.add_sweep(
             SWEEP,
             template=SWEEP_TEMPLATE,
             params=[f"draft_tokens={','.join(SWEEP_VALUES)}"],
@@ -592,8 +592,7 @@ def _review(ledger: Ledger, names: dict[str, str]) -> list[str]:
             metrics=[r"tok_s=tok_s=([0-9.]+)"],
             plan=kimi,
             writer=REVIEWER,
-        )
-        sweep_parent = next(i for t, i in _ids(ledger, kimi).items() if t.startswith(f"Sweep {SWEEP}:"))
+        )["parent"]
         ledger.update(
             sweep_parent,
             plan=kimi,

@@ -21,7 +21,15 @@ Nothing here is the campaign's machines, and every text says so:
   (82 tok/s without speculation, 60 tok/s with the from-scratch drafter). The
   seeds do not say which draft-token setting gave 60; the stand-in assumes the
   16 tokens that were running (seed 000). The seeds give no figures for 10 or
-  5 draft tokens, so the sweep leaves them out.
+  5 draft tokens, so the sweep leaves them out;
+- the draft-token sweep runs as the seeds ran it, one stand-in server per
+  combination (SERVER: a local HTTP server started by the sweep's --setup, with
+  a startup delay, serving the figures of its own setting) and the stand-in
+  client (CLIENT) as its run. The first server leaves a process behind on
+  purpose (a worker in a session of its own, still holding the port: the seeds'
+  "zombie GPU processes"); the clean check catches it after the teardown and
+  the sweep stops before the baseline, whose ready check that leftover would
+  have answered. The demo ends the leftover, as a person would, and resumes.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ import shutil
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +88,75 @@ with open(counter, "w") as fh:
 value = FIGURES[tokens] * (1 + random.Random(f"{tokens}:{run}").gauss(0, 0.02))
 print(f"SIMULATION draft_tokens={tokens} run={run} tok_s={value:.1f}")
 '''
+
+
+# The sweep's stand-in server, one per combination (its --setup). Seeded figures, labelled stand-in.
+SERVER = '''"""STAND-IN, not SGLang: one server per draft-token setting (todoledger demo --checks).
+
+It answers /health after a startup delay and /generate with the SIMULATED tok/s of its
+own setting: seeded noise around seed 001's figures (82 tok/s without speculation, 60
+with the from-scratch drafter, assumed to be the 16 draft tokens that were running).
+--leftover-once: the first server started with it leaves a worker behind on purpose,
+in a session of its own and holding the port, and writes the worker's pid to
+leftover.pid beside this file: a process that ending the server's process group does
+not end.
+"""
+import http.server, json, os, random, sys, time
+
+leftover = "--leftover-once" in sys.argv
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+port, tokens = int(args["--port"]), int(args["--draft-tokens"])
+FIGURES = {0: 82.0, 16: 60.0}
+print(f"stand-in server for draft_tokens={tokens}: starting (a simulated {args['--startup-delay']} s load)", flush=True)
+time.sleep(float(args["--startup-delay"]))
+served = [0]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/health":
+            body, status = b"ok\\n", 200
+        elif self.path == "/generate" and tokens in FIGURES:
+            served[0] += 1
+            value = FIGURES[tokens] * (1 + random.Random(f"{tokens}:{served[0]}").gauss(0, 0.02))
+            answer = {"draft_tokens": tokens, "request": served[0], "tok_s": round(value, 1), "stand_in": True}
+            body, status = json.dumps(answer).encode(), 200
+        else:
+            body, status = b"the seeds give no figure for this setting\\n", 404
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "leftover.pid")
+if leftover and not os.path.exists(marker):
+    parent = os.getpid()
+    if os.fork() == 0:  # the worker: a session of its own, the listening socket kept
+        os.setsid()
+        with open(marker, "w") as fh:
+            fh.write(str(os.getpid()))
+        while os.getppid() == parent:  # it takes over once the server is gone, as a zombie worker would
+            time.sleep(0.05)
+        server.serve_forever()
+        os._exit(0)
+print(f"stand-in server for draft_tokens={tokens}: ready on 127.0.0.1:{port}", flush=True)
+server.serve_forever()
+'''
+
+# The sweep's run: asks the combination's stand-in server for one generation's figures.
+CLIENT = '''"""STAND-IN client, not benchmark_eagle3.py: prints the stand-in server's SIMULATED tok/s."""
+import json, sys, urllib.request
+
+with urllib.request.urlopen(sys.argv[1] + "/generate", timeout=10) as answer:
+    found = json.load(answer)
+print(f"STAND-IN draft_tokens={found['draft_tokens']} request={found['request']} tok_s={found['tok_s']}")
+'''
+STARTUP_DELAY = 1.5  # seconds the stand-in server "loads" before it answers (seed 000: ~15 minutes)
 
 
 # The reviewer's gates on what the seeds' agent claimed completed: (plan, item, gate kind,
@@ -143,6 +220,7 @@ class Ran:
     receipts: list[dict[str, Any]]
     sweep: dict[str, Any]
     claims: list[dict[str, Any]] = field(default_factory=list)  # the reviewer's gates on the agent's claims
+    story: list[str] = field(default_factory=list)  # what the sweep's lifecycle did, for people
 
 
 def gate_claims(lg: Ledger, plan: str, folder: str) -> list[dict[str, Any]]:
@@ -178,7 +256,6 @@ def _note(lg: Ledger, item: str, plan: str, note: str) -> None:
 def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
     """Attach the checks, run them and the sweep against fresh stand-ins."""
     from todoledger.core.model import LedgerError
-    from todoledger.ledger import sweeps
 
     if any(c.role != "run" for c in lg.checks(plan=plan)) or lg.sweep_exists(SWEEP, plan=plan):
         raise LedgerError(
@@ -218,18 +295,113 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
             _note(lg, script_item, plan, SCRIPT_NOTE)
             verified = lg.verify([disk, server, script_item], plan=plan, writer=REVIEWER)
             claims = gate_claims(lg, plan, folder)
-            lg.add_sweep(
-                SWEEP,
-                template="Benchmark {draft_tokens} draft tokens (stand-in: SIMULATED, seeded noise)",
-                params=["draft_tokens=16"],
-                baseline=["draft_tokens=0"],
-                run=f"{run} {{draft_tokens}} {url}",
-                metrics=[r"tok_s=tok_s=([0-9.]+)"],
-                repeat=3,
-                keep="tok_s>baseline",
-                timeout=60,
-                plan=plan,
-                writer=REVIEWER,
+            story = draft_token_sweep(lg, plan, folder)
+        return Ran(verified["receipts"], lg.sweep_results(SWEEP, plan=plan), claims, story)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def draft_token_sweep(lg: Ledger, plan: str, folder: str) -> list[str]:
+    """The seeds' sweep with a stand-in server per combination: readiness,
+    teardown, and a clean check that catches the leftover the first server
+    leaves on purpose; then the leftover is ended and the sweep resumed.
+    Returns what happened, a line each, for people."""
+    import signal
+
+    from todoledger.ledger import sweeps
+
+    server, client = os.path.join(folder, "standin_server.py"), os.path.join(folder, "standin_client.py")
+    for path, text in ((server, SERVER), (client, CLIENT)):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    port, marker = _free_port(), os.path.join(folder, "leftover.pid")
+    py = shlex.quote(sys.executable)
+    lg.add_sweep(
+        SWEEP,
+        template="Benchmark {draft_tokens} draft tokens (stand-in server, SIMULATED figures)",
+        params=["draft_tokens=16"],
+        baseline=["draft_tokens=0"],
+        setup=f"{py} {shlex.quote(server)} --port {port} --draft-tokens {{draft_tokens}}"
+        f" --startup-delay {STARTUP_DELAY:g} --leftover-once",
+        ready=f"http://127.0.0.1:{port}/health",
+        ready_options={"expect": "ok"},
+        ready_timeout=60,
+        clean=f"port:127.0.0.1:{port}",
+        run=f"{py} {shlex.quote(client)} http://127.0.0.1:{port}",
+        metrics=[r"tok_s=tok_s=([0-9.]+)"],
+        repeat=3,
+        warmup=1,
+        keep="tok_s>baseline",
+        timeout=60,
+        plan=plan,
+        writer=REVIEWER,
+    )
+    story: list[str] = []
+
+    def told(p: dict[str, Any]) -> None:
+        params = " ".join(f"{k}={v}" for k, v in p["params"].items())
+        line = p["line"]
+        if p.get("phase") == "run":
+            line = f"run {p['repeat']}/{p['repeats']} {p['result']}: " + " ".join(
+                f"{k}={v:g}" for k, v in p["values"].items()
             )
-            sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder)
-        return Ran(verified["receipts"], lg.sweep_results(SWEEP, plan=plan), claims)
+        elif p.get("phase") == "ready" and line.startswith("ready:"):
+            line = line.split(" held after ")[0] + " held"  # how many polls depends on the machine's load
+        elif p.get("phase") == "clean" and not line.endswith(": holds"):
+            return  # the line that stops the sweep says it
+        elif p.get("phase") not in ("warmup", "teardown", "clean", "ready"):
+            return
+        story.append(f"{params}: {line}")
+
+    first = sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder, on_progress=told)
+    if first["stopped"]:
+        story.append(first["stopped"])
+    left = _read_pid(marker)
+    if left is not None:
+        story.append(
+            "The leftover holds the port: without the clean check, the baseline's ready check would have"
+            f" been answered by the 16-token worker. The demo ends it (pid {left}), as a person would, and resumes."
+        )
+        with suppress(OSError):
+            os.kill(left, signal.SIGKILL)
+        _gone(port)
+    second = sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder, on_progress=told)
+    if second["stopped"]:
+        story.append(second["stopped"])
+    return story
+
+
+def _read_pid(path: str) -> int | None:
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read().strip()
+            if text.isdigit():
+                return int(text)
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return None
+
+
+def _gone(port: int) -> None:
+    """Wait (a few seconds at most) until nothing listens on the port any more."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        except OSError:
+            return
+        time.sleep(0.05)

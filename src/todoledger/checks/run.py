@@ -90,6 +90,17 @@ class interruptible:
         self.stopped = _stopped[0] if _stopped else None
 
 
+def stopping() -> str | None:
+    """The signal that stopped this process's checks (inside `interruptible`), or None."""
+    return _stopped[0] if _stopped else None
+
+
+def carry_on() -> None:
+    """Let checks run again after a stop: what a sweep's clean check needs once
+    the setup that a SIGINT interrupted has been torn down."""
+    _stopped.clear()
+
+
 def _stop(signum: int, frame: object) -> None:
     import signal
 
@@ -328,10 +339,17 @@ def _port(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
 
     try:
         with socket.create_connection((check.host, check.port), timeout=check.timeout):
+            if check.closed:
+                from todoledger.checks.lifecycle import listeners
+
+                who = "; ".join(listeners(check.port)) or "its process is not visible from here"
+                return "fails", None, f"a process still listens on {check.target} ({who})"
             return "holds", None, f"{check.target} accepts connections"
     except socket.gaierror as exc:
         return "error", None, f"cannot resolve {check.host}: {exc.strerror}"
     except OSError as exc:
+        if check.closed:
+            return "holds", None, f"nothing listens on {check.target} ({_reason(exc)})"
         return "fails", None, f"{check.target}: {_reason(exc)}"
 
 

@@ -748,7 +748,10 @@ def _show_demo_checks(ran: Any, plan: str) -> None:
         )
         say(f"  {r['item']} {r['content']}: {r['result']}: {r['spec']}: {verdict}")
     click.echo()
-    say("The draft-token sweep over a stand-in benchmark (SIMULATED, seeded noise):")
+    say("The draft-token sweep, one stand-in server per combination (SIMULATED figures, labelled stand-in):")
+    for line in ran.story:
+        say(f"  {tail(line, 2000)}")
+    click.echo()
     say(f"$ todoledger sweep results {ran.sweep['sweep']} --plan {plan}")
     for line in lines(table(ran.sweep["rows"])):
         say(line)

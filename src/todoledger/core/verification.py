@@ -178,9 +178,11 @@ class Receipt:
     tree: (
         dict[str, Any] | None
     )  # {"root", "head", "dirty"} or {"watch": {path: hash}}; None: nothing to go stale
+    env: dict[str, Any] | None = None  # a sweep run's environment: command, parameters, host, git, GPUs
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        extra = {"env": self.env} if self.env is not None else {}
+        return extra | {
             "check": self.check,
             "item": self.item,
             "spec": self.spec.split("\n", 1)[0],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +39,10 @@ TITLES = {
     "clock-backwards": "clock went backwards",
 }
 
+
+# The kinds of op in which todoledger itself completes an item: a check that held
+# (an assumption, `verify`) and a sweep (its parent, once every combination is measured).
+CHECK_COMPLETIONS = frozenset({"verify", "sweep"})
 
 # Warnings the ledger attaches to a write about one item (not lint of the payload).
 ITEM_WARNINGS = frozenset({"prerequisites-unmet"})
@@ -92,8 +97,11 @@ def find(story: Story) -> list[Finding]:
         )
 
     items = list(story.items.values())
+    # Completions todoledger made itself: an assumption whose check held (`verify`),
+    # a sweep's parent once its combinations were measured. Nobody claimed them.
+    by_todoledger = {c.op for c in story.calls if c.kind in CHECK_COMPLETIONS}
     for it in items:
-        _item_findings(story, it, add)
+        _item_findings(story, it, add, by_todoledger)
     if not story.untimed:  # without the calls' own times there is no duration to compare
         _stuck(items, add)
     _parallel(story, add)
@@ -140,10 +148,16 @@ def unseen(story: Story, op: int) -> str:
     return f"; no list between {prev.place} and {story.place(op)} was seen{also}"
 
 
-def _item_findings(story: Story, it: ItemStory, add: Add) -> None:
+def _item_findings(
+    story: Story, it: ItemStory, add: Add, by_todoledger: AbstractSet[int] = frozenset()
+) -> None:
     label = f'"{short(it.content)}"'
     done = it.first("completed")
-    skipped = done is not None and not any(t.new == "in_progress" for t in it.transitions if t.op < done.op)
+    skipped = (
+        done is not None
+        and done.op not in by_todoledger
+        and not any(t.new == "in_progress" for t in it.transitions if t.op < done.op)
+    )
     # A person who records work done (a reviewer, `todoledger done`) is not keeping a list: only
     # agents' completions are held to going through in_progress.
     if skipped and done is not None and not is_person(done.writer):

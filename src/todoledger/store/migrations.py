@@ -223,6 +223,29 @@ def m011_tokens(db: Executor) -> None:
     )
 
 
+def m012_sweep_lifecycle(db: Executor) -> None:
+    """Sweeps as the seeds ran them: a person's approval of a sweep's whole
+    definition (its setup, ready, teardown and clean commands with its runs);
+    each setup a sweep started (its process group's leader, host and output),
+    with its readiness, teardown and clean check, so that a sweep killed while a
+    server runs tears it down first when resumed; and each run's environment
+    (command, parameters, host, git state, GPUs) on its receipt."""
+    key = db.serial_key
+    db.execute_script(
+        [
+            "ALTER TABLE sweeps ADD COLUMN approved_by TEXT",
+            "ALTER TABLE sweeps ADD COLUMN approved_at TEXT",
+            "ALTER TABLE sweeps ADD COLUMN approved_digest TEXT",
+            "ALTER TABLE receipts ADD COLUMN env TEXT",
+            f"CREATE TABLE sweep_setups (seq {key}, plan TEXT NOT NULL, sweep TEXT NOT NULL,"
+            " item TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, ticks TEXT,"
+            " command TEXT NOT NULL, log TEXT NOT NULL, started_at TEXT NOT NULL, started_by TEXT NOT NULL,"
+            " ready TEXT, ended_at TEXT, teardown TEXT, clean TEXT, outcome TEXT)",
+            "CREATE INDEX sweep_setups_open ON sweep_setups (plan, sweep, ended_at)",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -235,5 +258,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("untimed_ops", m009_untimed_ops),
     ("check_context", m010_check_context),
     ("tokens", m011_tokens),
+    ("sweep_lifecycle", m012_sweep_lifecycle),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

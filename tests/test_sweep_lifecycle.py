@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TESTER_TOKEN, person_env, subprocess_env, todoledger_bin
+from tests.conftest import act_as_person, person_env, subprocess_env, todoledger_bin
 from todoledger import Ledger
 from todoledger.core import sweep as core
 from todoledger.core.model import LedgerError
@@ -98,9 +98,9 @@ print(json.dumps(found))
 
 
 @pytest.fixture(autouse=True)
-def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In this process the default writer is the person `cli:tester`, by their token."""
-    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+def as_a_person(ledger_env: Path | str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process the default writer is the person `cli:tester`, by their registered token."""
+    act_as_person(ledger_env, monkeypatch)
 
 
 @pytest.fixture

@@ -24,7 +24,9 @@ from todoledger.core.model import (
     MAX_PAYLOAD_BYTES,
     PRIORITIES,
     STATUSES,
+    Finding,
     LedgerError,
+    LintError,
 )
 from todoledger.core.sanitize import INVISIBLE
 from todoledger.core.unicode import unicode_findings
@@ -410,6 +412,22 @@ class PlanTools:
         writer = self.writer_arg(args, writer)
         name = self.plan_or_default(plan)
         return self.locked(lambda: self._todowrite({"todos": todos}, name, writer))
+
+    def duplicate_refusal(self, tool: str, args: Any, lost: list[Finding]) -> str:
+        """The one line a call whose arguments repeated a key is refused with:
+        the CLI's own for the same payload (its other errors counted after the
+        duplicate's), so the agent reads one message on every route."""
+        findings = list(lost)
+        todos = args.get("todos") if isinstance(args, dict) else None
+        if tool == "todowrite" and isinstance(todos, list):
+            from todoledger.dialects import read
+
+            try:
+                found = read({"todos": todos}).findings
+            except LedgerError:
+                found = []
+            findings += [f for f in found if f.level == "error" and f.code != "duplicate-key"]
+        return str(LintError(findings))
 
     def _todowrite(self, payload: dict[str, Any], plan: str, writer: str) -> dict[str, Any]:
         from todoledger.dialects import parse

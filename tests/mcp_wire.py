@@ -183,3 +183,48 @@ def cli_refusal(db: Path | str, payload: str, *args: str) -> str:
     line = proc.stderr.decode().strip()
     assert "\n" not in line, line
     return line.removeprefix("Error: ")
+
+
+class SdkWire:
+    """The official SDK's client (stdio or streamable HTTP), driven from a
+    synchronous test through a blocking portal. Arguments are data here: the
+    client serialises them itself."""
+
+    def __init__(self, connect: Any) -> None:
+        from anyio.from_thread import start_blocking_portal
+
+        self._portal_cm = start_blocking_portal()
+        self.portal = self._portal_cm.__enter__()
+        self._client_cm = self.portal.wrap_async_context_manager(connect)
+        self.client = self._client_cm.__enter__()
+
+    def call(self, tool: str, arguments: str | dict[str, Any], meta: str | None = None) -> dict[str, Any]:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        result = self.portal.call(self.client.call_tool, tool, args)
+        dumped: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return dumped
+
+    def close(self) -> None:
+        self._client_cm.__exit__(None, None, None)
+        self._portal_cm.__exit__(None, None, None)
+
+
+class Agent:
+    """One agent session over any wire: passes back the `writer` a reply returns
+    (a sessionless HTTP client must, to keep one view across its calls)."""
+
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+        self.writer: str | None = None
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if self.writer is not None and "writer" not in arguments:
+            arguments = {**arguments, "writer": self.writer}
+        result = self.wire.call(tool, arguments)
+        data = result.get("structuredContent")
+        if isinstance(data, dict) and isinstance(data.get("writer"), str):
+            self.writer = data["writer"]
+        return result
+
+    def data(self, tool: str, arguments: dict[str, Any]) -> Any:
+        return data_of(self.call(tool, arguments))

@@ -106,15 +106,19 @@ def test_report_shows_truncation_and_the_in_progress_item_dropped_after_the_summ
     # msg 4350 comes right after the state-of-the-union message 4348 and starts a new list
     assert dropped["Wait for vLLM server to finish loading"] == "msg 4350 (seed 000)"
     history = lg.history("demo", item=by_content(lg, "demo")["Wait for vLLM server to finish loading"]["id"])
-    assert [e["new"] for e in history if e["field"] == "status"] == ["cancelled"]
-    assert any(e["field"] == "reason" and e["new"] == f"dropped by {AGENT}" for e in history)
+    assert [e["new"] for e in history if e["field"] == "status"] == ["dropped"]
+    assert any(
+        e["field"] == "reason" and e["new"].startswith(f"dropped by {AGENT} at revision ") for e in history
+    )
 
 
-def test_nothing_is_cancelled_but_by_the_agent_leaving_it_out(lg: Ledger) -> None:
+def test_nothing_is_cancelled_only_dropped_by_the_agent_leaving_it_out(lg: Ledger) -> None:
     for plan in ("demo", "demo-qwen"):
+        statuses = {item["status"] for item in lg.show(plan)["items"]}
+        assert "cancelled" not in statuses  # nobody decided to cancel anything
         for item in lg.show(plan)["items"]:
-            if item["status"] == "cancelled":
-                assert item["reason"] == f"dropped by {AGENT}", item
+            if item["status"] == "dropped":
+                assert item["reason"].startswith(f"dropped by {AGENT} at revision "), item
 
 
 def test_assumptions_stay_pending_with_the_disk_figures(lg: Ledger) -> None:
@@ -131,7 +135,7 @@ def test_assumptions_stay_pending_with_the_disk_figures(lg: Ledger) -> None:
 def test_the_drafter_is_trained_from_scratch_and_never_shown_fine_tuned(lg: Ledger) -> None:
     items = by_content(lg, "demo")
     download = items["Download AQ-MedAI/Kimi-K2-Instruct-eagle3 for finetuning base"]
-    assert download["status"] == "cancelled"  # the plan at msg 2871, left out later
+    assert download["status"] == "dropped"  # the plan at msg 2871, left out later
     assert "trained from scratch" in download["notes"] and "37,312 samples" in download["notes"]
     finished = [i for i in items.values() if i["status"] == "completed"]
     assert not [i for i in finished if "fine" in (i["content"] + (i["evidence"] or "")).lower()]

@@ -226,7 +226,7 @@ def test_a_writer_relisting_what_it_dropped_brings_it_back(lg: Ledger) -> None:
         writer="w",
     )
     lg.write({"todos": [{"content": "Ship", "status": "pending"}]}, writer="w")
-    assert contents(lg) == [("Migrate schema", "cancelled"), ("Ship", "pending")]
+    assert contents(lg) == [("Migrate schema", "dropped"), ("Ship", "pending")]
     lg.write(
         {
             "todos": [
@@ -238,7 +238,13 @@ def test_a_writer_relisting_what_it_dropped_brings_it_back(lg: Ledger) -> None:
     )
     assert contents(lg) == [("Migrate schema", "pending"), ("Ship", "pending")]
     assert lg.show()["items"][0]["reason"] is None
-    # Someone else's drop is not undone by a writer that never saw the item.
+    # A drop is no decision about the work: another writer (a new session) that lists it revives it too,
+    # and is told who dropped it and when.
     lg.write({"todos": [{"content": "Ship", "status": "pending"}]}, writer="w")
-    lg.write({"todos": [{"content": "Migrate schema", "status": "pending"}]}, writer="stranger")
-    assert contents(lg)[0] == ("Migrate schema", "cancelled")
+    item = lg.show()["items"][0]["id"]
+    revived = lg.write({"todos": [{"content": "Migrate schema", "status": "in_progress"}]}, writer="stranger")
+    assert contents(lg)[0] == ("Migrate schema", "in_progress")
+    assert revived.notices == [
+        f"'Migrate schema' ({item}) was dropped by w at revision 4; listed again, it is in_progress"
+    ]
+    assert lg.show()["items"][0]["reason"] is None

@@ -99,7 +99,7 @@ def test_every_anomaly_is_found_with_its_line() -> None:
     assert found["completed-without-progress"] == ['"Write code" went pending → completed']
     assert found["went-backwards"] == ['"Write code" went completed → in_progress']
     assert found["parallel-in-progress"] == ['2 items in progress: "Write code", "Write docs"']
-    assert found["dropped"] == ['"Write docs" was left out of the list while open and cancelled']
+    assert found["dropped"] == ['"Write docs" was left out of the list while open']
     assert found["left-open"] == ['"Deploy" was still pending at the last call']
     assert where["went-backwards"] == "L12"
     assert where["dropped"] == "L30"

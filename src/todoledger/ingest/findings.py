@@ -131,7 +131,7 @@ def _item_findings(it: ItemStory, add: Add) -> None:
         if backwards:
             add("went-backwards", f"{label} went {t.old} → {t.new}", t.op, [it.id])
     if it.dropped_op is not None:
-        add("dropped", f"{label} was left out of the list while open and cancelled", it.dropped_op, [it.id])
+        add("dropped", f"{label} was left out of the list while open", it.dropped_op, [it.id])
     if it.status in OPEN_STATUSES and not it.removed:
         span = it.spans[-1]
         add("left-open", f"{label} was still {it.status} at the last call", span.op, [it.id])

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from todoledger.core import sweep as core
 from todoledger.core.checkspec import parse
-from todoledger.core.model import LedgerError
+from todoledger.core.model import OPEN_STATUSES, LedgerError
 from todoledger.core.timefmt import now
 from todoledger.core.verification import CheckRow, Receipt
 from todoledger.ledger import items
@@ -90,7 +90,7 @@ def finish(u: Unit, plan: str, writer: str, name: str) -> None:
         parent_id, _, rows = _load(u, plan, name)
         parent = u.repo.item(parent_id)
         children = u.repo.items_by_id([r[0] for r in rows])
-        if parent is None or parent.status in ("completed", "cancelled"):
+        if parent is None or parent.status not in OPEN_STATUSES:
             return
         if any(c.status != "completed" for c in children.values()):
             return
@@ -191,7 +191,7 @@ def pending(
         for index, (item_id, combo, _, check_id) in enumerate(rows):
             check = repo.get(check_id)
             item = u.repo.item(item_id)
-            if check is None or item is None or item.status in ("completed", "cancelled"):
+            if check is None or item is None or item.status not in OPEN_STATUSES:
                 continue
             if not check.trusted:
                 raise LedgerError(f"sweep {name}: {check_id} is not trusted (todoledger trust {check_id})")

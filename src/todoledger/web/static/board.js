@@ -216,7 +216,9 @@
   });
 
   // The timeline: Plotly from the package's own copy, data from a JSON block.
-  const COLORS = { pending: "#9aa5b1", in_progress: "#e69500", completed: "#2e9e5b", cancelled: "#c0392b" };
+  const COLORS = {
+    pending: "#9aa5b1", in_progress: "#e69500", completed: "#2e9e5b", cancelled: "#c0392b", dropped: "#7f8c8d",
+  };
   const plain = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   function afterRender() {
     const block = document.getElementById("timeline-data");

@@ -42,8 +42,10 @@ def plan(view: PlanView, location: str | None = None) -> None:
         shown = f" ({flag})" if flag in ("ready", "blocked") else ""
         waits = f"  waits for {clean(', '.join(it.depends_on))}" if it.depends_on else ""
         tags = "".join(f"  {clean(t)}" for t in it.tags())
-        if it.status in ("cancelled", "dropped"):
-            tags = f"  {it.status}" + (f": {clean(it.reason)}" if it.reason else "") + tags
+        if it.status in ("cancelled", "dropped"):  # both closed, never alike: the word says which
+            why = clean(it.reason) if it.reason else ""
+            said = why if why.startswith(it.status) else f"{it.status}: {why}" if why else it.status
+            tags = f"  {said}" + tags
         lines.append(
             f"{clean(it.id)}  {MARKS.get(it.status, '?')}  {it.priority:<6}  {'  ' * it.depth}"
             f"{clean(it.content)}{shown}{waits}{tags}"

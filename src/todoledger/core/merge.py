@@ -375,9 +375,21 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
     )
 
 
+_AT_REVISION = " at revision "
+
+
 def drop_reason(writer: str, revision: int) -> str:
     """What a dropped item says of its drop: who left it out, and when."""
-    return f"dropped by {writer} at revision {revision}"
+    return f"dropped by {writer}{_AT_REVISION}{revision}"
+
+
+def drop_revision(reason: str | None) -> int:
+    """The revision `drop_reason` names; 0 for a reason it did not write (a drop
+    recorded before revisions were, or a reason someone set since)."""
+    if not reason or not reason.startswith("dropped by "):
+        return 0
+    _, _, tail = reason.rpartition(_AT_REVISION)
+    return int(tail) if tail.isdigit() else 0
 
 
 def _drop(inp: MergeInput, out: Merge, item: Item) -> None:

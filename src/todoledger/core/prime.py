@@ -34,10 +34,10 @@ def render_prime(view: PlanView, *, recent: int = 5, ready: int = 5) -> str:
         lines += [_line(it) for it in view.ready[:ready]]
     if view.dropped:
         lines.append("Dropped (left out of a list, not done; listed again to revive):")
-        lines += [_line(it, reason=True) for it in view.dropped[:DROPPED_SHOWN]]
+        lines += [_dropped_line(it) for it in view.dropped[:DROPPED_SHOWN]]
         more = len(view.dropped) - DROPPED_SHOWN
         if more > 0:
-            lines.append(f"- and {more} more dropped (todoread all=true, or todoledger show, lists them)")
+            lines.append(f"- and {more} more (todoread all=true lists them)")
     if view.blocked:
         lines.append(f"Blocked: {len(view.blocked)} item(s) waiting on others.")
         stranded = [it for it in view.blocked if it.waits_on_cancelled]
@@ -62,10 +62,14 @@ def render_prime(view: PlanView, *, recent: int = 5, ready: int = 5) -> str:
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 2] + "…\n"
 
 
-def _line(it: ItemView, *, reason: bool = False) -> str:
+def _dropped_line(it: ItemView) -> str:
+    """Short: the id to revive it by, its text, who dropped it and when (its reason)."""
+    why = f" ({clean(it.reason)})" if it.reason else ""
+    return f"- [{clean(it.id)}] {clean(it.content)}{why}"
+
+
+def _line(it: ItemView) -> str:
     extra = f" ({clean(it.evidence)})" if it.evidence and it.status == "completed" else ""
-    if reason and it.reason:
-        extra += f" ({clean(it.reason)})"
     tags = "".join(f" ({clean(t)})" for t in it.tags())
     return f"- [{clean(it.id)}] {clean(it.content)} [{it.priority}]{extra}{tags}"
 

@@ -277,19 +277,20 @@ def build(doc: Mapping[str, Any]) -> PlanView:
             make,
         ),
         claimed=Items(claimed, make),
-        dropped=Items(
-            sorted(
-                (r for r in rows if r["status"] == DROPPED),
-                key=lambda r: r.get("updated_at") or "",
-                reverse=True,
-            ),
-            make,
-        ),
+        dropped=Items(_by_drop(r for r in rows if r["status"] == DROPPED), make),
         contested=Items([r for r in rows if r.get("contested")], make),
     )
 
 
 _CLAIMED_KEYS = (CLAIMED_FAILING, CLAIMED_UNRUN)
+
+
+def _by_drop(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Dropped items, the latest drop first (its revision, as its reason says it),
+    in plan order within one drop."""
+    from todoledger.core.merge import drop_revision
+
+    return sorted(rows, key=lambda r: (-drop_revision(r.get("reason")), r.get("position", 0.0)))
 
 
 def _item(r: Mapping[str, Any], depth: int, dropped: set[str] | frozenset[str] = frozenset()) -> ItemView:

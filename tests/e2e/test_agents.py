@@ -535,17 +535,17 @@ def test_claude_next_session_is_handed_the_item_its_last_list_dropped(tmp_path: 
     steps = [*agent.find_mcp, Step(TODOWRITE, {"todos": full}), Step(TODOWRITE, {"todos": shorter})]
     first = run_agent(agent, scratch, steps, tmp_path, "first")
     assert first.run.returncode == 0, first.why()
+    second = run_agent(agent, scratch, [], tmp_path, "second")
+    assert second.run.returncode == 0, second.why()
     items = {i["content"]: i for i in first.ledger["items"]}
+    opening = second.fake.agent_requests()
+    assert opening, second.why()
+    text = opening[0].text()
+    # What the issue asks: the next session's first model request names the dropped item (and its id).
+    assert DROPPED_ITEM in text and items[DROPPED_ITEM]["id"] in text, second.why()
+    assert "listed again to revive" in text, second.why()
     assert items[DROPPED_ITEM]["status"] == "dropped", first.why()
     # The drop's reply (JSON inside the request's JSON) named it to the model already.
     last = first.fake.requests[-1].text()
     assert '\\"dropped\\":[{\\"id\\":\\"' + items[DROPPED_ITEM]["id"] in last, first.why()
-
-    second = run_agent(agent, scratch, [], tmp_path, "second")
-    assert second.run.returncode == 0, second.why()
-    opening = second.fake.agent_requests()
-    assert opening, second.why()
-    text = opening[0].text()
-    assert DROPPED_ITEM in text and items[DROPPED_ITEM]["id"] in text, second.why()
-    assert "listed again to revive" in text, second.why()
     assert hook_errors(second) == "", second.why()

@@ -145,9 +145,16 @@ def test_the_migration_chains_the_events_a_ledger_already_holds(ledger_env: Path
     _sql(ledger_env, "DELETE FROM migrations WHERE name = 'event_chain'")
     # The migrations after it are taken back too, so that the upgrade runs them again.
     later = [name for name, _ in MIGRATIONS][version + 1 :]
-    assert later == ["check_provenance", "untimed_ops", "check_context", "tokens", "sweep_lifecycle"], (
-        "take back each later migration here"
-    )
+    assert later == [
+        "check_provenance",
+        "untimed_ops",
+        "check_context",
+        "tokens",
+        "sweep_lifecycle",
+        "dropped_status",
+    ], "take back each later migration here"
+    _sql(ledger_env, "DROP INDEX writer_base_listed")
+    _sql(ledger_env, "ALTER TABLE writer_base DROP COLUMN listed")
     _sql(ledger_env, "DROP TABLE sweep_setups")
     for column in ("approved_by", "approved_at", "approved_digest"):
         _sql(ledger_env, f"ALTER TABLE sweeps DROP COLUMN {column}")

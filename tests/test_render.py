@@ -143,7 +143,7 @@ LATER_PLAIN = """\
 plan later · revision 9 · 1 pending, 1 completed, 1 cancelled
 dddddd  ●  high    Benchmark 5 draft tokens  verified
 eeeeee  ○  medium  Compare with baseline  waits for ffffff  waits for a cancelled item (ffffff)  needs approval  estimate 2h
-ffffff  ✕  low     Dropped probe  uses gpu0
+ffffff  ✕  low     Dropped probe  cancelled: dropped by \ufffd[2Jcodex:s1  uses gpu0
 """
 
 

@@ -99,7 +99,7 @@ def test_every_anomaly_is_found_with_its_line() -> None:
     assert found["completed-without-progress"] == ['"Write code" went pending → completed']
     assert found["went-backwards"] == ['"Write code" went completed → in_progress']
     assert found["parallel-in-progress"] == ['2 items in progress: "Write code", "Write docs"']
-    assert found["dropped"] == ['"Write docs" was left out of the list while open and cancelled']
+    assert found["dropped"] == ['"Write docs" was left out of the list while open']
     assert found["left-open"] == ['"Deploy" was still pending at the last call']
     assert where["went-backwards"] == "L12"
     assert where["dropped"] == "L30"
@@ -365,3 +365,28 @@ def test_report_shows_the_proof_of_each_item_and_what_lacks_it(tmp_path: Path) -
     assert rows[ids["Verify disk"]]["proof"]["verification"] == "failed"
     page = render_html(report)
     assert "<h2>Proof</h2>" in page and "gate failed but reported completed" in page
+
+
+def test_a_single_run_finding_says_what_the_record_shows_and_what_was_asked_only_if_asked() -> None:
+    """Seed 004: the baseline marked completed after one run. The finding says how
+    many runs there were; "N were asked for" only where the plan asked (the item's
+    own text here; a sweep's --repeat in tests/test_sweeps.py's plans)."""
+    with Ledger() as lg:
+        baseline = lg.add("Benchmark current baseline config (cutlass MoE + cudnn FP4, no spec)", plan=PLAN)[
+            "id"
+        ]
+        lg.add_check(baseline, "metric:tok_s>=100", plan=PLAN)
+        lg.done(baseline, metrics={"tok_s": 172.0}, plan=PLAN)
+        repeated = lg.add("Benchmark best config at C=32, 3 runs", plan=PLAN)["id"]
+        lg.add_check(repeated, "metric:tok_s>=100", plan=PLAN)
+        lg.done(repeated, metrics={"tok_s": 2156.0}, plan=PLAN)
+        report = load(lg, PLAN)
+    found = {f.items[0]: f.message for f in report.findings if f.code == "single-run"}
+    assert found[baseline] == (
+        '"Benchmark current baseline config (cutlass MoE + cudnn FP4, no spec)" completed after 1 recorded run'
+    )  # nobody asked for 2: nothing said of it
+    assert (
+        found[repeated]
+        == '"Benchmark best config at C=32, 3 runs" completed after 1 recorded run; 3 were asked for (its text)'
+    )
+    assert "completed after a single run" in render_md(report)

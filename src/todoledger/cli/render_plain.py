@@ -21,7 +21,8 @@ TYPE_CHECKING = False  # `typing` costs start-up on the lean path: only for the 
 if TYPE_CHECKING:
     from typing import Any
 
-MARKS = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "✕"}
+# Cancelled (someone decided) and dropped (left out of a list) are both closed, never alike.
+MARKS = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "✕", "dropped": "⊖"}
 
 
 def _write(lines: list[str]) -> None:
@@ -41,6 +42,10 @@ def plan(view: PlanView, location: str | None = None) -> None:
         shown = f" ({flag})" if flag in ("ready", "blocked") else ""
         waits = f"  waits for {clean(', '.join(it.depends_on))}" if it.depends_on else ""
         tags = "".join(f"  {clean(t)}" for t in it.tags())
+        if it.status in ("cancelled", "dropped"):  # both closed, never alike: the word says which
+            why = clean(it.reason) if it.reason else ""
+            said = why if why.startswith(it.status) else f"{it.status}: {why}" if why else it.status
+            tags = f"  {said}" + tags
         lines.append(
             f"{clean(it.id)}  {MARKS.get(it.status, '?')}  {it.priority:<6}  {'  ' * it.depth}"
             f"{clean(it.content)}{shown}{waits}{tags}"
@@ -178,8 +183,14 @@ def write_result(result: dict[str, Any]) -> None:
     _write(lines)
 
 
+# What `next` says above items that wait for a closed one (reading.stranded).
+STRANDED = (
+    "waits for a cancelled or dropped item (list a dropped one again, or remove or re-point the dependency):"
+)
+
+
 def stranded(rows: list[dict[str, Any]]) -> None:
-    lines = ["waits for a cancelled item (remove or re-point the dependency):"]
+    lines = [STRANDED]
     lines += [
         f"{it['id']} {clean(it['content'])}  waits for {', '.join(it['waits_on_cancelled'])}" for it in rows
     ]

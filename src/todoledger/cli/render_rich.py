@@ -24,6 +24,7 @@ STATUS_STYLE = {
     "in_progress": ("◐", "bold yellow"),
     "completed": ("●", "green"),
     "cancelled": ("✕", "dim"),
+    "dropped": ("⊖", "dim"),
 }
 PRIORITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
@@ -50,7 +51,7 @@ def plan(view: PlanView, location: str | None = None) -> None:
     for it in view.items:
         mark, style = STATUS_STYLE.get(it.status, ("?", "white"))
         content = Text("  " * it.depth) + _safe(it.content)
-        if it.status in ("completed", "cancelled"):
+        if it.status in ("completed", "cancelled", "dropped"):
             content.stylize("dim")
         flag = it.flag()
         if flag == "ready":
@@ -58,10 +59,12 @@ def plan(view: PlanView, location: str | None = None) -> None:
         elif flag == "blocked":
             content.append(" blocked", style="magenta")
         for tag in it.tags():
-            content.append(f" {clean(tag)}", style="magenta" if tag.startswith("waits") else "")
+            content.append(
+                f" {clean(tag)}", style="magenta" if tag.startswith(("waits", "listed as")) else ""
+            )
         if it.evidence:
             content.append(Text(f"\n  evidence: {clean(it.evidence)}", style="dim green"))
-        if it.reason and it.status == "cancelled":
+        if it.reason and it.status in ("cancelled", "dropped"):  # the mark tells the two apart
             content.append(Text(f"\n  reason: {clean(it.reason)}", style="dim"))
         table.add_row(
             _safe(it.id),
@@ -144,7 +147,11 @@ def write_result(result: dict[str, Any]) -> None:
 
 def stranded(rows: list[dict[str, Any]]) -> None:
     console.print(
-        Text("waits for a cancelled item (remove or re-point the dependency):", style="bold magenta")
+        Text(
+            "waits for a cancelled or dropped item (list a dropped one again, or remove or re-point"
+            " the dependency):",
+            style="bold magenta",
+        )
     )
     for it in rows:
         line = Text(f"{it['id']} ", style="cyan") + _safe(it["content"])

@@ -92,7 +92,7 @@ def task_completed(event: dict[str, Any], cwd: str | None) -> Refusal | None:
         rows = [
             r
             for r in _rows(lg, plan)
-            if r.get("content") == subject.strip() and r.get("status") != "cancelled"
+            if r.get("content") == subject.strip() and r.get("status") not in ("cancelled", "dropped")
         ]
         if not rows:
             return None
@@ -130,7 +130,7 @@ def stop_extra(agent: str, event: dict[str, Any], lg: Ledger) -> list[dict[str, 
         isinstance(session, str) and session and codex_goal_completed(lg, plan, session)
     ):
         return []
-    rows = [r for r in _rows(lg, plan) if r.get("status") != "cancelled"]
+    rows = [r for r in _rows(lg, plan) if r.get("status") not in ("cancelled", "dropped")]
     return unproven_items(lg, plan, rows)
 
 

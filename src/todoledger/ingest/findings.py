@@ -182,7 +182,7 @@ def _item_findings(
         if gap is None:
             add(
                 "dropped",
-                f"{label} was left out of the list while open and cancelled",
+                f"{label} was left out of the list while open",
                 it.dropped_op,
                 [it.id],
             )

@@ -28,7 +28,13 @@ from todoledger.ingest.report import (
     proof_rows,
 )
 
-COLOURS = {"pending": "#9aa5b1", "in_progress": "#2f80ed", "completed": "#27ae60", "cancelled": "#eb5757"}
+COLOURS = {
+    "pending": "#9aa5b1",
+    "in_progress": "#2f80ed",
+    "completed": "#27ae60",
+    "cancelled": "#eb5757",
+    "dropped": "#95a5a6",
+}
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 table{border-collapse:collapse;width:100%;margin:.5em 0 1.5em}td,th{border-bottom:1px solid #ddd;
@@ -246,10 +252,10 @@ def render_html(r: Report) -> str:
         rows.append(
             [
                 f"<code>{_esc(it.id)}</code> {_esc(it.content)}",
-                _esc(it.status + (" (dropped)" if row["dropped"] else "")),
+                _esc(it.status + (" (dropped)" if row["dropped"] and it.status != "dropped" else "")),
                 _esc(row["added"]),
                 _esc(row["started"] or ""),
-                _esc(row["completed"] or row["cancelled"] or ""),
+                _esc(row["completed"] or row["cancelled"] or row["dropped_at"] or ""),
                 duration(secs.get("pending", 0)),
                 duration(secs.get("in_progress", 0)),
             ]

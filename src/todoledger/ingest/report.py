@@ -29,7 +29,7 @@ from todoledger.ledger import Ledger
 
 # What the plan's state says of an item now, beside its story and its proof.
 VIEW_TITLES = {
-    "waits-for-cancelled": "waiting for a cancelled item",
+    "waits-for-cancelled": "waiting for a cancelled or dropped item",
     "forced": "status forced past what it waited for",
 }
 TITLES = {**STORY_TITLES, **PROOF_TITLES, **VIEW_TITLES}
@@ -90,8 +90,8 @@ def view_findings(view: PlanView) -> list[Finding]:
             out.append(
                 Finding(
                     "waits-for-cancelled",
-                    f'"{short(it.content)}" waits for a cancelled item ({", ".join(it.waits_on_cancelled)}):'
-                    " remove or re-point the dependency",
+                    f'"{short(it.content)}" waits for a {it.waits_kind()} item'
+                    f" ({', '.join(it.waits_on_cancelled)}): remove or re-point the dependency",
                     None,
                     it.updated_at,
                     "",
@@ -182,6 +182,7 @@ def item_row(it: ItemStory, story: Story | None = None) -> dict[str, Any]:
     started = it.first("in_progress")
     done = it.last("completed")
     cancelled = it.last("cancelled")
+    dropped = it.last("dropped")
     if story is not None and story.untimed:
         return {
             "id": it.id,
@@ -192,6 +193,7 @@ def item_row(it: ItemStory, story: Story | None = None) -> dict[str, Any]:
             "started": story.place(started.op) if started else None,
             "completed": story.place(done.op) if done else None,
             "cancelled": story.place(cancelled.op) if cancelled else None,
+            "dropped_at": story.place(dropped.op) if dropped else None,
             "dropped": it.dropped_op is not None,
             "reason": it.reason,
             "times": "not recorded",
@@ -206,6 +208,7 @@ def item_row(it: ItemStory, story: Story | None = None) -> dict[str, Any]:
         "started": started.at if started else None,
         "completed": done.at if done else None,
         "cancelled": cancelled.at if cancelled else None,
+        "dropped_at": dropped.at if dropped else None,
         "dropped": it.dropped_op is not None,
         "reason": it.reason,
         "seconds": {k: round(v, 3) for k, v in it.time_in().items()},
@@ -343,25 +346,24 @@ def render_md(r: Report) -> str:
     out += ["", "## Timeline", ""]
     if s.untimed:
         out += ["In the order of the calls; their times were not recorded, so no durations.", ""]
-        out += ["| item | added | started | completed / cancelled | status |", "|---|---|---|---|---|"]
+        out += ["| item | added | started | completed / cancelled / dropped | status |", "|---|---|---|---|---|"]
     else:
         out += [
-            "| item | added | started | completed / cancelled | pending | in progress | status |",
+            "| item | added | started | completed / cancelled / dropped | pending | in progress | status |",
             "|---|---|---|---|---|---|---|",
         ]
     for it in r.items():
         row = item_row(it, s)
+        end = row["completed"] or row["cancelled"] or row["dropped_at"] or ""
         if s.untimed:
-            end = row["completed"] or row["cancelled"] or ""
-            status = it.status + (" (left out)" if it.dropped_op is not None else "")
+            status = it.status + (" (left out)" if it.dropped_op is not None and it.status != "dropped" else "")
             out.append(
                 f"| {_md(it.id)} {_md(short(it.content, 60))} | {_md(row['added'])}"
                 f" | {_md(row['started'] or '')} | {_md(end)} | {_md(status)} |"
             )
             continue
-        end = row["completed"] or row["cancelled"] or ""
         secs = row["seconds"]
-        status = it.status + (" (dropped)" if it.dropped_op is not None else "")
+        status = it.status + (" (dropped)" if it.dropped_op is not None and it.status != "dropped" else "")
         out.append(
             f"| {_md(it.id)} {_md(short(it.content, 60))} | {_md(row['added'])} | {_md(row['started'] or '')}"
             f" | {_md(end)} | {duration(secs.get('pending', 0))} | {duration(secs.get('in_progress', 0))}"

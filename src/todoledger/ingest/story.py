@@ -265,7 +265,8 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
             story.reason = e["new"]
         elif name == "dropped":
             last = story.transitions[-1]
-            if last.op == e["op"] and last.new == "cancelled":  # open when dropped; finished work is kept
+            # Open when dropped (a cancel before ledgers knew `dropped`); finished work is kept.
+            if last.op == e["op"] and last.new in ("dropped", "cancelled"):
                 story.dropped_op = e["op"]
         elif name == REMOVED:
             story.removed = True

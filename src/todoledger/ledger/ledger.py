@@ -267,8 +267,10 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         at: str | None = None,
         source_key: str | None = None,
         source_at: str | None = None,
+        restore_hint: str | None = None,
     ) -> WriteResult:
-        """An agent's whole list (or patch) in its own format, merged into the plan."""
+        """An agent's whole list (or patch) in its own format, merged into the plan.
+        `restore_hint`: how the caller's route restores an item (`{id}`, `{status}`)."""
         from todoledger.ledger import writes
 
         return writes.write(
@@ -280,6 +282,7 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
             at=at,
             source_key=source_key,
             source_at=source_at,
+            restore_hint=restore_hint or writes.RESTORE_HINT,
         )
 
     def apply(
@@ -291,12 +294,19 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         at: str | None = None,
         source_key: str | None = None,
         source_at: str | None = None,
+        restore_hint: str | None = None,
     ) -> WriteResult:
         """A list already parsed (`dialects.parse`), merged into the plan."""
         from todoledger.ledger import writes
 
         return writes.apply(
-            self._unit, *self._who(plan, writer), parsed, at=at, source_key=source_key, source_at=source_at
+            self._unit,
+            *self._who(plan, writer),
+            parsed,
+            at=at,
+            source_key=source_key,
+            source_at=source_at,
+            restore_hint=restore_hint or writes.RESTORE_HINT,
         )
 
     def record_refused(

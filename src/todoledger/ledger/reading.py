@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from todoledger.core import graph
 from todoledger.core.merge import Seen
+from todoledger.core.model import OPEN_STATUSES
 from todoledger.ledger import readiness
 from todoledger.ledger.values import compact_row, seen_of
 
@@ -38,12 +39,14 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
             revision = u.repo.revision(plan)
             verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
             forced = u.repo.forced(plan)
+            contested = contests(u, plan)
     else:
         with u.store.read():
             rows = u.repo.item_rows(plan)
             revision = u.repo.revision(plan)
             verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
             forced = u.repo.forced(plan)
+            contested = contests(u, plan)
     links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
     derived = graph.derive_links(links, gated)
     waiting = graph.cancelled_links(links)
@@ -53,7 +56,25 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
         row["waits_on_cancelled"] = waiting.get(item_id, [])
         row["verification"] = verified[item_id]
         row["forced"] = forced.get(item_id, [])
+        row["contested"] = contested.get(item_id, [])
     return {"plan": plan, "revision": revision, "items": rows}
+
+
+def contests(u: Unit, plan: str) -> dict[str, list[dict[str, str]]]:
+    """Items the plan keeps completed or cancelled while a writer's latest list
+    works on them: per item, each such writer, what its list says, and who
+    closed the item ("listed as in_progress by X, but cancelled by Y")."""
+    found = u.repo.contested(plan)
+    if not found:
+        return {}
+    closers = u.repo.status_writers(sorted({item for item, _, _ in found}))
+    out: dict[str, list[dict[str, str]]] = {}
+    for item, writer, listed in found:
+        if listed in OPEN_STATUSES:
+            out.setdefault(item, []).append(
+                {"writer": writer, "listed": listed, "closed_by": closers.get(item, "")}
+            )
+    return out
 
 
 def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
@@ -70,6 +91,7 @@ def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
         revision = u.repo.revision(plan)
         verified, gated = readiness.verification(u, plan, [(r[0], r[3]) for r in rows])
         forced = u.repo.forced(plan)
+        contested = contests(u, plan)
     links = [(r[0], r[6], r[3], deps.get(r[0], ())) for r in rows]
     return plan_text(
         plan,
@@ -80,6 +102,7 @@ def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
         graph.cancelled_links(links),
         verified,
         forced,
+        contested,
         decode,
     )
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from todoledger.core import sweep as core
 from todoledger.core.approval import is_person, require_person
 from todoledger.core.checkspec import parse
-from todoledger.core.model import LedgerError
+from todoledger.core.model import OPEN_STATUSES, LedgerError
 from todoledger.core.timefmt import now
 from todoledger.core.verification import CheckRow, Receipt
 from todoledger.ledger import items
@@ -218,7 +218,7 @@ def finish(u: Unit, plan: str, writer: str, name: str) -> None:
         parent_id, _, rows = _load(u, plan, name)
         parent = u.repo.item(parent_id)
         children = u.repo.items_by_id([r[0] for r in rows])
-        if parent is None or parent.status in ("completed", "cancelled"):
+        if parent is None or parent.status not in OPEN_STATUSES:
             return
         if any(c.status != "completed" for c in children.values()):
             return
@@ -404,7 +404,7 @@ def pending(u: Unit, plan: str, name: str, *, stale: bool = False) -> tuple[core
         work: list[Work] = []
         for index, ((item_id, combo, _, _), check) in enumerate(zip(rows, checks, strict=True)):
             item = u.repo.item(item_id)
-            if check is None or item is None or item.status == "cancelled":
+            if check is None or item is None or item.status in ("cancelled", "dropped"):
                 continue
             made = sum(1 for r in _runs(repo, check) if fresh(r.tree))
             if item.status == "completed" and (not stale or made >= sweep.repeat):

@@ -110,13 +110,21 @@ class Unit:
                 return candidate
 
     def save_base(
-        self, plan: str, writer: str, old: dict[str, Seen], new: dict[str, Seen], *, whole: bool
+        self,
+        plan: str,
+        writer: str,
+        old: dict[str, Seen],
+        new: dict[str, Seen],
+        *,
+        whole: bool,
+        listed: bool = False,
     ) -> None:
         """Store only what changed in the writer's view: most writes flip one status.
-        A whole list forgets what it no longer names."""
+        A whole list forgets what it no longer names. `listed`: a list of the
+        writer's (not a read) says what it lists (`Seen.listed`) too."""
         changed = {k: v for k, v in new.items() if old.get(k) != v}
         if changed:
-            self.repo.save_base(plan, writer, changed)
+            self.repo.save_base(plan, writer, changed, listed=listed)
         if whole:
             gone = [k for k in old if k not in new]
             if gone:
@@ -162,7 +170,7 @@ class Unit:
             return
         for lease in self.repo.held_leases(w.writer, touched):
             item = self.repo.item(lease.item)
-            if item is None or item.status in ("completed", "cancelled"):
+            if item is None or item.status not in OPEN_STATUSES:
                 self.end_lease(w, lease, item.status if item is not None else "removed")
             else:
                 lease.expires_at = shift(w.at, lease.seconds)

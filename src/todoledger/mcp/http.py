@@ -20,6 +20,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
+from todoledger.mcp.duplicates import RememberBody
 from todoledger.mcp.server import build_server
 from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
 from todoledger.mcp.tools import PlanTools
@@ -322,7 +323,9 @@ def create_app(
         max_sessions=MAX_SESSIONS,
         session_idle_timeout=SESSION_IDLE_SECONDS,
     )
-    quota = ClientQuota(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
+    # Innermost: the body, as the client sent it, for the duplicate-key check of its tool call.
+    remembered = RememberBody(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
+    quota = ClientQuota(remembered, path=MCP_PATH, max_body=MAX_BODY_BYTES)
     registry = shared.token_holder if shared is not None else tools.shared.token_holder
     # No person started it: a single token's holders are the starter, never an agent a token shows.
     holder = shared_token_holder(host, token) if starter is None else None

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from todoledger import __version__
 from todoledger.core.model import LedgerError
+from todoledger.mcp.duplicates import lost_keys
 from todoledger.mcp.output import OUTPUT_SCHEMAS
 from todoledger.mcp.tools import INSTRUCTIONS, TOOL_ANNOTATIONS, TOOLS, PlanTools
 from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
@@ -241,6 +242,9 @@ async def ask_approval(
 def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
     async def call(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         args = _raw_arguments(ctx)
+        lost = lost_keys(ctx.request_context.params)
+        if lost:  # the SDK's parse kept the last of two equal keys: refused, as the CLI refuses it
+            return _error(tools.duplicate_refusal(name, args, lost))
         try:
             args, writer = with_identity(ctx, args, session_writer(ctx))
             asked = await ask_approval(ctx, tools, name, args, writer)

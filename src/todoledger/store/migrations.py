@@ -246,6 +246,59 @@ def m012_sweep_lifecycle(db: Executor) -> None:
     )
 
 
+
+# Who changes what m009 changes: the ledger itself, never a person or an agent.
+MIGRATION_WRITER = "todoledger:migration"
+
+
+def m013_dropped_status(db: Executor) -> None:
+    """An item a whole list left out is `dropped`, no longer a cancel: nobody
+    decided about the work, and a list that names it again revives it. Drops
+    recorded before were cancels with the reason `dropped by <writer>`: those
+    (the last status change cancelled it, in the op that recorded its drop by
+    that op's writer) become `dropped`, one recorded op per plan, so that
+    the history says when and why (and `check` still replays the state).
+
+    A writer's base also keeps `listed`: the open status its latest list gave
+    an item the plan keeps completed or cancelled, so that the contradiction
+    stays visible (show, prime, todoread, the board) while that list stands."""
+    from todoledger.core.timefmt import now
+    from todoledger.store.repo import Repo, Writes
+
+    db.execute_script(
+        [
+            "ALTER TABLE writer_base ADD COLUMN listed TEXT",
+            "CREATE INDEX writer_base_listed ON writer_base (plan) WHERE listed IS NOT NULL",
+        ]
+    )
+    repo = Repo(db)
+    found: dict[str, list[str]] = {}
+    for item_id, plan, reason in db.query(
+        "SELECT id, plan, reason FROM items WHERE status = 'cancelled' AND reason LIKE 'dropped by %'"
+        " ORDER BY plan, created_seq"
+    ):
+        events = repo.events(str(plan), str(item_id))
+        cancel = next((e for e in reversed(events) if e.field == "status"), None)
+        if cancel is None or cancel.new != "cancelled" or reason != f"dropped by {cancel.writer}":
+            continue
+        if any(e.op == cancel.op and e.field == "dropped" for e in events):
+            found.setdefault(str(plan), []).append(str(item_id))
+    at = now()
+    for plan, ids in found.items():
+        op = repo.new_op(
+            plan,
+            MIGRATION_WRITER,
+            at,
+            "migrate",
+            summary=f"{len(ids)} dropped items were recorded as cancelled",
+        )
+        w = Writes(repo, plan, MIGRATION_WRITER, at, op)
+        for item_id in ids:
+            w.set(item_id, "status", "cancelled", "dropped")
+        w.flush()
+        repo.touch_plan(plan, at)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -259,5 +312,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("check_context", m010_check_context),
     ("tokens", m011_tokens),
     ("sweep_lifecycle", m012_sweep_lifecycle),
+    ("dropped_status", m013_dropped_status),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -30,7 +30,7 @@ from todoledger.core.schedule import Schedule, format_duration
 from todoledger.core.view import SHOWN, ItemView, PlanView
 
 PAGES = (("plan", "Plan"), ("timeline", "Timeline"), ("approvals", "Approvals"), ("sessions", "Sessions"))
-STATUS_MARK = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "⊘"}
+STATUS_MARK = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "⊘", "dropped": "⊖"}
 FIRST_ROWS = 200  # rows in the page itself; the script fetches the rest after the first paint
 MAX_TIMELINE_ITEMS = 400
 
@@ -295,7 +295,10 @@ def row(
 ) -> Html:
     """One item's row; a pure function of its arguments (the server caches it)."""
     classes = ["row", f"st-{it.status}"]
-    tags = []
+    # Closed here while an agent's latest list works on it: said on its row, never hidden.
+    tags = [("contested", label) for label in it.contested]
+    if it.contested:
+        classes.append("contested")
     if critical:
         classes.append("crit")
         tags.append(("crit", "critical path"))

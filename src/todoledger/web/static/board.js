@@ -224,7 +224,9 @@
   // The timeline: Plotly from the package's own copy, data from a JSON block. One row per
   // item in plan order, its whole text as the label (wrapped, each row as tall as its
   // longest label), the mode bar above the plot, never on it.
-  const COLORS = { pending: "#9aa5b1", in_progress: "#e69500", completed: "#2e9e5b", cancelled: "#c0392b" };
+  const COLORS = {
+    pending: "#9aa5b1", in_progress: "#e69500", completed: "#2e9e5b", cancelled: "#c0392b", dropped: "#7f8c8d",
+  };
   const plain = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   function wrap(text, width) {
     const lines = [];

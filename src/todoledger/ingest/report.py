@@ -346,7 +346,10 @@ def render_md(r: Report) -> str:
     out += ["", "## Timeline", ""]
     if s.untimed:
         out += ["In the order of the calls; their times were not recorded, so no durations.", ""]
-        out += ["| item | added | started | completed / cancelled / dropped | status |", "|---|---|---|---|---|"]
+        out += [
+            "| item | added | started | completed / cancelled / dropped | status |",
+            "|---|---|---|---|---|",
+        ]
     else:
         out += [
             "| item | added | started | completed / cancelled / dropped | pending | in progress | status |",
@@ -356,7 +359,9 @@ def render_md(r: Report) -> str:
         row = item_row(it, s)
         end = row["completed"] or row["cancelled"] or row["dropped_at"] or ""
         if s.untimed:
-            status = it.status + (" (left out)" if it.dropped_op is not None and it.status != "dropped" else "")
+            status = it.status + (
+                " (left out)" if it.dropped_op is not None and it.status != "dropped" else ""
+            )
             out.append(
                 f"| {_md(it.id)} {_md(short(it.content, 60))} | {_md(row['added'])}"
                 f" | {_md(row['started'] or '')} | {_md(end)} | {_md(status)} |"

@@ -246,7 +246,6 @@ def m012_sweep_lifecycle(db: Executor) -> None:
     )
 
 
-
 # Who changes what m009 changes: the ledger itself, never a person or an agent.
 MIGRATION_WRITER = "todoledger:migration"
 

@@ -163,8 +163,7 @@ def plan(view: PlanView, head: Html, rows: Sequence[Html], total: int) -> Html:
 
 
 # Closed without being done: folded into one count on the plan's first screen, reasons on
-# expansion. "dropped" (left out of a writer's list) is a reason today, and a state of its own
-# once the ledger keeps one: both fold here.
+# expansion: "dropped" (left out of a writer's list) and "cancelled" (someone's decision).
 CLOSED_UNDONE = ("cancelled", "dropped")
 NEXT_SHOWN = 5  # "can start now": a short list, the rest counted
 BLOCKED_SHOWN = 8
@@ -209,8 +208,9 @@ def path_means_something(view: PlanView, sched: Schedule) -> bool:
 
 def folded(view: PlanView) -> set[str]:
     """The items closed undone whose rows leave the plan's table (the head counts them,
-    with their reasons): all of them but those with open work under them."""
-    closed = {it.id for it in view.items if closed_undone(it)}
+    with their reasons): all of them but those with open work under them, and those a
+    writer's latest list still says are being worked on (contested: the row says so)."""
+    closed = {it.id for it in view.items if closed_undone(it) and not it.contested}
     keep: set[str] = set()
     parents = {it.id: it.parent for it in view.items}
     for it in view.items:

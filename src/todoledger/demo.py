@@ -417,7 +417,7 @@ CATID_C32 = 1373.0  # seed 004: catid's published result, 1373 tok/s at C=32 wit
 CLAIMED_RATIO = 3  # seed 004: "This is already 3x catid's result"
 BEATS_CATID = (
     "Reviewer's gate: the baseline's tok/s at C=32 beats catid's 1373 (seed 004: 1373 tok/s at C=32"
-    " with 4 GPUs). One run per concurrency level: a metric gate asks for repeats."
+    " with 4 GPUs). One run per concurrency level (seed 004); the reviewer's Verify item asks for more."
 )
 THREE_X = "Verify the agent's \"already 3x catid's result\" (2,156 vs catid's 1,373 tok/s at C=32)"
 THREE_X_NOTE = (

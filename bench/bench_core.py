@@ -17,7 +17,7 @@ side in one run: absolute times on a shared machine are noise.
    shell command an agent runs) per agent, for a command that does not mention
    todoledger and for one that does, vs `python -c pass`, target <= 3.5x;
 6. `todoledger done` from an agent's shell with a passing person's gate
-   (`cmd:true`, written by a person), vs `python -c pass`, target <= 4x.
+   (a `file:` check written by a person), vs `python -c pass`, target <= 4x.
 
 Figures that comments in the code point here for, measured when each choice
 was made (the hook path and `show` above are what they add up to):
@@ -106,6 +106,8 @@ def checkout(ref: str, work: Path) -> Path:
     """Another build of todoledger to measure beside this one: `ref` checked out
     (a git worktree, without installing it), its bytecode compiled."""
     tree = work / f"build-{ref}"
+    if tree.exists():  # checked out already by an earlier part of this run
+        return tree
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), ref], check=True)
     compileall.compile_dir(str(tree / "src" / "todoledger"), quiet=1)
     return tree
@@ -224,46 +226,71 @@ SCREEN_EVENTS = {
 }
 
 
-def bench_screen_and_done(runs: int, work: Path) -> None:
-    """The pre-tool screen per agent, and `done` past a passing person's gate."""
-    from todoledger import Ledger
+# Run inside a build (its PYTHONPATH): `runs` items, each started, with a person's passing gate.
+FILL_DONE = """
+import sys
+from todoledger import Ledger
+with Ledger(sys.argv[1]) as lg:
+    for k in range(int(sys.argv[2])):
+        item = lg.add(f"Gated step {k}", writer="cli:reviewer")["id"]
+        # A person's gate that passes here and could fail (a `cmd:true` is refused: it cannot fail).
+        lg.add_check(item, f"file:{sys.argv[1]}", writer="cli:reviewer")
+        lg.start(item, writer="cli:reviewer")
+        print(item)
+"""
 
+
+def bench_screen_and_done(runs: int, work: Path, against: str | None = None) -> None:
+    """The pre-tool screen per agent, and `done` past a passing person's gate,
+    for this build (and the one at `against`, side by side)."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     compileall.compile_dir(str(ROOT / "src" / "todoledger"), quiet=1)
-    env["TODOLEDGER_DB"] = str(work / "screen.db")
+    made = builds(work, against) if against else {"this build": ([TODOLEDGER], {})}
+    screen_env = env | {"TODOLEDGER_DB": str(work / "screen.db")}
     commands = {"other": "npm test -- --watch=false", "todoledger": "todoledger show --json"}
-    cases: dict[str, tuple[list[str], bytes | None]] = {
-        "python -c pass": ([sys.executable, "-c", "pass"], None)
+    # name -> (command, stdin, environment): each build with its own environment, interleaved.
+    cases: dict[str, tuple[list[str], bytes | None, dict[str, str]]] = {
+        "python -c pass": ([sys.executable, "-c", "pass"], None, screen_env)
     }
     for agent, shape in SCREEN_EVENTS.items():
         for what, command in commands.items():
             event = json.dumps(shape).replace("{c}", command).encode()
-            cases[f"{agent} {what}"] = ([TODOLEDGER, "hook", agent, "--screen"], event)
-    times = interleaved(runs, cases, env)
+            for name, (cmd, extra) in made.items():
+                cases[f"{agent} {what}, {name}"] = (
+                    [*cmd, "hook", agent, "--screen"],
+                    event,
+                    screen_env | extra,
+                )
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, (cmd, stdin, case_env) in cases.items():
+            samples[name].append(timed(cmd, case_env, stdin))
+    times = {name: median_ms(values) for name, values in samples.items()}
     base = times.pop("python -c pass")
     print(f"pre-tool shell screen (python -c pass: {base:.1f} ms), target <= 3.5x:")
     for name, ms in times.items():
         print(f"  screen {name}: {ms:.1f} ms, ratio {ms / base:.2f}x")
 
-    done_db = work / "done.db"
-    with Ledger(done_db) as lg:
-        ids = []
-        for k in range(runs):
-            item = lg.add(f"Gated step {k}", writer="cli:reviewer")["id"]
-            # A person's gate that passes here and could fail (a `cmd:true` is refused: it cannot fail).
-            lg.add_check(item, f"file:{done_db}", writer="cli:reviewer")
-            lg.start(item, writer="cli:reviewer")
-            ids.append(item)
-    agent_env = env | {"TODOLEDGER_DB": str(done_db), "CLAUDECODE": "1"}
-    done_ms: list[float] = []
+    ids: dict[str, list[str]] = {}
+    agent_env: dict[str, dict[str, str]] = {}
+    for n, (name, (_, extra)) in enumerate(made.items()):
+        done_db = work / f"done-{n}.db"
+        ids[name] = in_build(env | extra, FILL_DONE, str(done_db), str(runs)).split()
+        agent_env[name] = env | extra | {"TODOLEDGER_DB": str(done_db), "CLAUDECODE": "1"}
+    done_ms: dict[str, list[float]] = {name: [] for name in made}
     pass_ms: list[float] = []
-    for item in ids:
+    for k in range(runs):
         pass_ms.append(timed([sys.executable, "-c", "pass"], env))
-        done_ms.append(timed([TODOLEDGER, "done", item, "--json"], agent_env))
-    base, ms = median_ms(pass_ms), median_ms(done_ms)
-    print(f"done with a passing person's gate (file: check), from an agent's shell: {ms:.1f} ms")
-    print(f"  ratio done / python -c pass = {ms / base:.2f}x (target <= 4x)")
+        for name, (cmd, _) in made.items():
+            done_ms[name].append(timed([*cmd, "done", ids[name][k], "--json"], agent_env[name]))
+    base = median_ms(pass_ms)
+    done = {name: median_ms(samples) for name, samples in done_ms.items()}
+    for name, ms in done.items():
+        print(f"done with a passing person's gate (file: check), from an agent's shell, {name}: {ms:.1f} ms")
+        print(f"  ratio done / python -c pass = {ms / base:.2f}x (target <= 4x)")
+    if against:
+        print(f"  this build / at {against}: done {done['this build'] / done[f'at {against}']:.2f}x")
 
 
 def build_scale_plan(db: Path, items: int, events: int) -> None:
@@ -460,7 +487,7 @@ def main() -> None:
         os.chdir(work)
         if args.only in (None, "process"):
             bench_processes(args.runs, work, args.against)
-            bench_screen_and_done(args.runs, work)
+            bench_screen_and_done(args.runs, work, args.against)
         if args.only in (None, "scale"):
             items, events = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
             bench_scale(items, events, work, args.runs)

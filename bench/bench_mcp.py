@@ -20,6 +20,10 @@ side: absolute times on a shared machine are noise.
    PyPI, each into a cache folder (~/.cache/todoledger-bench), started and
    asked for `tools/list`. A peer that cannot be installed or started is
    skipped with the reason: no figure stands in for it.
+4. duplicate-key detection (mcp/duplicates.py): a 20-item `todowrite` round
+   trip through our server, next to the same server with the detection taken
+   out, calls alternated: at most 1.1x; beside it, in this process, the fast
+   check of one such call and the strict parse it spares.
 
 Figures that comments in the code point here for, measured when each choice
 was made: the SDK's stdio through `anyio.wrap_file` (a dozen thread hops a
@@ -111,6 +115,18 @@ main(["mcp"])
 ROUNDS = 3
 
 
+# Our server with the duplicate-key check taken out: the text is neither remembered
+# nor checked, so the SDK's parse is all a call costs (the "without" of figure 4).
+NO_CHECK_SERVER = """
+import todoledger.mcp.server as server
+import todoledger.mcp.stdio as stdio
+
+server.lost_keys = lambda params: []
+stdio.remember = lambda raw: None
+server.run_stdio()
+"""
+
+
 def todos(n: int, step: int) -> list[dict[str, Any]]:
     """A 20-item Claude Code list that moves forward one item per step."""
     current = step % n
@@ -184,6 +200,74 @@ async def round_trips(work: Path, floor: Path, calls: int, warmup: int) -> list[
     return rounds
 
 
+async def detection(db: Path, bare_db: Path, no_check: Path, calls: int, warmup: int) -> dict[str, float]:
+    """Our server with and without the duplicate-key check, each through its own
+    client in the same loop, calls alternated: their ratio."""
+    info = Implementation(name="bench", version="1")
+    checked = StdioServerParameters(command=TODOLEDGER, args=["mcp"], env={"TODOLEDGER_DB": str(db)})
+    unchecked = StdioServerParameters(
+        command=sys.executable, args=[str(no_check)], env={"TODOLEDGER_DB": str(bare_db)}
+    )
+
+    async def timed(client: Client, payload: dict[str, Any]) -> float:
+        start = time.perf_counter()
+        result = await client.call_tool("todowrite", payload)
+        if result.is_error:
+            raise SystemExit(f"todowrite failed: {result.content}")
+        return time.perf_counter() - start
+
+    async with Client(checked, client_info=info) as ours, Client(unchecked, client_info=info) as bare:
+        for step in range(warmup):
+            await ours.call_tool("todowrite", {"todos": todos(20, step)})
+            await bare.call_tool("todowrite", {"todos": todos(20, step)})
+        with_check: list[float] = []
+        without: list[float] = []
+        for step in range(calls):
+            payload = {"todos": todos(20, warmup + step)}
+            if step % 2:  # who goes first alternates too
+                with_check.append(await timed(ours, payload))
+                without.append(await timed(bare, payload))
+            else:
+                without.append(await timed(bare, payload))
+                with_check.append(await timed(ours, payload))
+    return {
+        "with_ms": statistics.median(with_check) * 1000,
+        "without_ms": statistics.median(without) * 1000,
+        "ratio": statistics.median(with_check) / statistics.median(without),
+    }
+
+
+def check_costs(repeat: int = 2000) -> dict[str, float]:
+    """In this process: the fast check of a 20-item todowrite message as the
+    stdio server reads it, next to the strict parse that names a lost key."""
+    from mcp_types import jsonrpc_message_adapter
+
+    from todoledger.core.jsonload import load_checked
+    from todoledger.mcp.duplicates import may_have_lost
+
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "todowrite", "arguments": {"todos": todos(20, 3)}},
+    }
+    line = json.dumps(message, separators=(",", ":"))
+    params = jsonrpc_message_adapter.validate_json(line).params  # type: ignore[union-attr]
+    assert not may_have_lost(line, params)
+
+    def per_call(fn: Any) -> float:
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        return (time.perf_counter() - start) / repeat * 1e6
+
+    return {
+        "fast_check_us": per_call(lambda: may_have_lost(line, params)),
+        "strict_parse_us": per_call(lambda: load_checked(line)),
+        "sdk_parse_us": per_call(lambda: jsonrpc_message_adapter.validate_json(line)),
+    }
+
+
 async def start_once(params: StdioServerParameters) -> tuple[float, str]:
     start = time.perf_counter()
     async with Client(params) as client:
@@ -231,6 +315,9 @@ def main() -> None:
         floor = work / "floor_server.py"
         floor.write_text(FLOOR_SERVER)
         rounds = anyio.run(round_trips, work, floor, calls, warmup)
+        no_check = work / "no_check_server.py"
+        no_check.write_text(NO_CHECK_SERVER)
+        dup = anyio.run(detection, work / "checked.db", work / "unchecked.db", no_check, calls, warmup)
         start, listed = anyio.run(startups, work / "start.db", minimal, runs)
         peers = [] if args.no_peers else anyio.run(measure_peers, PEER_CACHE)
 
@@ -281,9 +368,24 @@ def main() -> None:
                 f"   {peer.name:<34} {peer.tools:>3} tools {peer.tokens:>7,} tokens"
                 f" ({peer.tokens / tokens:.1f}x ours; {peer.how})"
             )
+    costs = check_costs()
+    ok_dup = dup["ratio"] <= 1.1
+    print(f"4. duplicate-key detection, todowrite of 20 items over stdio ({calls} calls each, alternated):")
+    print(
+        f"   with it {dup['with_ms']:.2f} ms, without it {dup['without_ms']:.2f} ms:"
+        f" {dup['ratio']:.3f}x (target <= 1.1: {'ok' if ok_dup else 'MISSED'})"
+    )
+    print(
+        f"   in process, per call: the fast check {costs['fast_check_us']:.1f} us; the strict parse it"
+        f" spares {costs['strict_parse_us']:.1f} us; the SDK's own parse {costs['sdk_parse_us']:.1f} us"
+    )
     if args.json:
-        print(json.dumps({"round_trips": rounds, "startup_ms": start, "tokens": tokens}))
-    if not (max(p99_ratios) <= 2.5 and tokens <= 1500):
+        print(
+            json.dumps(
+                {"round_trips": rounds, "startup_ms": start, "tokens": tokens, "duplicates": dup | costs}
+            )
+        )
+    if not (max(p99_ratios) <= 2.5 and tokens <= 1500 and ok_dup):
         sys.exit(1)
 
 

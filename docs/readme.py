@@ -1,19 +1,26 @@
-"""README.md's example outputs, produced by running the real commands.
+"""The example outputs of README.md and of the docs pages, produced by running the real commands.
 
-README.md holds cog blocks (cogapp, as sqlite-utils does) that call the
-functions below. After a change to what a command prints, regenerate with
+README.md and the pages in PAGES hold cog blocks (cogapp, as sqlite-utils does)
+that call the functions below. After a change to what a command prints,
+regenerate with
 
-    .venv/bin/python docs/readme.py --update      (same as: .venv/bin/cog -r README.md)
+    .venv/bin/python docs/readme.py --update      (same as: .venv/bin/cog -r README.md docs/...)
 
-and tests/test_readme.py fails (`cog --check`) while the README differs.
+and tests/test_readme.py fails (`cog --check`) while a page differs.
 
-Each named session is a scratch project in a temporary folder, with
-`../shared` pointing at the project's shared/ folder (the transcripts the
-ingest examples read). Its commands run one by one through bash, as shown,
-with the real `todoledger` of this environment and:
+Each named session is a scratch project in a temporary folder, with `tests`
+pointing at this repository's tests/ folder (the forensics examples read the
+public transcripts vendored in tests/data/transcripts/public/, as they would
+from a clone's root: nothing refers to a folder outside the clone). Its
+commands run one by one through bash, as shown, with the real `todoledger` of
+this environment and:
 - TODOLEDGER_DB=.todoledger/ledger.db (so outputs name no temporary path),
 - TODOLEDGER_ID_SEED=readme-<session>: the same ids on every run,
-- TODOLEDGER_NOW: a fixed clock, for outputs that show times.
+- TODOLEDGER_NOW: a fixed clock, for outputs that show times,
+- HOME in the scratch folder (install's records stay there) and a PATH of
+  this environment's scripts and the system's, so no agent CLI of this
+  machine shows up in an output.
+Sessions are shared by every page of one run: each page names its own.
 """
 
 from __future__ import annotations
@@ -35,18 +42,16 @@ _SESSIONS: dict[str, Path] = {}
 _SCRATCH: list[Path] = []
 
 
-def _shared() -> Path:
-    for candidate in (ROOT.parent / "shared", ROOT.parent.parent / "shared", Path("/work/shared")):
-        if (candidate / "fixtures").is_dir():
-            return candidate
-    raise SystemExit("readme.py: shared/ (with fixtures/) not found beside the repository")
+# The pages whose examples this module generates (docs/docgen.py generates docs/cli.md and
+# docs/ARCHITECTURE.md from the code).
+PAGES = ("README.md", "docs/ledger.md", "docs/verification.md", "docs/mcp.md", "docs/forensics.md")
 
 
 def _root() -> Path:
     if not _SCRATCH:
         scratch = Path(tempfile.mkdtemp(prefix="todoledger-readme-"))
         atexit.register(shutil.rmtree, scratch, True)
-        (scratch / "shared").symlink_to(_shared())
+        (scratch / "home").mkdir()
         _SCRATCH.append(scratch)
     return _SCRATCH[0]
 
@@ -56,6 +61,8 @@ def session(name: str) -> Path:
     if name not in _SESSIONS:
         folder = _root() / name
         folder.mkdir()
+        (folder / "tests").symlink_to(ROOT / "tests")  # as from a clone's root
+        _register_you(folder / ".todoledger" / "ledger.db")
         _SESSIONS[name] = folder
     return _SESSIONS[name]
 
@@ -63,17 +70,25 @@ def session(name: str) -> Path:
 README_TOKEN = "readme-you-0123456789"  # a person's token: the examples run as the person `cli:you`
 
 
+def _register_you(db: Path) -> None:
+    """The person `cli:you`'s token, registered in the session's ledger as a person
+    registers one (`todoledger token add`): the route a script has to a person's
+    identity (docs/security.md)."""
+    from todoledger import Ledger
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Ledger(db) as lg:
+        lg.add_token("you", token=README_TOKEN, writer="cli:you")
+
+
 def env(name: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
-    tokens = _root() / "tokens"
-    if not tokens.exists():  # the route a script has to a person's identity (docs/security.md)
-        tokens.write_text(f"{README_TOKEN} you person\n", encoding="utf-8")
     out.update(
-        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        PATH=os.pathsep.join([str(BIN), "/usr/bin", "/bin"]),
+        HOME=str(_root() / "home"),
         TODOLEDGER_DB=".todoledger/ledger.db",
         TODOLEDGER_ID_SEED=f"readme-{name}",
         TODOLEDGER_NOW=NOW,
-        TODOLEDGER_TOKENS=str(tokens),
         TODOLEDGER_TOKEN=README_TOKEN,
         NO_COLOR="1",
         COLUMNS="120",
@@ -95,17 +110,20 @@ def seed_call(msg: int) -> str:
     return next(c.payload for c in CALLS if c.msg == msg)
 
 
-def run(name: str, command: str, *, head: int | None = None) -> str:
+def run(name: str, command: str, *, head: int | None = None, script: bool = False) -> str:
     """`$ command` and what it prints (stdout and stderr, as a terminal shows them).
 
-    `head` keeps the first lines and says how many more there were."""
+    `head` keeps the first lines and says how many more there were. A `script`
+    (the Python examples, on a ledger of their own) runs as the user `you`
+    without a token, as a reader's script would: its writer is `script:you`."""
+    tokenless = script or "todoledger serve" in command  # serve reads TODOLEDGER_TOKEN as its own token
+    run_env = {k: v for k, v in env(name).items() if k != "TODOLEDGER_TOKEN" or not tokenless}
+    if script:
+        run_env.update(LOGNAME="you", USER="you")
     proc = subprocess.run(
         ["bash", "-c", command],
         cwd=session(name),
-        # `serve` reads TODOLEDGER_TOKEN as the board's own token: its examples run without one.
-        env={
-            k: v for k, v in env(name).items() if k != "TODOLEDGER_TOKEN" or "todoledger serve" not in command
-        },
+        env=run_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -119,15 +137,17 @@ def run(name: str, command: str, *, head: int | None = None) -> str:
     return "\n".join([f"$ {command}", *lines])
 
 
-def shell(name: str, *commands: str, head: int | None = None) -> str:
-    """A fenced block of commands run in order in one session, with their outputs."""
-    return "```\n" + "\n".join(run(name, c, head=head) for c in commands) + "\n```\n"
+def shell(name: str, *commands: str | tuple[str, int], head: int | None = None) -> str:
+    """A fenced block of commands run in order in one session, with their outputs;
+    a (command, lines) pair keeps that many lines of its own output (`head` for all others)."""
+    shown = [run(name, c, head=head) if isinstance(c, str) else run(name, c[0], head=c[1]) for c in commands]
+    return "```\n" + "\n".join(shown) + "\n```\n"
 
 
 def python(name: str, code: str) -> str:
     """The code as a Python block and, run as a script in the session's project, what it prints."""
     file(name, "example.py", code)
-    out = run(name, f"{sys.executable} example.py").split("\n", 1)[1:]
+    out = run(name, f"{sys.executable} example.py", script=True).split("\n", 1)[1:]
     return f"```python\n{code.rstrip()}\n```\n\nprints:\n\n```\n{''.join(out)}\n```\n"
 
 
@@ -166,8 +186,8 @@ def main(argv: list[str]) -> int:
     """`--update` rewrites the outputs; otherwise check them. A path other than README.md may follow."""
     from cogapp import Cog  # type: ignore[import-untyped]
 
-    files = [a for a in argv if not a.startswith("--")] or [str(ROOT / "README.md")]
-    hint = "README.md is out of date: run `.venv/bin/python docs/readme.py --update`"
+    files = [a for a in argv if not a.startswith("--")] or [str(ROOT / page) for page in PAGES]
+    hint = "the README or a docs page is out of date: run `.venv/bin/python docs/readme.py --update`"
     mode = ["-r"] if "--update" in argv else ["--check", "--diff", "--check-fail-msg", hint]
     return int(Cog().main(["cog", *mode, *files]))
 

@@ -100,11 +100,9 @@ def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_backend: 
     ):
         monkeypatch.delenv(name, raising=False)
     # Tests run without a terminal, where a command line is `script:<user>`, not a person. A
-    # test that acts as a person at the command line holds a person's token (`person_env`):
-    # the route a script has to a person's identity, writer `cli:tester`.
-    tokens = tmp_path.parent / f"{tmp_path.name}.tokens"  # beside the test's folder: not in what it inspects
-    tokens.write_text(f"{TESTER_TOKEN} tester person\n", "utf-8")
-    monkeypatch.setenv("TODOLEDGER_TOKENS", str(tokens))
+    # test that acts as a person at the command line holds a person's token (`person_env`,
+    # `act_as_person`), registered in its ledger: the route a script has to a person's
+    # identity, writer `cli:tester`.
     monkeypatch.chdir(tmp_path)
     yield db
     if ledger_backend == "postgres":
@@ -158,9 +156,26 @@ def todoledger_bin() -> str:
     return str(path) if path.exists() else "todoledger"
 
 
+def register_tester(db: Path | str) -> None:
+    """The person `cli:tester`'s token, registered in the ledger at `db` as a person
+    registers one (`todoledger token add`; here the Python API, as that person)."""
+    from todoledger import Ledger
+
+    with Ledger(str(db)) as lg:
+        if lg.token_holder(TESTER_TOKEN) is None:
+            lg.add_token("tester", token=TESTER_TOKEN, writer=TESTER)
+
+
 def person_env(db: Path | str, **extra: str) -> dict[str, str]:
-    """A command line acting as the person `cli:tester`, by their token (see ledger_env)."""
+    """A command line acting as the person `cli:tester`, by their registered token."""
+    register_tester(db)
     return subprocess_env(db, TODOLEDGER_TOKEN=TESTER_TOKEN, **extra)
+
+
+def act_as_person(db: Path | str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process acts as the person `cli:tester` (its token in TODOLEDGER_TOKEN)."""
+    register_tester(db)
+    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
 
 
 def subprocess_env(db: Path | str, **extra: str) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """Adversarial review of issue 17: routes by which the agent under review still
 makes the plan say `verified` for a check it wrote itself, or acts as a person.
-Each test fails while the bypass stands. Those not fixed yet are marked
-`xfail(strict=True)` with the bypass named: they are the next work, and a fix
-turns the mark into a failure until it is removed."""
+Each test failed while its bypass stood, and passes now; none is marked as an
+expected failure (docs/security.md lists them, closed, with what closed them).
+A bypass found later gets an `xfail(strict=True)` test here naming it, so that
+its fix turns the mark into a failure until the mark is removed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin
 from tests.test_mcp import call, stdio
 from todoledger import Ledger
 
@@ -61,10 +62,6 @@ def test_mcp_writer_argument_cannot_make_the_agents_own_check_independent(ledger
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): an MCP client's chosen name is another principal than the agent's shell",
-)
 def test_mcp_client_name_is_not_another_principal_than_the_agents_shell(ledger_env: Path) -> None:
     """The agent starts `todoledger mcp` itself with clientInfo.name "reviewer", writes a
     check there, and completes from its own shell: one agent, yet shown verified."""
@@ -80,10 +77,6 @@ def test_mcp_client_name_is_not_another_principal_than_the_agents_shell(ledger_e
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): a check written with the marker unset (script:) counts as another principal",
-)
 @pytest.mark.parametrize("named", [[], ["--writer", "ci:bot"]])
 def test_a_check_written_with_the_marker_unset_does_not_verify_the_agents_claim(
     ledger_env: Path, named: list[str]
@@ -98,10 +91,6 @@ def test_a_check_written_with_the_marker_unset_does_not_verify_the_agents_claim(
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): the agent can set another agent's marker in its shell",
-)
 @pytest.mark.parametrize(
     "claim_env",
     [
@@ -126,6 +115,39 @@ def test_the_agent_cannot_claim_under_another_agents_marker_to_verify_its_own_ch
     assert state(item) != "verified"
 
 
+def test_a_pseudo_terminal_made_in_the_agents_shell_is_not_a_person(ledger_env: Path) -> None:
+    """`env -u CLAUDECODE script -qc "todoledger approve ID"`: a terminal, no marker in
+    the process, so the command line took it for a person at a terminal. The agent's
+    shell is still above it in the process tree."""
+    import sys
+
+    with Ledger() as lg:
+        item = lg.add("Deploy to production", needs_approval=True, writer=PERSON)["id"]
+    spawn = "import pty, sys; pty.spawn(sys.argv[1:])"
+    ran = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'env -u CLAUDECODE -u CLAUDE_CODE_SESSION_ID "$0" -c "$1" "$2" approve "$3" && pwd -P >/dev/null',
+            sys.executable,
+            spawn,
+            todoledger_bin(),
+            item,
+        ],
+        env=subprocess_env(ledger_env, **SHELL),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "approve: a person must run it, not agent-shell:claude-code:s1" in ran.stdout, ran.stdout
+    from todoledger.core.approval import is_person
+
+    with Ledger() as lg:
+        approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
+    assert not any(is_person(w) for w in approvers), approvers
+
+
 CI_TOKEN = "ci-token-0123456789abcdef"
 
 
@@ -148,7 +170,7 @@ def test_an_agent_token_without_the_agent_prefix_is_not_a_person_principal(
         [todoledger_bin(), "serve", "--port", str(port), "--tokens", str(tokens), "--allow-checks"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=subprocess_env(ledger_env),
+        env=person_env(ledger_env),
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -177,9 +199,6 @@ def test_an_agent_token_without_the_agent_prefix_is_not_a_person_principal(
         assert not row.principal.startswith("person:"), row.as_dict()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="known bypass (issue 17 follow-up): a gate runs in the claimant's working directory"
-)
 def test_a_persons_gate_does_not_pass_in_a_directory_the_agent_chose(
     ledger_env: Path, tmp_path: Path
 ) -> None:
@@ -213,6 +232,68 @@ def test_a_persons_gate_does_not_pass_in_a_directory_the_agent_chose(
     assert state(item) != "verified"
 
 
+def test_a_persons_gate_does_not_pass_with_a_path_the_agent_chose(ledger_env: Path, tmp_path: Path) -> None:
+    """The same gate steered by PATH: the agent puts a `grep` of its own that always
+    exits 0 first on PATH and completes from the project. The check runs with the
+    PATH its writer had, and without the variables that make a command load other
+    code (LD_PRELOAD, BASH_ENV, PYTHONPATH, exported shell functions, ...)."""
+    from tests.conftest import person_env
+
+    project, decoy = tmp_path / "project", tmp_path / "bin"
+    project.mkdir()
+    decoy.mkdir()
+    fake = decoy / "grep"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    item = add_item("The build writes out.txt")
+    added = subprocess.run(
+        [todoledger_bin(), "gate", "add", item, "cmd:grep -q built out.txt"],
+        env=person_env(ledger_env),
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert added.returncode == 0, added.stderr
+    steered = subprocess_env(ledger_env, **SHELL)
+    steered["PATH"] = f"{decoy}:{steered['PATH']}"
+    done = subprocess.run(
+        [todoledger_bin(), "done", item, "--evidence", "built"],
+        env=steered,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0, done.stdout  # the person's grep finds no out.txt
+    assert state(item) != "verified"
+
+
+def test_a_check_runs_without_what_steers_a_command() -> None:
+    import os
+
+    from todoledger.checks.run import check_env
+
+    saved = dict(os.environ)
+    try:
+        os.environ.update(
+            {
+                "LD_PRELOAD": "/tmp/x.so",
+                "BASH_ENV": "/tmp/rc",
+                "BASH_FUNC_grep%%": "() { true; }",
+                "KEEP": "1",
+            }
+        )
+        env = check_env("/usr/bin:/bin")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert env["PATH"] == "/usr/bin:/bin" and env["KEEP"] == "1"
+    assert not {"LD_PRELOAD", "BASH_ENV", "BASH_FUNC_grep%%"} & set(env)
+
+
 def test_the_agent_cannot_date_its_liveness_receipt_in_the_future(
     ledger_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -233,15 +314,79 @@ def test_the_agent_cannot_date_its_liveness_receipt_in_the_future(
     assert state(item) != "verified"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): a stdio server started from an agent's shell asks its client as a person",
-)
+# The agent's own MCP client: started from its shell, it starts `todoledger mcp` and
+# says yes to the approval prompt. (The SDK gives the server only a default
+# environment, so the markers reach it only through the processes above it.)
+OWN_CLIENT = """
+import sys
+sys.path.insert(0, sys.argv[2])
+import anyio
+from mcp import Client
+from mcp_types import Implementation
+from tests.test_mcp import stdio_params
+from tests.test_mcp_approval_prompt import Person
+from pathlib import Path
+
+async def main() -> None:
+    async with Client(
+        stdio_params(Path(sys.argv[1])),
+        client_info=Implementation(name="claude-code", version="1"),
+        elicitation_callback=Person("accept"),
+    ) as c:
+        result = await c.call_tool("plan_next", {"claim": True})
+        print(result.content[0].text)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("unset", [False, True], ids=["marker-inherited", "marker-unset"])
 def test_an_agent_cannot_answer_its_own_approval_prompt_on_a_stdio_server_it_started(
-    ledger_env: Path,
+    ledger_env: Path, tmp_path: Path, unset: bool
 ) -> None:
-    """The agent runs `todoledger mcp` from its own shell (marker set) with a tiny client
-    whose elicitation callback says yes: the approval is recorded as `mcp-user:...`, a person."""
+    """The agent runs its own client from its shell (marker set), which starts
+    `todoledger mcp` and answers yes to the approval prompt: before, the approval was
+    recorded as `mcp-user:...`, a person. Its shell is above the server in the process
+    tree, even with the client's markers unset (`env -u CLAUDECODE ...`)."""
+    import sys
+
+    with Ledger() as lg:
+        item = lg.add("Deploy to production", needs_approval=True, writer=PERSON)["id"]
+    script = tmp_path / "client.py"
+    script.write_text(OWN_CLIENT)
+    root = str(Path(__file__).resolve().parents[1])
+    strip = "env -u CLAUDECODE -u CLAUDE_CODE_SESSION_ID " if unset else ""
+    # As an agent's shell tool runs a command: a shell that outlives it (Claude Code's
+    # runs `eval '<command>' && pwd -P >| <file>`), so the shell stays above the client.
+    ran = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'{strip}"$0" "$1" "$2" "$3" && pwd -P >/dev/null',
+            sys.executable,
+            str(script),
+            str(ledger_env),
+            root,
+        ],
+        env=subprocess_env(ledger_env, **SHELL),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "started from inside claude-code's shell" in ran.stdout, ran.stdout
+    from todoledger.core.approval import is_person
+
+    with Ledger() as lg:
+        approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
+    assert not any(is_person(w) for w in approvers), approvers
+
+
+def test_a_stdio_server_its_harness_starts_still_asks_the_harness_user(ledger_env: Path) -> None:
+    """The control: a harness starts its MCP servers itself, with its marker in their
+    environment (Claude Code sets CLAUDECODE=1 on them, Gemini CLI GEMINI_CLI=1), but
+    not in its own. There the prompt reaches the harness's user, a person, as before."""
     from mcp import Client
     from mcp_types import Implementation
 
@@ -260,11 +405,9 @@ def test_an_agent_cannot_answer_its_own_approval_prompt_on_a_stdio_server_it_sta
             await c.call_tool("plan_next", {"claim": True})
 
     anyio.run(main)
-    from todoledger.core.approval import is_person
-
     with Ledger() as lg:
         approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
-    assert not any(is_person(w) for w in approvers), approvers
+    assert [w.split(":")[0] for w in approvers] == ["mcp-user"], approvers
 
 
 def test_import_from_the_agents_shell_cannot_lift_a_persons_approval_gate(
@@ -293,10 +436,6 @@ def test_import_from_the_agents_shell_cannot_lift_a_persons_approval_gate(
     assert shown["status"] != "completed", shown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): the command line believes the tokens file its environment names",
-)
 @pytest.mark.parametrize("where", ["TODOLEDGER_TOKENS", "XDG_CONFIG_HOME"])
 def test_an_agent_cannot_mint_a_persons_token_with_a_tokens_file_of_its_own(
     ledger_env: Path, tmp_path: Path, where: str
@@ -325,10 +464,6 @@ def test_an_agent_cannot_mint_a_persons_token_with_a_tokens_file_of_its_own(
     assert not any(is_person(w) for w in approvers), approvers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): a hook event's agent kind is taken from the hook invoked, which the agent's shell can call",
-)
 def test_a_forged_hook_event_of_another_agent_kind_does_not_make_the_claim_independent(
     ledger_env: Path,
 ) -> None:
@@ -405,10 +540,6 @@ def test_a_hook_session_id_with_an_at_sign_is_not_a_persons_principal(ledger_env
     assert shown["verification"] != "verified", shown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bypass (issue 17 follow-up): serve started from an agent's shell trusts its loopback board as a person's",
-)
 def test_a_board_the_agent_serves_from_its_own_shell_does_not_make_it_a_person(ledger_env: Path) -> None:
     """From its marked shell the agent runs `todoledger serve` (loopback, no token),
     reads the CSRF token from GET / and posts approve with who=boss: `web:boss`."""
@@ -456,3 +587,35 @@ def test_a_board_the_agent_serves_from_its_own_shell_does_not_make_it_a_person(l
     with Ledger() as lg:
         approvers = [e["writer"] for e in lg.history(item=item) if e["field"] == "approved"]
     assert not any(is_person(w) for w in approvers), approvers
+
+
+def test_every_reader_tells_a_local_agents_check_from_proof(ledger_env: Path) -> None:
+    """A check written under a local agent name (an MCP client called "reviewer"), the
+    claim from Claude Code's shell: show, next, prime, todoread, the board's row and
+    the report's proof section all say self-checked, and what waits on it is not ready."""
+    import json
+
+    from tests.test_mcp import call, stdio
+    from todoledger.ingest.report import load, render_md
+    from todoledger.web import pages
+
+    with Ledger() as lg:
+        item = lg.add("Verify the server restarts cleanly", writer=PERSON)["id"]
+        after = lg.add("Announce the release", depends_on=[item], writer=PERSON)["id"]
+        lg.add_check(item, "cmd:test -d .", writer="mcp:reviewer:r1")
+        lg.done(item, evidence="ok", writer="agent-shell:claude-code:s1")
+        shown = {i["id"]: i for i in lg.show()["items"]}
+        assert shown[item]["verification"] == "self-checked" and shown[after]["ready"] is False
+        assert after not in [i["id"] for i in lg.next()]
+        assert "self-checked (an agent's check: no person or token behind it)" in lg.prime()
+        (row,) = [it for it in lg.view("main").items if it.id == item]
+        assert "self-checked (an agent's check: no person or token behind it)" in pages.verification_text(row)
+        report = render_md(load(lg, "main"))
+    assert "self-checked" in report and "verified by" not in report, report
+
+    async def main() -> dict[str, object]:
+        async with stdio(ledger_env, name="claude-code") as c:
+            return dict(await call(c, "todoread", {"all": True}))
+
+    read = anyio.run(main)
+    assert "self-checked" in json.dumps(read), read

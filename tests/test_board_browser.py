@@ -8,6 +8,7 @@ Screenshots of every page go to tests/output/board-*.png.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin
 from tests.test_cli import run, run_json
 
 CHROMIUM = os.environ.get("TODOLEDGER_CHROMIUM", "/usr/bin/chromium")
@@ -53,7 +54,7 @@ class Served:
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [todoledger_bin(), "serve", "--port", str(self.port), "--name", "tester", *args],
-            env=subprocess_env(db),
+            env=person_env(db),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -140,18 +141,24 @@ def test_demo_plan_items_critical_path_verification_and_every_page(
     shot(page, "plans")
     page.click("text=demo >> nth=0")
     page.wait_for_selector(".items .row[data-id]")
-    assert page.locator(".items .row[data-id]").count() == len(rows)
-    for content in rows:
-        assert page.locator(".items .content a", has_text=content).count() >= 1
+    # What was closed undone is folded into the head's count, not rows of the table.
+    open_rows = {c: r for c, r in rows.items() if r["status"] != "cancelled"}
+    assert page.locator(".items .row[data-id]").count() == len(open_rows)
+    for content, r in rows.items():
+        where = ".items .content a" if r["status"] != "cancelled" else "details.closed a"
+        assert page.locator(where, has_text=content).count() >= 1
     shown_path = page.eval_on_selector_all(".row.crit", "rows => rows.map(r => r.dataset.id)")
-    assert shown_path == path["critical_path"] and len(shown_path) == 2
+    # Two of its items have estimates: it is shown (rows in plan order, the path in its own).
+    assert sorted(shown_path) == sorted(path["critical_path"]) and len(shown_path) >= 2
     assert "30m" in page.locator(".next").inner_text()
     # The first parallel set can start now; the benchmarks that share the server wait.
     now_ids = page.eval_on_selector_all(".row.par0", "rows => rows.map(r => r.dataset.id)")
     assert sorted(now_ids) == sorted(path["parallel"][0])
     completed = [r for r in rows.values() if r["status"] == "completed"]
     for r in completed:
-        assert page.locator(f'.row[data-id="{r["id"]}"] .ver').inner_text() == "claimed, not verified"
+        assert (
+            page.locator(f'.row[data-id="{r["id"]}"] .ver').inner_text() == "reported"
+        )  # one name per state
     shot(page, "plan")
     first = path["critical_path"][0]
     page.click(f'.row[data-id="{first}"] .content a')
@@ -464,8 +471,11 @@ def test_a_long_plan_has_every_row_on_the_first_paint_and_keeps_the_order_live(
     run(ledger_env, "add", "Inserted after step 3", "--after", "it003")
     run(ledger_env, "cancel", "it250", "--reason", "not needed")
     page.wait_for_selector(".row .content a:text('Inserted after step 3')")
-    page.wait_for_selector('.row[data-id="it250"].st-cancelled', state="attached")
-    assert page_order(page) == [r["id"] for r in run_json(ledger_env, "show")["items"]]
+    # A cancelled item leaves the table for the head's folded count, its reason with it.
+    page.wait_for_selector('details.closed li[data-id="it250"]', state="attached")
+    assert page.locator('.items .row[data-id="it250"]').count() == 0
+    shown = [r["id"] for r in run_json(ledger_env, "show")["items"] if r["status"] != "cancelled"]
+    assert page_order(page) == shown
 
 
 def test_sweeps_page_table_matches_results_and_charts_draw(
@@ -485,6 +495,7 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
         *("--run", "python3 bench.py {draft_tokens} {concurrency}", "--repeat", "3"),
         *("--metric", "tok_s=$.tok_s", "--metric", r"accept_len=accept_len: ([\d.]+)"),
         *("--keep", "tok_s>baseline*1.1"),
+        person=True,  # a person's sweep runs as written (an agent's or a script's waits for `sweep trust`)
     )
     run(ledger_env, "sweep", "run", "draft")
     result = run_json(ledger_env, "sweep", "results", "draft")
@@ -543,6 +554,7 @@ def test_sweeps_page_table_matches_results_and_charts_draw(
         *("sweep", "add", "xss", "--template", "<script>alert(1)</script> {label}"),
         *("--param", "label=<img src=x onerror=alert(2)>,plain", "--run", "python3 -c 'print(7)' {label}"),
         *("--metric", r"v=(\d+)"),
+        person=True,
     )
     run(ledger_env, "sweep", "run", "xss")
     page.wait_for_selector("#sweep-1-0 .main-svg")
@@ -599,7 +611,7 @@ def test_with_tokens_an_agents_page_cannot_approve_and_a_persons_approval_is_her
             tab.wait_for_selector("#flash.bad")
             assert tab.inner_text("#flash") == (
                 "agent:ci@web holds an agent's token: only a person can approve;"
-                " a person must do it, under a person's token or from a terminal"
+                " a person must do it, under a person's token (log in at /login) or from a terminal"
             )
             shot(tab, "tokens-agent-refused")
             # Scenario 2 from inside the page: the CSRF token, and "who": "ann".
@@ -632,3 +644,190 @@ def test_with_tokens_an_agents_page_cannot_approve_and_a_persons_approval_is_her
         server.stop()
     approvals = [e for e in run_json(ledger_env, "history", item) if e["field"] == "approved"]
     assert [e["writer"] for e in approvals] == ["web:ann"]
+
+
+# -- the first screen (issue 20): where are we, what is blocked, what is proven -----------------
+
+OVERFLOW = """els => els.filter(e => e.scrollWidth > e.clientWidth + 1)
+    .map(e => [e.className || e.tagName, e.textContent.slice(0, 60), e.scrollWidth, e.clientWidth])"""
+
+
+def boxes_meet(a: dict[str, float], b: dict[str, float]) -> bool:
+    return not (
+        a["x"] + a["width"] <= b["x"]
+        or b["x"] + b["width"] <= a["x"]
+        or a["y"] + a["height"] <= b["y"]
+        or b["y"] + b["height"] <= a["y"]
+    )
+
+
+def test_the_demo_plans_first_screen_says_where_we_are_what_is_blocked_and_proven(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    from todoledger.demo import AGENT, LEFT_OUT_4350, PHASE_0
+
+    run(ledger_env, "demo")
+    rows = items(ledger_env, "demo")
+    page.goto(f"{served.base}/plan?plan=demo")
+    live(page)
+    page.wait_for_selector(".items .row[data-id]")
+    # In progress, blocked, what can start now, what is proven: in that order, all on the first screen.
+    sections = page.locator(".first-screen section")
+    assert sections.evaluate_all("s => s.map(e => e.dataset.section)") == [
+        "in-progress",
+        "blocked",
+        "next",
+        "proven",
+    ]
+    places = [sections.nth(n).bounding_box() for n in range(4)]
+    for before, after in itertools.pairwise(places):
+        assert (after["y"], after["x"]) > (before["y"], before["x"])  # read in that order
+    assert all(p["y"] < 1000 for p in places)  # inside the first viewport
+    doing = page.locator("[data-section=in-progress] li")
+    assert doing.count() == 1 and PHASE_0 in doing.inner_text()
+    assert f"started by {AGENT}" in doing.inner_text()  # who started it, not the reviewer who noted it
+    blocked = page.locator("[data-section=blocked]").inner_text()
+    assert "Phase 0.3: Launch SGLang with K2.5 base + AQ-MedA..." in blocked
+    assert "Verify norm_before_residual" in blocked
+    now = page.locator("[data-section=next] > ul > li")
+    assert 1 <= now.count() <= 5 and "more, marked" in page.locator("[data-section=next]").inner_text()
+    assert "reported" in page.locator("[data-section=proven]").inner_text()
+    assert page.locator(".crit-line").count() == 0 and page.locator(".row.crit").count() == 0  # no estimates
+    # Cancelled and dropped: one count, the reasons on expansion, no rows in the table.
+    cancelled = [r for r in rows.values() if r["status"] == "cancelled"]
+    assert page.locator(".items .row.st-cancelled").count() == 0
+    closed = page.locator("details.closed")
+    assert closed.locator("summary").inner_text().startswith(f"{len(cancelled)} closed without being done")
+    assert not closed.locator("li").first.is_visible()
+    shot(page, "demo-first-screen")
+    closed.locator("summary").click()
+    assert closed.locator("li").count() == len(cancelled) and closed.locator("li").first.is_visible()
+    reasons = closed.inner_text()
+    assert f"dropped by {AGENT}" in reasons and LEFT_OUT_4350 in reasons
+    # No text runs out of its box.
+    assert (
+        page.eval_on_selector_all(
+            ".first-screen li, .first-screen h2, details.closed li, .row .content", OVERFLOW
+        )
+        == []
+    )
+    shot(page, "demo-closed-expanded")
+    # The plans page: the navigation says Plans once; each card names who started the work.
+    page.goto(f"{served.base}/")
+    live(page)
+    assert page.locator("header").inner_text().split().count("Plans") == 1
+    card = page.locator('.plan-card[data-plan="demo"]').inner_text()
+    assert f"started by {AGENT}" in card and "cli:reviewer" in card  # the reviewer made the last change
+    assert "cancelled or dropped" in card
+    assert page.eval_on_selector_all(".plan-card h2, .plan-card li", OVERFLOW) == []
+    shot(page, "demo-plans")
+    # The item page: its history in words, placed by message (no clock), no JSON.
+    page.goto(f"{served.base}/item?plan=demo&id={rows[PHASE_0]['id']}")
+    live(page)
+    history = page.locator("table.history").inner_text()
+    assert "msg 4950 (seed 001)" in history and f"added '{PHASE_0}' [in_progress]" in history
+    assert "{" not in history and "Times not recorded" in page.inner_text("main")
+    assert f"in progress, started by {AGENT}" in page.inner_text("article dl")
+    shot(page, "demo-item")
+
+
+def test_a_finished_phase_is_not_offered_as_work_to_start(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    phase = run_json(ledger_env, "add", "Phase 1: probe the drafter")["id"]
+    kids = [run_json(ledger_env, "add", f"Phase 1.{n}: step {n}", "--parent", phase)["id"] for n in (1, 2)]
+    other = run_json(ledger_env, "add", "Write the report")["id"]
+    for kid in kids:
+        run(ledger_env, "done", kid)
+    assert phase in [r["id"] for r in run_json(ledger_env, "next")]  # ready: nothing open under it
+    page.goto(f"{served.base}/plan?plan=main")
+    live(page)
+    offered = page.eval_on_selector_all("[data-section=next] > ul > li", "ls => ls.map(l => l.dataset.id)")
+    assert offered == [other]
+    assert "Phase 1: probe the drafter" in page.locator("[data-section=next] .phases").inner_text()
+    assert page.locator(f'.row[data-id="{phase}"] .tag.par').count() == 0  # nor marked "now" in the table
+    assert page.locator(f'.row[data-id="{other}"] .tag.par').count() == 1
+    shot(page, "finished-phase")
+
+
+def modebar_clear(page: Any, chart: str) -> None:
+    """The chart's mode bar is drawn, and covers neither its title nor its plot."""
+    bar = page.locator(f"{chart} .modebar").bounding_box()
+    plot = page.locator(f"{chart} .nsewdrag").first.bounding_box()
+    assert bar is not None and plot is not None and bar["width"] > 0
+    assert not boxes_meet(bar, plot), (bar, plot)
+    title = page.locator(f"{chart} .gtitle")
+    if title.count():
+        assert not boxes_meet(bar, title.bounding_box()), (bar, title.bounding_box())
+
+
+def test_the_timeline_is_in_plan_order_with_whole_labels_and_no_overlap(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    run(ledger_env, "demo")
+    order = [r["content"] for r in run_json(ledger_env, "show", "--plan", "demo")["items"]]
+    page.goto(f"{served.base}/timeline?plan=demo")
+    live(page)
+    page.wait_for_selector("#chart .main-svg")
+    ticks = page.eval_on_selector_all(
+        "#chart .yaxislayer-above .ytick text",
+        """ts => ts.map(t => ({text: [...t.querySelectorAll('tspan.line')].map(s => s.textContent),
+            box: t.getBoundingClientRect().toJSON()}))""",
+    )
+    ticks.sort(key=lambda t: t["box"]["y"])  # top to bottom, as a person reads them
+    labels = [" ".join(t["text"][:-1]) for t in ticks]  # the last line is the id
+    tree = [r["content"] for r in sorted_tree(run_json(ledger_env, "show", "--plan", "demo")["items"])]
+    assert labels == tree and sorted(labels) == sorted(order)  # plan order, whole texts
+    svg = page.locator("#chart .main-svg").first.bounding_box()
+    for n, t in enumerate(ticks):
+        assert t["box"]["x"] >= svg["x"], t  # not cut at the left edge
+        for other in ticks[n + 1 :]:
+            assert not boxes_meet(t["box"], other["box"]), (t["text"], other["text"])
+    steps = page.eval_on_selector_all("#chart .xtick text", "ts => ts.map(t => t.textContent)")
+    assert steps[0].startswith("msg 2871") and any(s.startswith("msg 4950") for s in steps)
+    assert "times were not recorded" in page.inner_text("main").lower()
+    modebar_clear(page, "#chart")
+    shot(page, "demo-timeline")
+
+
+def sorted_tree(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The plan's items depth first (each phase followed by its items), as the board shows them."""
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    known = {r["id"] for r in rows}
+    for r in rows:
+        children.setdefault(r["parent"] if r["parent"] in known else None, []).append(r)
+    out: list[dict[str, Any]] = []
+
+    def walk(parent: str | None) -> None:
+        for r in children.get(parent, []):
+            out.append(r)
+            walk(r["id"])
+
+    walk(None)
+    return out
+
+
+def test_the_demo_sweep_chart_holds_its_baseline_and_its_mode_bar_is_out_of_the_way(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    run(ledger_env, "demo", "--checks")
+    results = run_json(ledger_env, "sweep", "results", "draft_tokens_standin", "--plan", "demo")
+    base = next(r for r in results["rows"] if r["baseline"])
+    sixteen = next(r for r in results["rows"] if not r["baseline"])
+    page.goto(f"{served.base}/sweeps?plan=demo")
+    live(page)
+    section = ".sweep[data-sweep=draft_tokens_standin]"
+    page.evaluate(f"document.querySelector('{section}').scrollIntoView()")
+    chart = f"{section} .sweep-chart"
+    page.wait_for_selector(f"{chart} .main-svg")
+    low, high = page.evaluate(f"document.querySelector('{chart}')._fullLayout.yaxis.range")
+    for value in (base["median"], base["max"], sixteen["min"], sixteen["max"]):
+        assert low <= value <= high, (value, low, high)
+    assert low <= 0  # a throughput from zero
+    assert page.locator(f"{chart} .shapelayer path").count() >= 1  # the baseline drawn across the chart
+    modebar_clear(page, chart)
+    # The planned sweep of the seeds (never run) is listed with no runs, and no chart.
+    planned = page.locator(".sweep[data-sweep=draft_tokens]")
+    assert planned.locator("td.n").evaluate_all("ns => ns.map(n => n.textContent)") == ["0"] * 4
+    page.evaluate(f"document.querySelector('{section}').scrollIntoView()")
+    shot(page, "demo-sweep-chart")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import TESTER, person_env, todoledger_bin
 from tests.test_mcp import TOKEN, call, free_port, http, refuse, snapshot, stdio, wait_for_port
 from todoledger import Ledger
 
@@ -16,7 +16,7 @@ def test_plan_update_runs_the_gate_and_todowrite_is_told(ledger_env: Path, tmp_p
     with Ledger() as lg:
         disk = lg.add("Verify /data has space for 25K samples")
         lg.add("Run inference", depends_on=[disk["id"]])
-        lg.add_check(disk["id"], "file:space-ok")
+        lg.add_check(disk["id"], "file:space-ok", writer=TESTER)  # a person's gate: it proves the claim
 
     async def main() -> None:
         async with stdio(ledger_env, name="opencode") as c:
@@ -95,7 +95,7 @@ def serve_on(ledger_env: Path, *extra: str) -> tuple[subprocess.Popen[bytes], st
     port = free_port()
     proc = subprocess.Popen(
         [todoledger_bin(), "serve", "--port", str(port), "--token", TOKEN, *extra],
-        env=subprocess_env(ledger_env),
+        env=person_env(ledger_env),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

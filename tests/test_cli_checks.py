@@ -51,8 +51,9 @@ def test_done_runs_the_gate_and_shows_its_output(ledger_env: Path, tmp_path: Pat
     assert [(m["name"], m["value"]) for m in metrics] == [("tok_s", 60.0), ("accept_len", 2.95)]
     fields = [e["field"] for e in run_json(ledger_env, "history", item["id"])]
     assert fields.count("receipt") == 2 and fields.count("metric") == 2
-    text = run(ledger_env, "history", item["id"]).stdout
-    assert "receipt" in text and "metric" in text
+    text = run(ledger_env, "history", item["id"]).stdout  # in words, not JSON
+    assert "fails: cmd:cat results.txt" in text and "holds: cmd:cat results.txt (tok_s 60)" in text
+    assert "tok_s = 60.0 (run 1, typed)" in text and "{" not in text
 
 
 def test_force_needs_a_reason(ledger_env: Path) -> None:

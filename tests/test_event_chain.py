@@ -145,11 +145,29 @@ def test_the_migration_chains_the_events_a_ledger_already_holds(ledger_env: Path
     _sql(ledger_env, "DELETE FROM migrations WHERE name = 'event_chain'")
     # The migrations after it are taken back too, so that the upgrade runs them again.
     later = [name for name, _ in MIGRATIONS][version + 1 :]
-    assert later == ["check_provenance"], "take back each later migration here"
-    _sql(ledger_env, "ALTER TABLE checks DROP COLUMN route")
+    assert later == [
+        "check_provenance",
+        "untimed_ops",
+        "check_context",
+        "tokens",
+        "sweep_lifecycle",
+        "dropped_status",
+    ], "take back each later migration here"
+    _sql(ledger_env, "DROP INDEX writer_base_listed")
+    _sql(ledger_env, "ALTER TABLE writer_base DROP COLUMN listed")
+    _sql(ledger_env, "DROP TABLE sweep_setups")
+    for column in ("approved_by", "approved_at", "approved_digest"):
+        _sql(ledger_env, f"ALTER TABLE sweeps DROP COLUMN {column}")
+    _sql(ledger_env, "ALTER TABLE receipts DROP COLUMN env")
+    _sql(ledger_env, "DROP TABLE tokens")
+    for column in ("route", "cwd", "path"):
+        _sql(ledger_env, f"ALTER TABLE checks DROP COLUMN {column}")
     for column in ("provenance", "check_id", "accepted_by"):
         _sql(ledger_env, f"ALTER TABLE metrics DROP COLUMN {column}")
-    _sql(ledger_env, "DELETE FROM migrations WHERE name = 'check_provenance'")
+    for column in ("untimed", "source_msg"):
+        _sql(ledger_env, f"ALTER TABLE ops DROP COLUMN {column}")
+    for name in later:
+        _sql(ledger_env, "DELETE FROM migrations WHERE name = ?", (name,))
     if isinstance(ledger_env, Path):
         _sql(ledger_env, f"PRAGMA user_version={version}")
     else:

@@ -137,7 +137,7 @@ def test_replaced_file_starts_over_and_other_events_do_nothing(tmp_path: Path, l
     rollout.write_text(meta() + "\n" + plan_line(2, ("A", "completed")) + "\n")  # shorter than the offset
     hook({"hook_event_name": "Stop", "transcript_path": str(rollout)})
     with Ledger(ledger_env) as lg:
-        assert sorted(i["status"] for i in lg.items(PLAN)) == ["cancelled", "completed"]
+        assert sorted(i["status"] for i in lg.items(PLAN)) == ["completed", "dropped"]
     assert hook({"hook_event_name": "PostToolUse", "transcript_path": str(rollout)}) == ""
     assert hook({"hook_event_name": "Stop", "transcript_path": str(tmp_path / "gone.jsonl")}) == ""
 

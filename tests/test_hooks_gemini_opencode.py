@@ -94,7 +94,7 @@ def test_gemini_next_list_updates_and_drops(ledger_env: Path) -> None:
     assert status == {
         "Map the callers of parse()": "completed",
         "Rename parse() to read()": "completed",
-        "Update the docs": "cancelled",
+        "Update the docs": "dropped",
     }
 
 

@@ -231,21 +231,28 @@ def test_without_a_terminal_a_person_only_verb_asks_for_a_token(ledger_env: Path
     assert refused.returncode == 1
     line = one_line(refused.stderr)
     assert "no terminal" in line and "TODOLEDGER_TOKEN" in line
-    # A person's token is a person: the removal is theirs.
-    tokens = tmp_path / "tokens"
-    tokens.write_text("ann-token-0123456789 ann person\nci-token-0123456789ab agent:ci\n", "utf-8")
-    as_ann = {"TODOLEDGER_TOKENS": str(tokens), "TODOLEDGER_TOKEN": "ann-token-0123456789"}
+    # A person's token, registered in the ledger by a person, is that person: the removal is theirs.
+    with Ledger() as lg:
+        lg.add_token("ann", token="ann-token-0123456789", writer=PERSON)
+        lg.add_token("ci", agent=True, token="ci-token-0123456789ab", writer=PERSON)
+    as_ann = {"TODOLEDGER_TOKEN": "ann-token-0123456789"}
     removed = cli(ledger_env, "gate", "remove", check, "--json", env=as_ann | CLAUDE)
     assert removed.returncode == 0, removed.stderr
     assert writers("check") == ["cli:ann"]
-    # An agent's token is that agent: refused.
+    # An agent's token is that agent (shown by its token: agent:ci@cli): refused.
     with Ledger() as lg:
         again = lg.add_check(item, "cmd:false", writer=PERSON)["id"]
-    as_ci = {"TODOLEDGER_TOKENS": str(tokens), "TODOLEDGER_TOKEN": "ci-token-0123456789ab"}
+    as_ci = {"TODOLEDGER_TOKEN": "ci-token-0123456789ab"}
     refused = cli(ledger_env, "gate", "remove", again, env=as_ci)
-    assert refused.returncode == 1 and "not agent:ci" in one_line(refused.stderr)
-    wrong = cli(ledger_env, "add", "y", "--json", env={**as_ci, "TODOLEDGER_TOKEN": "not-a-token-at-all-x"})
-    assert wrong.returncode == 1 and "not in the tokens file" in one_line(wrong.stderr)
+    assert refused.returncode == 1 and "not agent:ci@cli" in one_line(refused.stderr)
+    wrong = cli(ledger_env, "add", "y", "--json", env={"TODOLEDGER_TOKEN": "not-a-token-at-all-x"})
+    assert wrong.returncode == 1 and "not a token registered in this ledger" in one_line(wrong.stderr)
+    # A tokens file, wherever the environment points, is no route to a person on the command line.
+    tokens = tmp_path / "tokens"
+    tokens.write_text("mine-token-0123456789 boss person\n", "utf-8")
+    mine = {"TODOLEDGER_TOKENS": str(tokens), "TODOLEDGER_TOKEN": "mine-token-0123456789"}
+    refused = cli(ledger_env, "gate", "remove", again, env=mine)
+    assert refused.returncode == 1 and "not a token registered" in one_line(refused.stderr)
 
 
 def test_a_person_at_a_terminal_approves(ledger_env: Path) -> None:
@@ -300,12 +307,15 @@ DENIED = [
     "cd /tmp && TODOLEDGER_WRITER=x todoledger done abc --force --reason flaky",
     "todo'ledger' approve abc",
     "t\\odoledger trust",
+    "todoledger token add boss",
+    "todoledger token remove ann",
 ]
 ALLOWED = [
     "todoledger show --json",
     "todoledger approve --list",
     "todoledger start abc --force",
     "todoledger gate add abc cmd:pytest",
+    "todoledger token list",
     "grep -rn approve src/todoledger",
     "ls ~/.cache/todoledger-e2e && echo trust",
     "git commit -m 'approve the plan'",

@@ -31,6 +31,13 @@ def rich_plan(lg: Ledger, tmp_path: Path) -> None:
     early = lg.add("Shipped early", writer="setup", depends_on=[gated["id"]])
     lg.done(early["id"], writer="setup", force=True, force_reason='"ship it" \u2028 now')
     lg.add("Other plan", plan="other", writer="setup")
+    # An agent's list drops an item, and keeps working on one a person then cancelled: contested.
+    listed = {"todos": [{"content": "Agent's task", "status": "in_progress"}]}
+    lg.write({"todos": [*listed["todos"], {"content": "Left out", "status": "pending"}]}, writer="agent:a")
+    lg.write(listed, writer="agent:a")
+    task = next(i["id"] for i in lg.show()["items"] if i["content"] == "Agent's task")
+    lg.cancel(task, writer="setup", reason="not now")
+    lg.write(listed, writer="agent:a")
 
 
 def test_the_text_is_the_json_of_show(tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ LEDGER_RANKS = {
     "reading": 3,
     "history": 3,
     "people": 3,
+    "tokens": 3,
     "checkrecords": 3,
     # 4: sweeps' records: a sweep defined as items (through `items`) with their checks.
     "sweeprows": 4,

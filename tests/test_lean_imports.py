@@ -65,8 +65,8 @@ def test_a_plan_with_a_check_still_gets_its_checks(tmp_path: Path) -> None:
     with Ledger(db) as lg:
         gated = lg.add("Write the report", writer="setup")
         after = lg.add("Send it", writer="setup", depends_on=[gated["id"]])
-        lg.add_check(gated["id"], f"file:{tmp_path / 'report.md'}")
-        lg.update(gated["id"], status="completed", writer="setup", force=True, force_reason="test setup")
+        lg.add_check(gated["id"], f"file:{tmp_path / 'report.md'}", writer="cli:setup")  # a person's gate
+        lg.update(gated["id"], status="completed", writer="cli:setup", force=True, force_reason="test setup")
     out, loaded = probe(db, "show", "--json")
     assert "todoledger.ledger.gates" in loaded
     rows = {it["id"]: it for it in json.loads(out)["items"]}

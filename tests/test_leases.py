@@ -8,7 +8,6 @@ told a later time, not because the test sleeps.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,9 +136,8 @@ def test_a_lapsed_lease_nobody_took_is_taken_back_by_its_token(lg: Ledger) -> No
 
 
 def test_claim_renew_release_on_the_command_line(ledger_env: Path | str, lg: Ledger) -> None:
-    # A person at the command line: alice's own token (conftest's tokens file gets her line).
-    tokens = Path(os.environ["TODOLEDGER_TOKENS"])
-    tokens.write_text(tokens.read_text("utf-8") + "alice-token-0123456789 alice person\n", "utf-8")
+    # A person at the command line: alice's own token, registered in the ledger by a person.
+    lg.add_token("alice", token="alice-token-0123456789", writer="cli:ann")
     env = subprocess_env(ledger_env, TODOLEDGER_TOKEN="alice-token-0123456789")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -226,7 +226,7 @@ def test_a_writer_relisting_what_it_dropped_brings_it_back(lg: Ledger) -> None:
         writer="w",
     )
     lg.write({"todos": [{"content": "Ship", "status": "pending"}]}, writer="w")
-    assert contents(lg) == [("Migrate schema", "cancelled"), ("Ship", "pending")]
+    assert contents(lg) == [("Migrate schema", "dropped"), ("Ship", "pending")]
     lg.write(
         {
             "todos": [
@@ -238,7 +238,38 @@ def test_a_writer_relisting_what_it_dropped_brings_it_back(lg: Ledger) -> None:
     )
     assert contents(lg) == [("Migrate schema", "pending"), ("Ship", "pending")]
     assert lg.show()["items"][0]["reason"] is None
-    # Someone else's drop is not undone by a writer that never saw the item.
+    # A drop is no decision about the work: another writer (a new session) that lists it revives it too,
+    # and is told who dropped it and when.
     lg.write({"todos": [{"content": "Ship", "status": "pending"}]}, writer="w")
-    lg.write({"todos": [{"content": "Migrate schema", "status": "pending"}]}, writer="stranger")
-    assert contents(lg)[0] == ("Migrate schema", "cancelled")
+    item = lg.show()["items"][0]["id"]
+    revived = lg.write({"todos": [{"content": "Migrate schema", "status": "in_progress"}]}, writer="stranger")
+    assert contents(lg)[0] == ("Migrate schema", "in_progress")
+    assert revived.notices == [
+        f"'Migrate schema' ({item}) was dropped by w at revision 4; listed again, it is in_progress"
+    ]
+    assert lg.show()["items"][0]["reason"] is None
+
+
+def test_a_reason_belongs_to_its_state_and_leaves_with_it(lg: Ledger) -> None:
+    """Issue 18: a completed item carried the reason of an earlier drop. Whatever
+    moves the status (a list, an update), the old state's reason stays in the
+    history and leaves the item."""
+    lg.write(
+        {"todos": [{"content": "Deploy", "status": "pending"}, {"content": "Ship", "status": "pending"}]},
+        writer="w",
+    )
+    lg.write({"todos": [{"content": "Ship", "status": "pending"}]}, writer="w")  # Deploy dropped
+    deploy = next(i for i in lg.show()["items"] if i["content"] == "Deploy")
+    assert deploy["reason"] == "dropped by w at revision 2"
+    lg.write(
+        {"todos": [{"content": "Deploy", "status": "completed"}, {"content": "Ship", "status": "pending"}]},
+        writer="w",
+    )
+    assert (lg.get(deploy["id"])["status"], lg.get(deploy["id"])["reason"]) == ("completed", None)
+    ship = next(i for i in lg.show()["items"] if i["content"] == "Ship")["id"]
+    lg.cancel(ship, reason="not this release", writer="w")
+    lg.update(ship, status="in_progress", writer="w")
+    assert lg.get(ship)["reason"] is None
+    reasons = [(e["old"], e["new"]) for e in lg.history(item=ship) if e["field"] == "reason"]
+    assert reasons == [(None, "not this release"), ("not this release", None)]  # kept in the history
+    assert lg.check() == []

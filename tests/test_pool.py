@@ -24,7 +24,7 @@ from todoledger.core.model import BusyError, LedgerError
 from todoledger.ledger.shared import SharedLedger
 from todoledger.store.postgres import POOL_NAME
 
-from .conftest import subprocess_env, todoledger_bin
+from .conftest import person_env, todoledger_bin
 from .pgserver import ledger_url
 from .test_mcp import call, free_port, http
 
@@ -69,7 +69,7 @@ def test_calls_over_http_run_side_by_side_on_pooled_connections(pg_ledger: str) 
         [todoledger_bin(), "serve", "--port", str(port), "--pool-size", "4"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=subprocess_env(pg_ledger),
+        env=person_env(pg_ledger),
     )
     url = f"http://127.0.0.1:{port}/mcp"
     admin = psycopg.connect(pg_ledger, autocommit=True)

@@ -31,9 +31,9 @@ from todoledger.core.view import build
 def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """In this process the default writer is the person `cli:tester`, by their token:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
-    from tests.conftest import TESTER_TOKEN
+    from tests.conftest import act_as_person
 
-    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+    act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 
 PERSON = "cli:ann"
@@ -229,15 +229,19 @@ def test_max_age_per_check_and_port_checks_say_a_process_listens(lg: Ledger) -> 
     assert parse("port:127.0.0.1:8080").age_limit == 600.0 and parse("file:x").age_limit is None
 
 
-def test_receipts_record_named_inputs_even_git_ignored_ones(lg: Ledger, tmp_path: Path) -> None:
+def test_receipts_record_named_inputs_even_git_ignored_ones(
+    lg: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tmp_path = tmp_path / "repo"  # beside the SQLite ledger, whose writes would dirty the tree
     tmp_path.mkdir()
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitignore").write_text("model.cfg\n")
     (tmp_path / "model.cfg").write_text("quant=fp8\n")
     item = lg.add("Config is fp8", writer=PERSON)["id"]
+    monkeypatch.chdir(tmp_path)  # the person writes the check in the repo: it runs there
     lg.add_check(item, "cmd:grep -q fp8 model.cfg", writer=PERSON)
-    lg.verify([item], cwd=str(tmp_path))
+    monkeypatch.chdir(tmp_path.parent)
+    lg.verify([item])
     assert state(lg, item) == "verified"
     assert "model.cfg" in lg.receipts(item)[0]["tree"]["inputs"]
     (tmp_path / "model.cfg").write_text("quant=fp8 # and bf16 too\n")  # ignored by git: no dirty hash sees it

@@ -217,3 +217,78 @@ def test_a_claimed_completion_is_drawn_and_labelled_on_the_terminal(monkeypatch:
     text = term(doc, monkeypatch, width=100)
     assert "gate  ●  medium  item gate  claimed completed, gate failing" in text
     assert "not shown" not in text
+
+
+CONTEST = {"writer": "agent:a", "listed": "in_progress", "closed_by": "cli:you"}
+FOUGHT = "listed as in progress by agent:a, but cancelled by cli:you"
+CLOSED: dict[str, Any] = {
+    "plan": "p",
+    "revision": 4,
+    "items": [
+        _item("open01", "pending"),
+        _item("gone01", "cancelled", reason="not needed"),
+        _item("left01", "dropped", reason="dropped by agent:a at revision 2"),
+        _item("left02", "dropped"),
+        _item("fought", "cancelled", reason="not now", contested=[CONTEST]),
+        _item("done01", "completed"),
+    ],
+}
+
+
+def test_dropped_folds_like_cancelled_and_is_counted_apart_from_it() -> None:
+    drawn = fold(build(CLOSED))
+    assert drawn.folded == {"completed": 1, "cancelled": 1, "dropped": 2}
+    assert [it.id for it in fold(build(CLOSED), show_all=True).rest] == [
+        "gone01",
+        "left01",
+        "left02",
+        "done01",
+    ]
+
+
+def test_a_contested_item_is_never_folded() -> None:
+    """A closed item a writer's latest list still works on is a disagreement someone
+    must see: it stays among the drawn rows, with the disagreement as its label."""
+    drawn = fold(build(CLOSED))
+    assert [it.id for it in drawn.shown] == ["open01", "fought"]
+    assert drawn.shown[1].contested == (FOUGHT,)
+    # and the counts leave it out: it is drawn, not folded
+    assert drawn.folded["cancelled"] == 1
+
+
+def test_dropped_and_contested_in_the_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    render_plain.plan(build(CLOSED))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        "open01  ○  medium  item open01",
+        f"fought  ✕  medium  item fought  cancelled: not now  {FOUGHT}",
+        "(1 completed, 1 cancelled, 2 dropped not shown: todoledger show --all)",
+    ]
+    render_plain.plan(build(CLOSED), show_all=True)
+    everything = capsys.readouterr().out.splitlines()
+    assert everything[3:] == [
+        "completed, cancelled and dropped (1 completed, 1 cancelled, 2 dropped):",
+        "gone01  ✕  medium  item gone01  cancelled: not needed",
+        "left01  ⊖  medium  item left01  dropped by agent:a at revision 2",
+        "left02  ⊖  medium  item left02  dropped",
+        "done01  ●  medium  item done01",
+    ]
+
+
+def test_dropped_and_contested_on_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert term(CLOSED, monkeypatch, width=120).splitlines()[1:] == [
+        "open01  ○  medium  item open01",
+        f"fought  ✕  medium  item fought  {FOUGHT}",
+        "                     reason: not now",
+        "(1 completed, 1 cancelled, 2 dropped not shown: todoledger show --all)",
+    ]
+    everything = term(CLOSED, monkeypatch, width=120, show_all=True).splitlines()
+    assert everything[4:] == [
+        "completed, cancelled and dropped (1 completed, 1 cancelled, 2 dropped):",
+        "gone01  ✕  medium  item gone01",
+        "                     reason: not needed",
+        "left01  ⊖  medium  item left01",
+        "                     reason: dropped by agent:a at revision 2",
+        "left02  ⊖  medium  item left02",
+        "done01  ●  medium  item done01",
+    ]

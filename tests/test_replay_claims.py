@@ -89,6 +89,8 @@ def test_replay_tells_verified_from_self_checked_from_reported(ledger_env: Path)
     assert phase == {"Phase 0.1": "reported", "Phase 0.2": "reported"}
     assert report.claims.rows() == [
         # writer, claimed, independent, self-checked, reported, failed/stale, reopened, forced, gate removed
+        # The reviewer's two: what the refused call of msg 4329 held (seed 003), on the seed's word.
+        (REVIEWER, "2", "0", "0", "2", "0", "0", "0", "0"),
         (mcp, "3", "1", "1", "1", "0", "0", "0", "0"),
         (AGENT, "2", "0", "0", "2", "0", "0", "0", "0"),
     ]

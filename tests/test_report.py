@@ -21,9 +21,9 @@ from todoledger.ledger import Ledger
 def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """In this process the default writer is the person `cli:tester`, by their token:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
-    from tests.conftest import TESTER_TOKEN
+    from tests.conftest import act_as_person
 
-    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+    act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 
 PLAN = "demo/abcd1234"
@@ -99,7 +99,7 @@ def test_every_anomaly_is_found_with_its_line() -> None:
     assert found["completed-without-progress"] == ['"Write code" went pending → completed']
     assert found["went-backwards"] == ['"Write code" went completed → in_progress']
     assert found["parallel-in-progress"] == ['2 items in progress: "Write code", "Write docs"']
-    assert found["dropped"] == ['"Write docs" was left out of the list while open and cancelled']
+    assert found["dropped"] == ['"Write docs" was left out of the list while open']
     assert found["left-open"] == ['"Deploy" was still pending at the last call']
     assert where["went-backwards"] == "L12"
     assert where["dropped"] == "L30"
@@ -398,3 +398,28 @@ def test_the_report_pauses_the_cycle_collector_only_while_it_runs(ledger_env: Pa
             assert not gc.isenabled()  # paused by someone else: left as it was
         finally:
             gc.enable()
+
+
+def test_a_single_run_finding_says_what_the_record_shows_and_what_was_asked_only_if_asked() -> None:
+    """Seed 004: the baseline marked completed after one run. The finding says how
+    many runs there were; "N were asked for" only where the plan asked (the item's
+    own text here; a sweep's --repeat in tests/test_sweeps.py's plans)."""
+    with Ledger() as lg:
+        baseline = lg.add("Benchmark current baseline config (cutlass MoE + cudnn FP4, no spec)", plan=PLAN)[
+            "id"
+        ]
+        lg.add_check(baseline, "metric:tok_s>=100", plan=PLAN)
+        lg.done(baseline, metrics={"tok_s": 172.0}, plan=PLAN)
+        repeated = lg.add("Benchmark best config at C=32, 3 runs", plan=PLAN)["id"]
+        lg.add_check(repeated, "metric:tok_s>=100", plan=PLAN)
+        lg.done(repeated, metrics={"tok_s": 2156.0}, plan=PLAN)
+        report = load(lg, PLAN)
+    found = {f.items[0]: f.message for f in report.findings if f.code == "single-run"}
+    assert found[baseline] == (
+        '"Benchmark current baseline config (cutlass MoE + cudnn FP4, no spec)" completed after 1 recorded run'
+    )  # nobody asked for 2: nothing said of it
+    assert (
+        found[repeated]
+        == '"Benchmark best config at C=32, 3 runs" completed after 1 recorded run; 3 were asked for (its text)'
+    )
+    assert "completed after a single run" in render_md(report)

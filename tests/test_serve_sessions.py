@@ -15,7 +15,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import person_env, todoledger_bin
 from tests.test_mcp import TOKEN, call, free_port, http, wait_for_port
 from todoledger.mcp.sessions import SESSIONS_PER_CLIENT
 
@@ -40,7 +40,7 @@ def serving(ledger_env: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     proc = subprocess.Popen(
         [todoledger_bin(), "serve", "--port", str(port), "--token", TOKEN],
-        env=subprocess_env(ledger_env),
+        env=person_env(ledger_env),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -17,7 +17,7 @@ import pytest
 
 from todoledger import Ledger
 
-from .conftest import subprocess_env, todoledger_bin
+from .conftest import person_env, subprocess_env, todoledger_bin
 from .test_mcp import call, free_port, http
 
 ANN = "ann-token-0123456789abcdef"
@@ -33,7 +33,7 @@ def team_server(ledger_env: Path | str, tmp_path: Path) -> Iterator[str]:
         [todoledger_bin(), "serve", "--port", str(port), "--tokens", str(tokens)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=subprocess_env(ledger_env),
+        env=person_env(ledger_env),
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -134,7 +134,7 @@ def test_an_agent_token_cannot_approve_on_the_board_as_anyone(
     assert said.status_code == 403
     assert said.json()["error"] == (
         "agent:ci@web holds an agent's token: only a person can approve;"
-        " a person must do it, under a person's token or from a terminal"
+        " a person must do it, under a person's token (log in at /login) or from a terminal"
     )
     plan = _act(base, BOT, {"action": "approve_plan", "who": "boss"})
     assert plan.status_code == 403 and "only a person can approve the plan" in plan.json()["error"]
@@ -200,7 +200,7 @@ def wide_server(ledger_env: Path | str) -> Iterator[tuple[str, str]]:
         [todoledger_bin(), "serve", "--host", "0.0.0.0", "--port", str(port), "--token", BOSS],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=subprocess_env(ledger_env),
+        env=person_env(ledger_env),
     )
     assert proc.stderr is not None
     lines = [proc.stderr.readline().decode(), proc.stderr.readline().decode()]

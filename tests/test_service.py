@@ -64,12 +64,12 @@ def test_numbers_are_not_rewordings(lg: Ledger) -> None:
     lg.write(todos(("Benchmark with 10 draft tokens", "pending")), writer="a")
     lg.write(todos(("Benchmark with 5 draft tokens", "pending")), writer="a")
     items = by_content(lg)
-    assert items["Benchmark with 10 draft tokens"]["status"] == "cancelled"
-    assert items["Benchmark with 10 draft tokens"]["reason"] == "dropped by a"
+    assert items["Benchmark with 10 draft tokens"]["status"] == "dropped"
+    assert items["Benchmark with 10 draft tokens"]["reason"] == "dropped by a at revision 2"
     assert items["Benchmark with 5 draft tokens"]["status"] == "pending"
 
 
-def test_drop_cancels_open_item_and_restore_brings_it_back(lg: Ledger) -> None:
+def test_drop_closes_open_item_apart_from_a_cancel_and_restore_brings_it_back(lg: Ledger) -> None:
     lg.write(todos(("A", "in_progress"), ("B", "pending")), writer="a")
     res = lg.write(todos(("A", "in_progress")), writer="a")
     assert {
@@ -79,7 +79,7 @@ def test_drop_cancels_open_item_and_restore_brings_it_back(lg: Ledger) -> None:
         "was": "pending",
     } in res.changes
     b = by_content(lg)["B"]
-    assert (b["status"], b["reason"]) == ("cancelled", "dropped by a")
+    assert (b["status"], b["reason"]) == ("dropped", "dropped by a at revision 2")
     restored = lg.restore(b["id"])
     assert restored["status"] == "pending" and restored["reason"] is None
 

@@ -173,3 +173,37 @@ def on_terminal_raw(args: list[str], env: dict[str, str]) -> str:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, out.decode(errors="replace")
     return out.decode().replace("\r\n", "\n")
+
+
+def test_dropped_folds_apart_from_cancelled_and_a_contested_item_stays_in_sight(
+    ledger_env: Path | str, tmp_path: Path
+) -> None:
+    """An agent's list leaves two items out (dropped) and keeps working on one a
+    person cancelled (contested): on the terminal the drops are counted apart from
+    the cancel, and the contested item is drawn with the disagreement, not folded."""
+    with Ledger(ledger_env) as lg:
+        listed = {"todos": [{"content": "Agent's task", "status": "in_progress"}]}
+        extra = [{"content": f"Left out {k}", "status": "pending"} for k in range(2)]
+        lg.write({"todos": [*listed["todos"], *extra]}, writer="agent:a")
+        lg.write(listed, writer="agent:a")  # the two left out: dropped
+        task = next(i["id"] for i in lg.show()["items"] if i["content"] == "Agent's task")
+        lg.add("Never needed", writer="cli:tester")
+        gone = next(i["id"] for i in lg.show()["items"] if i["content"] == "Never needed")
+        lg.cancel(gone, writer="cli:tester", reason="not needed")
+        lg.cancel(task, writer="cli:tester", reason="not now")
+        lg.write(listed, writer="agent:a")  # still listed as in progress: contested
+    env, _ = pager_env(ledger_env, tmp_path, "cat")
+    lines = on_terminal([todoledger_bin(), "show"], env).splitlines()
+    (drawn,) = [line for line in lines if "Agent's task" in line]
+    assert (
+        drawn.split()[1] == "✕" and "listed as in progress by agent:a, but cancelled by cli:tester" in drawn
+    )
+    assert "(2 cancelled, 2 dropped not shown: todoledger show --all)" not in lines
+    assert "(1 cancelled, 2 dropped not shown: todoledger show --all)" in lines
+    assert not [line for line in lines if "Left out" in line or "Never needed" in line]
+    everything = on_terminal([todoledger_bin(), "show", "--all"], env).splitlines()
+    assert "completed, cancelled and dropped (1 cancelled, 2 dropped):" in everything
+    marks = {line.split()[5]: line.split()[1] for line in everything if "Left out" in line}
+    assert marks == {"0": "⊖", "1": "⊖"}
+    # `show ID` is the item in full, also on a terminal (click's path)
+    assert "Agent's task" in on_terminal([todoledger_bin(), "show", task], env).splitlines()[0]

@@ -321,7 +321,7 @@ def test_source_keys_mark_imported_calls(repo: Repo) -> None:
         repo.new_op("q", "w", AT, "write")
         repo.new_op("r", "w", AT, "write", source_key="codex:sx1:c1")
     assert repo.has_source("codex:s_1:c1") and not repo.has_source("codex:s_1:c2")
-    assert [r[8:] for r in repo.ops("p")] == [("codex:s_1:c1", "file:3")]
+    assert [r[8:10] for r in repo.ops("p")] == [("codex:s_1:c1", "file:3")]
     assert not repo.has_other_sources("p", "codex:s_1:")
     assert repo.has_other_sources("p", "codex:sx1:")  # "_" is no wildcard
     assert not repo.has_other_sources("q", "codex:s%2:")
@@ -341,3 +341,17 @@ def test_cursors_are_kept_and_moved(repo: Repo) -> None:
     with repo.db.write():
         repo.save_cursors({"b": (big, None)}, AT)
     assert repo.cursors(["b"]) == {"b": (big, None)}
+
+
+def test_untimed_ops_keep_their_place_and_message_number(repo: Repo) -> None:
+    """A change with no time of its own (store migration `untimed_ops`) says so, with the
+    message number its source gives; readers ask for the plan's untimed ops by op."""
+    with repo.db.write():
+        timed = repo.new_op("p", "w", AT, "write")
+        untimed = repo.new_op(
+            "p", "w", AT, "write", source_at="msg 4350 (seed 000)", untimed=True, source_msg=4350
+        )
+        bare = repo.new_op("p", "w", AT, "add", untimed=True)
+    rows = {r[0]: r for r in repo.ops("p")}
+    assert tuple(rows[timed][10:]) == (0, None) and tuple(rows[untimed][10:]) == (1, 4350)
+    assert repo.untimed_ops("p") == {untimed: "msg 4350 (seed 000)", bare: "time not recorded"}

@@ -157,13 +157,13 @@ def test_dependent_of_a_dropped_blocker_is_not_ready_and_says_why(ledger_env: Pa
         download, tune = (i["id"] for i in lg.show()["items"])
         lg.dep_add(tune, download)
         lg.write(todos(("Finetune the drafter", "pending")), writer="w")  # the download was dropped
-        assert lg.get(download)["status"] == "cancelled"
+        assert lg.get(download)["status"] == "dropped"
         row = next(i for i in lg.show()["items"] if i["id"] == tune)
         assert (row["ready"], row["waits_on_cancelled"]) == (False, [download])
         assert lg.next() == []
-        assert f"[{tune}] Finetune the drafter [high] (waits for a cancelled item ({download}))" in lg.prime()
+        assert f"[{tune}] Finetune the drafter [high] (waits for a dropped item ({download}))" in lg.prime()
     out = cli(ledger_env, "next").stdout
-    assert out.startswith("nothing is ready\nwaits for a cancelled item")
+    assert out.startswith("nothing is ready\nwaits for a cancelled or dropped item")
     assert f"{tune} Finetune the drafter  waits for {download}" in out
     with Ledger(ledger_env) as lg:
         lg.dep_remove(tune, download)
@@ -204,8 +204,8 @@ def test_pairing_never_crosses_numbers_or_unrelated_work(lg: Ledger) -> None:
     lg.write(todos(("Benchmark 10 tokens", "pending"), ("Deploy the server", "pending")), writer="oc")
     lg.write(todos(("Benchmark 5 tokens", "pending"), ("Write the report", "pending")), writer="oc")
     assert state(lg) == {
-        "Benchmark 10 tokens": "cancelled",
-        "Deploy the server": "cancelled",
+        "Benchmark 10 tokens": "dropped",
+        "Deploy the server": "dropped",
         "Benchmark 5 tokens": "pending",
         "Write the report": "pending",
     }
@@ -258,7 +258,7 @@ def test_write_reply_names_dropped_items_and_flags_work_in_progress(ledger_env: 
     assert dropped["was"] == "in_progress"
     assert result["notices"] == [
         f"you dropped 'Deploy SGLang with EAGLE3 drafter (16 spec tokens)' ({dropped['item']}), which was in"
-        " progress: it is now cancelled; if it is done, mark it completed"
+        " progress: it is now dropped; if it is done, mark it completed; list it again to revive it"
     ]
 
 
@@ -518,7 +518,7 @@ def test_a_negated_task_is_other_work_and_a_guessed_rewording_is_named(ledger_en
     with Ledger(ledger_env) as lg:
         rows = {i["content"]: i for i in lg.show()["items"]}
     # The negation is new work; the old task was left out, and says so.
-    assert rows["Remove the old API"]["status"] == "cancelled"
+    assert rows["Remove the old API"]["status"] == "dropped"
     assert rows["Do not remove the old API"]["status"] == "pending"
     # A close text is still paired, and the writer is told which item it took over.
     migrated = rows["Migrate the orders table"]["id"]
@@ -579,8 +579,8 @@ def test_every_reading_of_the_plan_says_what_a_completion_was_forced_past(ledger
 
     with Ledger(ledger_env) as lg:  # the board's verification column
         board = {it.id: verification_text(it) for it in lg.view().items}
-    assert board[deploy] == "claimed, not verified; forced past open prerequisites"
-    assert board[plain] == "claimed, not verified"
+    assert board[deploy] == "reported; forced past open prerequisites"
+    assert board[plain] == "reported"
     from todoledger.mcp.tools import PlanTools
 
     tools = PlanTools()
@@ -613,4 +613,7 @@ def test_report_finds_work_waiting_for_a_cancelled_item_and_forced_statuses(ledg
     )
     assert found[("forced", (phase,))] == '"Phase 1" is completed, forced past open sub-items'
     markdown = cli(ledger_env, "report", "main").stdout
-    assert "waiting for a cancelled item" in markdown and "status forced past what it waited for" in markdown
+    assert (
+        "waiting for a cancelled or dropped item" in markdown
+        and "status forced past what it waited for" in markdown
+    )

@@ -21,9 +21,9 @@ from todoledger.ledger import verify as v
 def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """In this process the default writer is the person `cli:tester`, by their token:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
-    from tests.conftest import TESTER_TOKEN
+    from tests.conftest import act_as_person
 
-    monkeypatch.setenv("TODOLEDGER_TOKEN", TESTER_TOKEN)
+    act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 
 DISK_ITEM = "Verify /data has space for 25K samples"
@@ -221,6 +221,9 @@ def test_imported_checks_wait_for_trust_and_a_changed_spec_needs_it_again(
     lg.add_check(item["id"], "cmd:touch marker-1")
     lines = list(lg.export())
     assert json.loads(lines[0])["checks"][0]["spec"] == "cmd:touch marker-1"
+    from tests.conftest import register_tester
+
+    register_tester(tmp_path / "other.db")  # the tester's token counts in the ledger that registered it
     with Ledger(tmp_path / "other.db") as other:
         result = other.import_jsonl(lines)
         assert result["untrusted_checks"] == 1

@@ -8,13 +8,20 @@ import os
 
 from todoledger.core.model import DEFAULT_PLAN
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def default_writer() -> str:
+    from todoledger.tokens import Holder
+
+
+def default_writer(holder: Callable[[str], Holder | None] | None = None) -> str:
     """The writer of this process when it names none: from where the call comes
-    (`todoledger.identity`): a token, an agent's shell, a terminal, or a script."""
+    (`todoledger.identity`): a token (`holder` looks it up in the ledger's
+    registry), an agent's shell, a terminal, or a script."""
     from todoledger.identity import route_writer  # here: the hook path never asks
 
-    return route_writer()
+    return route_writer(holder)
 
 
 def default_plan() -> str:

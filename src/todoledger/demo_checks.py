@@ -7,7 +7,11 @@ Nothing here is the campaign's machines, and every text says so:
   this machine has, so the check asks for that plus the seeds' shortfall
   (~5.4 TB estimated, 2.8 TB free: 2.6 TB short). It fails, as /data did. It
   is the Verify item's own check, so nobody can complete that item by saying so.
-- the server: a local HTTP server on 127.0.0.1 answers `/health` for SGLang;
+- the server: a local HTTP server on 127.0.0.1 answers `/health` for SGLang.
+  Its check, and the benchmark script's, are gates of the seeds' own "Verify ..."
+  items (their notes keep the seed's words and say what stands in): a stand-in
+  that holds proves nothing of the campaign's machines, so those items stay
+  pending, with the receipt beside them;
 - the agent's claims: the reviewer gates two items the seeds' agent marked
   completed (CLAIM_GATES), each citing its seed: one gate proves the claim
   against a stand-in written from the figure the seed reports, one refuses it
@@ -17,7 +21,15 @@ Nothing here is the campaign's machines, and every text says so:
   (82 tok/s without speculation, 60 tok/s with the from-scratch drafter). The
   seeds do not say which draft-token setting gave 60; the stand-in assumes the
   16 tokens that were running (seed 000). The seeds give no figures for 10 or
-  5 draft tokens, so the sweep leaves them out.
+  5 draft tokens, so the sweep leaves them out;
+- the draft-token sweep runs as the seeds ran it, one stand-in server per
+  combination (SERVER: a local HTTP server started by the sweep's --setup, with
+  a startup delay, serving the figures of its own setting) and the stand-in
+  client (CLIENT) as its run. The first server leaves a process behind on
+  purpose (a worker in a session of its own, still holding the port: the seeds'
+  "zombie GPU processes"); the clean check catches it after the teardown and
+  the sweep stops before the baseline, whose ready check that leftover would
+  have answered. The demo ends the leftover, as a person would, and resumes.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ import shutil
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,13 +51,21 @@ from todoledger.demo import DEMO_PLAN, ID_SEED, KIMI, QWEN, REVIEWER, plan_names
 if TYPE_CHECKING:
     from todoledger.ledger import Ledger
 
-SWEEP = "draft_tokens"
+SWEEP = "draft_tokens_standin"  # the plain demo's sweep, `draft_tokens`, is planned and never run
 TB = 1024**4  # binary, as `df -h` and the checks' sizes
 SHORTFALL = (5.4 - 2.8) * TB  # seed 002: ~5.4 TB estimated, 2.8 TB free
 HEALTH_BODY = b"stand-in for the SGLang /health endpoint (todoledger demo --checks; a simulation)\n"
 DISK_ITEM = "Verify /data has room for the hidden states"
-SERVER_TEXT = "Stand-in: the SGLang /health endpoint answers (a local server, not the campaign's)"
-SCRIPT_TEXT = "Stand-in: the benchmark script runs against the server (a simulation, not benchmark_eagle3.py)"
+SERVER_ITEM = "Verify the SGLang EAGLE3 server is still up"
+SCRIPT_ITEM = "Verify benchmark_eagle3.py measures single-stream tok/s correctly"
+SERVER_NOTE = (
+    "Stand-in check (demo --checks): a local server on 127.0.0.1 answers /health for SGLang; it is not the"
+    " campaign's server, so this item stays pending whatever the receipt says."
+)
+SCRIPT_NOTE = (
+    "Stand-in check (demo --checks): a stand-in script (SIMULATED figures, not benchmark_eagle3.py) runs"
+    " against the local server; this item stays pending whatever the receipt says."
+)
 
 BENCH = '''"""SIMULATION, not a measurement: a stand-in for benchmark_eagle3.py (seed 000, msg 4346).
 
@@ -68,6 +88,75 @@ with open(counter, "w") as fh:
 value = FIGURES[tokens] * (1 + random.Random(f"{tokens}:{run}").gauss(0, 0.02))
 print(f"SIMULATION draft_tokens={tokens} run={run} tok_s={value:.1f}")
 '''
+
+
+# The sweep's stand-in server, one per combination (its --setup). Seeded figures, labelled stand-in.
+SERVER = '''"""STAND-IN, not SGLang: one server per draft-token setting (todoledger demo --checks).
+
+It answers /health after a startup delay and /generate with the SIMULATED tok/s of its
+own setting: seeded noise around seed 001's figures (82 tok/s without speculation, 60
+with the from-scratch drafter, assumed to be the 16 draft tokens that were running).
+--leftover-once: the first server started with it leaves a worker behind on purpose,
+in a session of its own and holding the port, and writes the worker's pid to
+leftover.pid beside this file: a process that ending the server's process group does
+not end.
+"""
+import http.server, json, os, random, sys, time
+
+leftover = "--leftover-once" in sys.argv
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+port, tokens = int(args["--port"]), int(args["--draft-tokens"])
+FIGURES = {0: 82.0, 16: 60.0}
+print(f"stand-in server for draft_tokens={tokens}: starting (a simulated {args['--startup-delay']} s load)", flush=True)
+time.sleep(float(args["--startup-delay"]))
+served = [0]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/health":
+            body, status = b"ok\\n", 200
+        elif self.path == "/generate" and tokens in FIGURES:
+            served[0] += 1
+            value = FIGURES[tokens] * (1 + random.Random(f"{tokens}:{served[0]}").gauss(0, 0.02))
+            answer = {"draft_tokens": tokens, "request": served[0], "tok_s": round(value, 1), "stand_in": True}
+            body, status = json.dumps(answer).encode(), 200
+        else:
+            body, status = b"the seeds give no figure for this setting\\n", 404
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "leftover.pid")
+if leftover and not os.path.exists(marker):
+    parent = os.getpid()
+    if os.fork() == 0:  # the worker: a session of its own, the listening socket kept
+        os.setsid()
+        with open(marker, "w") as fh:
+            fh.write(str(os.getpid()))
+        while os.getppid() == parent:  # it takes over once the server is gone, as a zombie worker would
+            time.sleep(0.05)
+        server.serve_forever()
+        os._exit(0)
+print(f"stand-in server for draft_tokens={tokens}: ready on 127.0.0.1:{port}", flush=True)
+server.serve_forever()
+'''
+
+# The sweep's run: asks the combination's stand-in server for one generation's figures.
+CLIENT = '''"""STAND-IN client, not benchmark_eagle3.py: prints the stand-in server's SIMULATED tok/s."""
+import json, sys, urllib.request
+
+with urllib.request.urlopen(sys.argv[1] + "/generate", timeout=10) as answer:
+    found = json.load(answer)
+print(f"STAND-IN draft_tokens={found['draft_tokens']} request={found['request']} tok_s={found['tok_s']}")
+'''
+STARTUP_DELAY = 1.5  # seconds the stand-in server "loads" before it answers (seed 000: ~15 minutes)
 
 
 # The reviewer's gates on what the seeds' agent claimed completed: (plan, item, gate kind,
@@ -131,6 +220,7 @@ class Ran:
     receipts: list[dict[str, Any]]
     sweep: dict[str, Any]
     claims: list[dict[str, Any]] = field(default_factory=list)  # the reviewer's gates on the agent's claims
+    story: list[str] = field(default_factory=list)  # what the sweep's lifecycle did, for people
 
 
 def gate_claims(lg: Ledger, plan: str, folder: str) -> list[dict[str, Any]]:
@@ -157,13 +247,17 @@ def gate_claims(lg: Ledger, plan: str, folder: str) -> list[dict[str, Any]]:
     return out
 
 
+def _note(lg: Ledger, item: str, plan: str, note: str) -> None:
+    """The stand-in's note after the seed's own, which stays."""
+    notes = lg.get(item, plan).get("notes")
+    lg.update(item, plan=plan, writer=REVIEWER, notes="\n".join(filter(None, [notes, note])))
+
+
 def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
     """Attach the checks, run them and the sweep against fresh stand-ins."""
     from todoledger.core.model import LedgerError
-    from todoledger.ledger import sweeps
-    from todoledger.ledger import verify as v
 
-    if lg.checks(plan=plan) or lg.sweep_exists(SWEEP, plan=plan):
+    if any(c.role != "run" for c in lg.checks(plan=plan)) or lg.sweep_exists(SWEEP, plan=plan):
         raise LedgerError(
             f"the demo's checks already ran in plan {plan!r} and their stand-ins are gone;"
             " load a fresh copy: todoledger demo --checks --plan NEW"
@@ -178,43 +272,136 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
         free = shutil.disk_usage(data).free
         need = free + SHORTFALL
         items = {i["content"]: i["id"] for i in lg.show(plan)["items"]}
-        disk = next(i for text, i in items.items() if text.startswith(DISK_ITEM))
+        disk, server, script_item = (
+            next(i for text, i in items.items() if text.startswith(start))
+            for start in (DISK_ITEM, SERVER_ITEM, SCRIPT_ITEM)
+        )
         with seeded(ID_SEED + "-checks"):
             lg.add_check(
                 disk, f"disk:{data}>={need / TB:.4f}T", plan=plan, writer=REVIEWER, role="assumption"
             )
-            lg.update(
-                disk,
-                plan=plan,
-                writer=REVIEWER,
-                notes=(
-                    f"Stand-in check: {data} stands for /data; it asks for its free space plus the seeds'"
-                    " shortfall of 2.6 TB (~5.4 TB estimated, 2.8 TB free), so it fails as /data did."
-                ),
-            )
-            v.assume(lg, SERVER_TEXT, check=f"{url}/health", plan=plan, writer=REVIEWER)
-            v.assume(
+            _note(
                 lg,
-                SCRIPT_TEXT,
-                check=f"cmd:{run} 16 {url}",
-                options={"expect": r"tok_s=\d"},
-                plan=plan,
-                writer=REVIEWER,
+                disk,
+                plan,
+                f"Stand-in check (demo --checks): {data} stands for /data; it asks for its free space plus the"
+                " seeds' shortfall of 2.6 TB (~5.4 TB estimated, 2.8 TB free), so it fails as /data did.",
             )
-            verified = lg.verify(plan=plan, writer=REVIEWER, roles=("assumption",))
+            lg.add_check(server, f"{url}/health", plan=plan, writer=REVIEWER)
+            _note(lg, server, plan, SERVER_NOTE)
+            lg.add_check(
+                script_item, f"cmd:{run} 16 {url}", {"expect": r"tok_s=\d"}, plan=plan, writer=REVIEWER
+            )
+            _note(lg, script_item, plan, SCRIPT_NOTE)
+            verified = lg.verify([disk, server, script_item], plan=plan, writer=REVIEWER)
             claims = gate_claims(lg, plan, folder)
-            lg.add_sweep(
-                SWEEP,
-                template="Benchmark {draft_tokens} draft tokens (SIMULATED stand-in, seeded noise)",
-                params=["draft_tokens=16"],
-                baseline=["draft_tokens=0"],
-                run=f"{run} {{draft_tokens}} {url}",
-                metrics=[r"tok_s=tok_s=([0-9.]+)"],
-                repeat=3,
-                keep="tok_s>baseline",
-                timeout=60,
-                plan=plan,
-                writer=REVIEWER,
+            story = draft_token_sweep(lg, plan, folder)
+        return Ran(verified["receipts"], lg.sweep_results(SWEEP, plan=plan), claims, story)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def draft_token_sweep(lg: Ledger, plan: str, folder: str) -> list[str]:
+    """The seeds' sweep with a stand-in server per combination: readiness,
+    teardown, and a clean check that catches the leftover the first server
+    leaves on purpose; then the leftover is ended and the sweep resumed.
+    Returns what happened, a line each, for people."""
+    import signal
+
+    from todoledger.ledger import sweeps
+
+    server, client = os.path.join(folder, "standin_server.py"), os.path.join(folder, "standin_client.py")
+    for path, text in ((server, SERVER), (client, CLIENT)):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    port, marker = _free_port(), os.path.join(folder, "leftover.pid")
+    py = shlex.quote(sys.executable)
+    lg.add_sweep(
+        SWEEP,
+        template="Benchmark {draft_tokens} draft tokens (stand-in server, SIMULATED figures)",
+        params=["draft_tokens=16"],
+        baseline=["draft_tokens=0"],
+        setup=f"{py} {shlex.quote(server)} --port {port} --draft-tokens {{draft_tokens}}"
+        f" --startup-delay {STARTUP_DELAY:g} --leftover-once",
+        ready=f"http://127.0.0.1:{port}/health",
+        ready_options={"expect": "ok"},
+        ready_timeout=60,
+        clean=f"port:127.0.0.1:{port}",
+        run=f"{py} {shlex.quote(client)} http://127.0.0.1:{port}",
+        metrics=[r"tok_s=tok_s=([0-9.]+)"],
+        repeat=3,
+        warmup=1,
+        keep="tok_s>baseline",
+        timeout=60,
+        plan=plan,
+        writer=REVIEWER,
+    )
+    story: list[str] = []
+
+    def told(p: dict[str, Any]) -> None:
+        params = " ".join(f"{k}={v}" for k, v in p["params"].items())
+        line = p["line"]
+        if p.get("phase") == "run":
+            line = f"run {p['repeat']}/{p['repeats']} {p['result']}: " + " ".join(
+                f"{k}={v:g}" for k, v in p["values"].items()
             )
-            sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder)
-        return Ran(verified["receipts"], lg.sweep_results(SWEEP, plan=plan), claims)
+        elif p.get("phase") == "ready" and line.startswith("ready:"):
+            line = line.split(" held after ")[0] + " held"  # how many polls depends on the machine's load
+        elif p.get("phase") == "clean" and not line.endswith(": holds"):
+            return  # the line that stops the sweep says it
+        elif p.get("phase") not in ("warmup", "teardown", "clean", "ready"):
+            return
+        story.append(f"{params}: {line}")
+
+    first = sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder, on_progress=told)
+    if first["stopped"]:
+        story.append(first["stopped"])
+    left = _read_pid(marker)
+    if left is not None:
+        story.append(
+            "The leftover holds the port: without the clean check, the baseline's ready check would have"
+            f" been answered by the 16-token worker. The demo ends it (pid {left}), as a person would, and resumes."
+        )
+        with suppress(OSError):
+            os.kill(left, signal.SIGKILL)
+        _gone(port)
+    second = sweeps.run(lg, SWEEP, plan=plan, writer=REVIEWER, cwd=folder, on_progress=told)
+    if second["stopped"]:
+        story.append(second["stopped"])
+    return story
+
+
+def _read_pid(path: str) -> int | None:
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read().strip()
+            if text.isdigit():
+                return int(text)
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return None
+
+
+def _gone(port: int) -> None:
+    """Wait (a few seconds at most) until nothing listens on the port any more."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        except OSError:
+            return
+        time.sleep(0.05)

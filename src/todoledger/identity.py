@@ -2,11 +2,14 @@
 
 A person's identity comes only from the route, never from what a process says:
 
-- a person's token in `TODOLEDGER_TOKEN` (the tokens file, `todoledger.tokens`):
-  writer `cli:<name>`; an agent's token: writer `<identity>` (`agent:ci`);
+- a token in `TODOLEDGER_TOKEN` that a person registered in the ledger
+  (`todoledger token add`, `ledger.tokens`): writer `cli:<name>` for a person's,
+  `<identity>@cli` (`agent:ci@cli`) for an agent's. No tokens file counts here:
+  the agent's environment names that file, so the agent could write its own;
 - a process started by an agent's shell tool (its marker below is set): writer
   `agent-shell:<kind>[:<session>]`, whatever it asks to be called;
-- a terminal (stdin is a tty) with no agent marker: writer `cli:<OS user>`;
+- a terminal (stdin is a tty) with no agent marker, in this process or in any
+  process above it (`marked_ancestor`): writer `cli:<OS user>`;
 - anything else (a script, a pipe, cron, an agent that unset its marker): writer
   `script:<OS user>`, not a person. A person-only verb there asks for a token.
 
@@ -42,6 +45,12 @@ import os
 
 from todoledger.core.model import LedgerError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from todoledger.tokens import Holder
+
 # (kind, the variables that mark its shell, the variable naming its session)
 MARKERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("claude-code", ("CLAUDECODE",), "CLAUDE_CODE_SESSION_ID"),
@@ -50,6 +59,7 @@ MARKERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("opencode", ("OPENCODE",), ""),
 )
 MARKER_VARS = ("TODOLEDGER_AGENT", *(v for _, names, _ in MARKERS for v in names))
+_SESSIONS = tuple(session for _, _, session in MARKERS if session)
 KINDS = tuple(kind for kind, _, _ in MARKERS)
 PERSON_ROUTES = "from a plain terminal, the board, or with TODOLEDGER_TOKEN set to a person's token"
 
@@ -64,6 +74,60 @@ def agent_marker(env: dict[str, str] | None = None) -> tuple[str, str] | None:
     if named:  # an install marker of an agent we do not know by name
         return named[:32], ""
     return None
+
+
+# How far up the process tree `marked_ancestor` looks (a shell tool's command is
+# a few levels below the agent: its shell, a wrapper, an interpreter).
+MAX_ANCESTORS = 64
+
+
+def marked_ancestor() -> tuple[str, str] | None:
+    """(kind, session) of the agent whose shell tool this process descends from,
+    seen in a process above it: its parent or any process further up whose
+    initial environment (/proc/<pid>/environ, fixed when that process started)
+    carries an agent's marker. A process cannot change what its parent was
+    started with, so `env -u CLAUDECODE`, a pseudo-terminal (`script -c`) or a
+    client script of its own still shows the agent's shell above it.
+
+    An agent's own process starts without its marker (it sets the marker for the
+    processes it starts: its shells, and for most its MCP servers too), so the
+    harness launching an MCP server is not mistaken for its shell. None where
+    /proc cannot be read (not Linux): then only this process's own markers count.
+    """
+    pid = os.getppid()
+    for _ in range(MAX_ANCESTORS):
+        if pid <= 1:
+            return None
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                raw = fh.read()
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:  # gone, or not ours to read: nothing more to learn up there
+            return None
+        env: dict[str, str] = {}
+        for entry in raw.split(b"\0"):
+            name, eq, value = entry.partition(b"=")
+            if eq and name.decode("utf-8", "replace") in MARKER_VARS + _SESSIONS:
+                env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+        found = agent_marker(env)
+        if found is not None:
+            return found
+        try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+            pid = int(stat.rsplit(b")", 1)[1].split()[1])
+        except (IndexError, ValueError):
+            return None
+    return None
+
+
+def shell_above() -> tuple[str, str] | None:
+    """The agent whose shell tool started this process's parent (or one above it):
+    `marked_ancestor` where /proc can be read; elsewhere this process's own marker,
+    which an agent also sets on the MCP servers it starts (so there every one of
+    them reads as started from its shell: a prompt answered there is no person's)."""
+    if os.path.isdir("/proc/self"):
+        return marked_ancestor()
+    return agent_marker()
 
 
 def os_user() -> str | None:
@@ -101,14 +165,20 @@ def agent_writer(kind: str, session: str) -> str:
     return f"agent-shell:{kind}:{session}" if session else f"agent-shell:{kind}"
 
 
-def token_writer(token: str) -> str:
-    """The writer of a token's holder: `cli:<name>` for a person, the identity for an agent."""
-    from todoledger.tokens import holder_of
-
-    holder = holder_of(token)
+def token_writer(token: str, holder_of: Callable[[str], Holder | None] | None) -> str:
+    """The writer of a token's holder: `cli:<name>` for a person, `<identity>@cli`
+    for an agent (`agent:ci@cli`: a token showed who it is). Only a token
+    registered in the ledger counts (`holder_of`, `ledger.tokens`): a tokens
+    file that TODOLEDGER_TOKENS or XDG_CONFIG_HOME names is whatever its writer
+    put there, and the agent under review can write one."""
+    holder = holder_of(token) if holder_of is not None else None
     if holder is None:
-        raise LedgerError("TODOLEDGER_TOKEN is not in the tokens file: nothing was done")
-    return f"cli:{holder.name}" if holder.person else holder.name
+        raise LedgerError(
+            "TODOLEDGER_TOKEN is not a token registered in this ledger (a person registers one with"
+            " `todoledger token add NAME` from a plain terminal; a tokens file is for `serve --tokens`):"
+            " nothing was done"
+        )
+    return f"cli:{holder.name}" if holder.person else f"{holder.name}@cli"
 
 
 def named(writer: str, where: str = "--writer") -> str:
@@ -135,11 +205,18 @@ def named(writer: str, where: str = "--writer") -> str:
     return writer
 
 
-def route_writer() -> str:
-    """The writer of this process when it names none (see the module's doc)."""
+def route_writer(holder_of: Callable[[str], Holder | None] | None = None) -> str:
+    """The writer of this process when it names none (see the module's doc);
+    `holder_of` looks a TODOLEDGER_TOKEN up in the ledger's registry."""
     token = os.environ.get("TODOLEDGER_TOKEN")
     if token:
-        return token_writer(token)
+        return token_writer(token, holder_of)
+    return local_writer()
+
+
+def local_writer() -> str:
+    """The writer of this process from where it runs, without a token: a name it
+    was given, an agent's shell, a terminal, or a script."""
     env = os.environ.get("TODOLEDGER_WRITER")
     if env:
         return named(env, "TODOLEDGER_WRITER")
@@ -148,6 +225,10 @@ def route_writer() -> str:
         return agent_writer(*marker)
     user = os_user()
     if at_terminal():
+        # A terminal under an agent's shell (a pty it made, its marker unset) is that agent's.
+        above = marked_ancestor()
+        if above is not None:
+            return agent_writer(*above)
         return f"cli:{user}" if user else "cli"
     return f"script:{user}" if user else "script"
 

@@ -17,7 +17,7 @@ stderr, which both show the model), Gemini CLI `BeforeTool` on
 What it catches: `todoledger`, `python -m todoledger`, any path ending in
 todoledger, behind `env -u ...`, `sh -c "..."`, `$(...)`, backquotes, quotes or
 backslashes inside the name; followed by `approve`, `trust`, `gate remove`,
-`undo --any`, or `done --force`. A command that builds the name at run
+`token add`, `token remove`, `sweep trust`, `undo --any`, or `done --force`. A command that builds the name at run
 time (`$T approve`) is not seen here: the route and the ledger still refuse it.
 """
 
@@ -72,6 +72,10 @@ def _verb_of(args: list[str]) -> str | None:
         return verb
     if verb == "gate" and len(positional) > 1 and positional[1] == "remove":
         return "gate remove"
+    if verb == "token" and len(positional) > 1 and positional[1] in ("add", "remove"):
+        return f"token {positional[1]}"
+    if verb == "sweep" and len(positional) > 1 and positional[1] == "trust":
+        return "sweep trust"  # a person's approval of every command a sweep runs
     if verb == "undo" and "--any" in args:
         return "undo --any"
     if verb == "done" and any(a == "--force" or a.startswith("--force=") for a in args):

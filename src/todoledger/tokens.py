@@ -6,13 +6,13 @@ and any other is a person. A person's identity comes only from a route: a
 terminal without an agent's marker, or a person's token (the board, HTTP MCP,
 or the command line through `TODOLEDGER_TOKEN`). Errors never show a token.
 
-The command line finds the file at `TODOLEDGER_TOKENS`, else at
-`$XDG_CONFIG_HOME/todoledger/tokens` (`~/.config/todoledger/tokens`).
+A tokens file is read by `serve --tokens FILE` only, and believed only when a
+person started that server (`mcp/http.py`). The command line believes only the
+tokens a person registered in the ledger (`ledger.tokens`, `todoledger token
+add`): a file that its environment names could be the agent's own.
 """
 
 from __future__ import annotations
-
-import os
 
 from todoledger.core.model import LedgerError
 from todoledger.core.record import dataclass
@@ -23,6 +23,10 @@ ROLES = ("person", "agent")
 # the MCP server read them (who writes; whose answer an approval prompt is).
 IDENTITY_HEADER = "x-todoledger-identity"
 ROLE_HEADER = "x-todoledger-role"
+# The role of a request with no token's identity on a server that no person
+# started (`serve` from an agent's shell, or without a terminal): its identity is
+# the starter's writer, and no one there is a person.
+STARTER_ROLE = "starter"
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,27 @@ class Holder:
 
     name: str
     person: bool
+
+
+MIN_TOKEN_CHARS = 16
+
+
+def holder_for(token: str, identity: str, role: str) -> Holder:
+    """The holder of a token given to `identity` in `role`; one clear line for a bad one."""
+    if len(token) < MIN_TOKEN_CHARS:
+        raise LedgerError(f"a token needs at least {MIN_TOKEN_CHARS} characters")
+    if not token.isprintable() or any(c.isspace() for c in token):
+        raise LedgerError("a token is printable characters without spaces")
+    if not identity or not all(c.isalnum() or c in "-_.:/" for c in identity) or len(identity) > 64:
+        raise LedgerError("an identity is up to 64 letters, digits and -_.:/")
+    if role not in ROLES:
+        raise LedgerError(f"the role is person or agent, not {role!r}")
+    if role == "person" and identity.startswith("agent:"):
+        raise LedgerError(f"{identity} names an agent: it cannot hold a person's token")
+    # An agent's identity says so wherever it leads a writer (`agent:ci@web`), so that
+    # it is never read as a person's (`core.approval.principal`).
+    name = identity if role == "person" or identity.startswith("agent:") else f"agent:{identity}"
+    return Holder(name, role == "person")
 
 
 def load_tokens(path: str) -> dict[str, Holder]:
@@ -50,46 +75,13 @@ def load_tokens(path: str) -> dict[str, Holder]:
             raise LedgerError(f"{path}:{number}: expected `TOKEN IDENTITY` or `TOKEN IDENTITY person|agent`")
         token, identity = parts[0], parts[1]
         role = parts[2] if len(parts) == 3 else ("agent" if identity.startswith("agent:") else "person")
-        if len(token) < 16:
-            raise LedgerError(f"{path}:{number}: a token needs at least 16 characters")
-        if not all(c.isalnum() or c in "-_.:/" for c in identity) or len(identity) > 64:
-            raise LedgerError(f"{path}:{number}: an identity is up to 64 letters, digits and -_.:/")
-        if role not in ROLES:
-            raise LedgerError(f"{path}:{number}: the role is person or agent, not {role!r}")
-        if role == "person" and identity.startswith("agent:"):
-            raise LedgerError(f"{path}:{number}: {identity} names an agent: it cannot hold a person's token")
+        try:
+            holder = holder_for(token, identity, role)
+        except LedgerError as exc:
+            raise LedgerError(f"{path}:{number}: {exc}") from None
         if token in found:
             raise LedgerError(f"{path}:{number}: this token is given twice")
-        # An agent's identity says so wherever it leads a writer (`agent:ci@web`), so that
-        # it is never read as a person's (`core.approval.principal`).
-        name = identity if role == "person" or identity.startswith("agent:") else f"agent:{identity}"
-        found[token] = Holder(name, role == "person")
+        found[token] = holder
     if not found:
         raise LedgerError(f"{path}: no tokens in the file")
     return found
-
-
-def tokens_file() -> str:
-    """Where the command line looks for the tokens file."""
-    given = os.environ.get("TODOLEDGER_TOKENS")
-    if given:
-        return given
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "todoledger", "tokens")
-
-
-def holder_of(token: str, path: str | None = None) -> Holder | None:
-    """The holder of `token` in the tokens file (compared in constant time), or None."""
-    import hmac
-
-    path = path or tokens_file()
-    if not os.path.exists(path):
-        raise LedgerError(
-            f"TODOLEDGER_TOKEN is set but there is no tokens file at {path} (TODOLEDGER_TOKENS)"
-        )
-    given = token.strip().encode()
-    match = None
-    for known, holder in load_tokens(path).items():
-        if hmac.compare_digest(given, known.encode()):
-            match = holder
-    return match

@@ -500,3 +500,52 @@ def test_codex_goal_complete_is_held_by_the_stop_gate(
     assert f"{item} {GATED} (unverified)" in told[0].text(), told[0].text()[-2000:]
     goals = [i for i in session.ledger["items"] if i["content"] == "The disk is verified"]
     assert [g["status"] for g in goals] == ["completed"], session.ledger
+
+
+# A dropped item is never lost from what the next session is handed ----------------------------
+
+DROPPED_ITEM = "Benchmark the parser against the baseline"
+
+
+def run_agent(agent: Agent, scratch: Scratch, steps: list[Step], root: Path, name: str) -> Session:
+    """One more run of the agent in an installed project (a new session), its model scripted."""
+    fake = FakeModel(steps)
+    try:
+        scratch.url = fake.start()
+        argv, extra = agent.command(scratch, PROMPT)
+        result = run(argv, scratch, extra, timeout=RUN_TIMEOUT)
+    finally:
+        fake.stop()
+    (root / f"requests-{name}.json").write_text(fake.dump(), encoding="utf-8")
+    shown = todoledger(scratch, "show", "--json")
+    ledger = json.loads(shown.stdout) if shown.returncode == 0 else {"items": [], "error": shown.describe()}
+    return Session(agent, scratch, fake, result, ledger)
+
+
+def test_claude_next_session_is_handed_the_item_its_last_list_dropped(tmp_path: Path) -> None:
+    """Claude Code writes its list through todoledger's MCP todowrite, then a
+    shorter one that leaves an item out (as after a compaction); the next
+    session's SessionStart hook hands back the recovery text, whose dropped
+    item the model sees, by name, in its very first request."""
+    agent = CLAUDE
+    scratch = installed_project(agent, tmp_path)
+    agent.approve(scratch)
+    full = [*PLAN, {"content": DROPPED_ITEM, "status": "pending"}]
+    shorter = [{**PLAN[0], "status": "completed"}, {**PLAN[1], "status": "in_progress"}, PLAN[2]]
+    steps = [*agent.find_mcp, Step(TODOWRITE, {"todos": full}), Step(TODOWRITE, {"todos": shorter})]
+    first = run_agent(agent, scratch, steps, tmp_path, "first")
+    assert first.run.returncode == 0, first.why()
+    second = run_agent(agent, scratch, [], tmp_path, "second")
+    assert second.run.returncode == 0, second.why()
+    items = {i["content"]: i for i in first.ledger["items"]}
+    opening = second.fake.agent_requests()
+    assert opening, second.why()
+    text = opening[0].text()
+    # What the issue asks: the next session's first model request names the dropped item (and its id).
+    assert DROPPED_ITEM in text and items[DROPPED_ITEM]["id"] in text, second.why()
+    assert "listed again to revive" in text, second.why()
+    assert items[DROPPED_ITEM]["status"] == "dropped", first.why()
+    # The drop's reply (JSON inside the request's JSON) named it to the model already.
+    last = first.fake.requests[-1].text()
+    assert '\\"dropped\\":[{\\"id\\":\\"' + items[DROPPED_ITEM]["id"] in last, first.why()
+    assert hook_errors(second) == "", second.why()

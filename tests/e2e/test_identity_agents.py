@@ -89,3 +89,65 @@ def test_agent_shell_cannot_remove_a_gate_or_approve(agent: Agent, tmp_path: Pat
     history = json.loads(todoledger(session.scratch, "history", "--json").stdout)
     assert not [ev for ev in history if ev["field"] in ("approved", "plan_approved")]
     assert not [ev for ev in history if ev["writer"].startswith("cli:")]
+
+
+# What `todoledger mcp` sees above itself, recorded by a probe that then becomes the
+# server (`os.execv` keeps the process, and so its parent): the harness's own launch.
+# Run from the agent's shell tool with --report, the same question from inside it.
+PROBE = """
+import json, os, sys
+from todoledger.identity import shell_above
+found = shell_above()
+if sys.argv[2] == "--report":
+    print("SHELL_ABOVE=" + json.dumps(found))
+    sys.exit(0)
+with open(sys.argv[1], "w") as fh:
+    json.dump(found, fh)
+os.execv(sys.argv[2], [sys.argv[2], "mcp"])
+"""
+
+
+def _point_mcp_at(agent: Agent, scratch: Scratch, argv: list[str]) -> None:
+    """The agent's installed todoledger server entry, started through `argv` instead."""
+    path = scratch.project / (".mcp.json" if agent.name == "claude" else ".gemini/settings.json")
+    config = json.loads(path.read_text())
+    entry = config["mcpServers"]["todoledger"]
+    entry["command"], entry["args"] = argv[0], argv[1:]
+    path.write_text(json.dumps(config, indent=2))
+
+
+@pytest.mark.parametrize("agent", [CLAUDE, GEMINI], ids=lambda a: a.name)
+def test_the_harness_launch_is_not_its_shell_and_its_shell_is(agent: Agent, tmp_path: Path) -> None:
+    """Design check for the approval prompt over stdio: the real harness starts its
+    MCP server with its marker in the server's environment, but no process above the
+    server carries one, so the server's prompt is its user's. A process its shell tool
+    starts has the agent's shell above it, markers unset or not."""
+    import sys
+
+    from tests.e2e.agents import BIN, PLAN
+    from tests.e2e.test_agents import TODOWRITE
+
+    seen = tmp_path / "seen.json"
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+
+    def model(scratch: Scratch, _: list[Step]) -> FakeModel:
+        _point_mcp_at(agent, scratch, [sys.executable, str(probe), str(seen), str(BIN / "todoledger")])
+        shell = SHELL_TOOL[agent.name]
+        report = f"env -u CLAUDECODE -u GEMINI_CLI {sys.executable} {probe} x --report"
+        return FakeModel(
+            [
+                *agent.find_mcp,
+                Step(TODOWRITE, {"todos": PLAN}),
+                Step(shell, {"command": report, "description": "probe"}),
+            ]
+        )
+
+    session = start_session(allowing_the_shell(agent), tmp_path, [], model=model)
+    assert session.run.returncode == 0, session.why()
+    assert seen.exists(), session.why()
+    assert json.loads(seen.read_text()) is None  # the harness's own launch: its user answers
+    told = session.fake.agent_requests()[-1].text()
+    at = told.find("SHELL_ABOVE=")
+    assert at >= 0, told[-3000:]
+    assert f"{KIND[agent.name]}" in told[at : at + 80].replace("\\", ""), told[at : at + 200]

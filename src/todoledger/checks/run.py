@@ -90,6 +90,17 @@ class interruptible:
         self.stopped = _stopped[0] if _stopped else None
 
 
+def stopping() -> str | None:
+    """The signal that stopped this process's checks (inside `interruptible`), or None."""
+    return _stopped[0] if _stopped else None
+
+
+def carry_on() -> None:
+    """Let checks run again after a stop: what a sweep's clean check needs once
+    the setup that a SIGINT interrupted has been torn down."""
+    _stopped.clear()
+
+
 def _stop(signum: int, frame: object) -> None:
     import signal
 
@@ -119,10 +130,69 @@ class Inputs:
     value: float | None = None  # metric: the item's value
     baseline: float | None = None  # metric: the baseline item's value
     typed: float | None = None  # metric: a value only typed (not measured, not accepted): shown, never passed
+    path: str | None = None  # cmd: the PATH its writer had (None: the caller's)
+
+
+# What makes a command run other code than its text says: the dynamic loader's
+# preloads, a shell's start-up files and exported functions, interpreters'
+# search paths, git's repository and config overrides. A `cmd:` check runs
+# without them, with its writer's PATH, so that whoever runs it (an agent
+# claiming the item) cannot steer what a person's check executes. The rest of
+# the caller's environment is kept (a check may read a variable it needs).
+STEERING = frozenset(
+    {
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LD_AUDIT",
+        "DYLD_INSERT_LIBRARIES",
+        "DYLD_LIBRARY_PATH",
+        "DYLD_FRAMEWORK_PATH",
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "CDPATH",
+        "IFS",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "PYTHONUSERBASE",
+        "PYTHONINSPECT",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5LIB",
+        "PERL5OPT",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_EXEC_PATH",
+    }
+)
+STEERING_PREFIXES = ("BASH_FUNC_", "GIT_CONFIG")
+
+
+def check_env(path: str | None) -> dict[str, str]:
+    """The environment a `cmd:` check runs in (see STEERING)."""
+    env = {k: v for k, v in os.environ.items() if k not in STEERING and not k.startswith(STEERING_PREFIXES)}
+    if path is not None:
+        env["PATH"] = path
+    return env
+
+
+# The kinds that look at the folder they run in.
+IN_A_FOLDER = ("cmd", "file", "disk")
 
 
 def run(check: Check, inputs: Inputs) -> Outcome:
     started = time.monotonic()
+    if check.kind in IN_A_FOLDER and not os.path.isdir(inputs.cwd):
+        why = f"{inputs.cwd}: the folder this check was written in is not here (it runs only there)"
+        return Outcome("error", None, 0, why)
     try:
         result, code, output = _KINDS[check.kind](check, inputs)
     except Exception as exc:  # a check never takes the caller down: it reports that it could not run
@@ -168,6 +238,7 @@ def _cmd(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
             proc = subprocess.Popen(
                 ["/bin/sh", "-c", _LEADER, "sh", check.target],
                 cwd=inputs.cwd,
+                env=check_env(inputs.path),
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
@@ -268,10 +339,17 @@ def _port(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
 
     try:
         with socket.create_connection((check.host, check.port), timeout=check.timeout):
+            if check.closed:
+                from todoledger.checks.lifecycle import listeners
+
+                who = "; ".join(listeners(check.port)) or "its process is not visible from here"
+                return "fails", None, f"a process still listens on {check.target} ({who})"
             return "holds", None, f"{check.target} accepts connections"
     except socket.gaierror as exc:
         return "error", None, f"cannot resolve {check.host}: {exc.strerror}"
     except OSError as exc:
+        if check.closed:
+            return "holds", None, f"nothing listens on {check.target} ({_reason(exc)})"
         return "fails", None, f"{check.target}: {_reason(exc)}"
 
 

@@ -1,5 +1,8 @@
 """The state of the working tree a check ran against, so a receipt can go stale.
 
+A gate's receipt records the whole tree (or its watched paths); a sweep's run
+records only its inputs (`inputs_state`): the same hashes, compared by `same`.
+
 Git: HEAD plus a hash of everything uncommitted (the diff against HEAD and
 the content of untracked files). Declared `watch` paths: a hash of each.
 And the inputs a check names (its `file:` path, the files its command line
@@ -57,6 +60,17 @@ def state(cwd: str, watch: Sequence[str] = (), inputs: Sequence[str] = ()) -> di
     if not _in_git(cwd):
         return _with_inputs({"root": os.path.abspath(cwd)}, cwd, inputs) if inputs else None
     return _with_inputs(_git_state(cwd), cwd, inputs) if inputs else _git_state(cwd)
+
+
+def inputs_state(cwd: str, watch: Sequence[str] = (), inputs: Sequence[str] = ()) -> dict[str, Any] | None:
+    """What a sweep's run depends on: the watched paths and the named inputs,
+    by content, and not the rest of the tree (None when it names nothing: a
+    run is fresh for its recorded inputs, and records the commit for display)."""
+    if watch:
+        return state(cwd, watch, inputs)
+    if not inputs:
+        return None
+    return _with_inputs({"root": os.path.abspath(cwd)}, cwd, inputs)
 
 
 def _with_inputs(out: dict[str, Any] | None, cwd: str, inputs: Sequence[str]) -> dict[str, Any] | None:

@@ -146,6 +146,78 @@ def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None
         say("no item waits for a person")
 
 
+@click.group()
+def token() -> None:
+    """The tokens the command line believes (TODOLEDGER_TOKEN), registered in the
+    ledger by a person: `add` prints a new token once, `list` shows them (no
+    secrets), `remove` takes one back. A tokens file is never read here: the
+    agent's environment names it, so the agent could write its own."""
+
+
+@token.command("add")
+@click.argument("name")
+@click.option(
+    "--agent", "agent", is_flag=True, help="An agent's token (identity agent:NAME), not a person's."
+)
+@click.option(
+    "--token",
+    "given",
+    default=None,
+    help="Register this secret (16 characters or more, e.g. one of serve's tokens file) instead of a new one.",
+)
+@click.option(
+    "--writer", "writer", default=None, callback=writer_option, help="Never a person: a person adds tokens."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def token_add(name: str, agent: bool, given: str | None, writer: str | None, as_json: bool) -> None:
+    """A person registers a token for NAME: the secret is printed once; the ledger keeps its hash."""
+    with ledger() as lg:
+        row = lg.add_token(name, agent=agent, token=given, writer=writer)
+    if as_json:
+        emit(row)
+        return
+    say(f"token {row['id']} for {row['name']} ({row['role']}): {row['token']}")
+    say(
+        "it is shown only now; give it with TODOLEDGER_TOKEN (the command line) or Authorization: Bearer (serve)"
+    )
+
+
+@token.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def token_list(as_json: bool) -> None:
+    """The registered tokens: id, holder, role, who added it and when."""
+    with reader() as lg:
+        rows = lg.tokens()
+    if as_json:
+        emit(rows)
+        return
+    for r in rows:
+        say(f"{r['id']}  {r['name']}  {r['role']}  added by {r['added_by']} at {r['at']}")
+    if not rows:
+        say("no tokens registered (todoledger token add NAME)")
+
+
+@token.command("remove")
+@click.argument("ref", metavar="ID|NAME")
+@click.option(
+    "--writer",
+    "writer",
+    default=None,
+    callback=writer_option,
+    help="Never a person: a person removes tokens.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def token_remove(ref: str, writer: str | None, as_json: bool) -> None:
+    """A person removes a token (its id) or every token of a holder (its name)."""
+    with ledger() as lg:
+        rows = lg.remove_token(ref, writer=writer)
+    if as_json:
+        emit(rows)
+        return
+    for r in rows:
+        say(f"removed token {r['id']} of {r['name']} ({r['role']})")
+
+
 def _change_line(change: dict[str, Any]) -> str:
     if change["change"] == "reordered":
         return "order changed"
@@ -206,7 +278,13 @@ def serve(
     allow_checks: bool,
     pool_size: int | None,
 ) -> None:
-    """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger."""
+    """Serve the board (/) and MCP (/mcp) on one server, over the project's ledger.
+
+    Who started it decides whether a person is behind it: from a plain
+    terminal, or with TODOLEDGER_TOKEN set to a person's registered token, its
+    tokenless board and its tokens file are that person's; from an agent's shell
+    or without a terminal, nobody there is a person but the holders of tokens a
+    person registered (`todoledger token add`)."""
     import sys
 
     from todoledger.ledger.shared import SharedLedger
@@ -214,15 +292,17 @@ def serve(
     from todoledger.tokens import load_tokens
     from todoledger.web.app import Board
 
-    identities = load_tokens(tokens_file) if tokens_file else None
     shared = SharedLedger(pool_size=pool_size)  # the board's and MCP's calls share its connections
+    token, starter = _starter(click.get_current_context(), token or None, shared)
+    identities = load_tokens(tokens_file) if tokens_file else None
     board = Board(
         plan=plan,
-        token=token or None,
+        token=token,
         name=name,
         allow_checks=allow_checks,
         shared=shared,
         identities=identities,
+        starter=starter,
     )
 
     def started(base: str) -> None:
@@ -236,7 +316,7 @@ def serve(
         serve_http(
             host=host,
             port=port,
-            token=token or None,
+            token=token,
             plan=plan,
             allow_hosts=allow_hosts,
             identities=identities,
@@ -244,6 +324,28 @@ def serve(
             routes=board.routes(),
             started=started,
             shared=shared,
+            starter=starter,
         )
     finally:
         board.close()
+
+
+def _starter(ctx: click.Context, token: str | None, shared: Any) -> tuple[str | None, str | None]:
+    """(the single token, who started the server unless a person did). A
+    TODOLEDGER_TOKEN that a person registered in the ledger says who starts the
+    server (it is no shared --token then); otherwise the route does, as for
+    every command: a terminal without an agent's marker above it is a person."""
+    import os
+
+    from todoledger.core.approval import is_person
+    from todoledger.identity import local_writer
+
+    from_env = ctx.get_parameter_source("token") == click.core.ParameterSource.ENVIRONMENT
+    given = os.environ.get("TODOLEDGER_TOKEN") or ""
+    holder = shared.token_holder(given) if given else None
+    if holder is not None:
+        starter = f"cli:{holder.name}" if holder.person else f"{holder.name}@cli"
+        token = None if from_env else token
+    else:
+        starter = local_writer()
+    return token, (None if is_person(starter) else starter)

@@ -147,7 +147,8 @@ def gate_remove(check_id: str, plan: str | None, writer: str | None, as_json: bo
 @options(plan=True, as_json=True)
 @click.argument("refs", metavar="[ID...]", nargs=-1)
 def gate_list(refs: tuple[str, ...], plan: str | None, as_json: bool) -> None:
-    """The checks of the plan or of the named items, with their trust."""
+    """The checks of the plan or of the named items, with their trust and the
+    folder each runs in (where it was written, whoever runs it)."""
 
     with reader() as lg:
         rows = [r.as_dict() for r in lg.checks(refs, plan=plan)]
@@ -163,11 +164,19 @@ def gate_list(refs: tuple[str, ...], plan: str | None, as_json: bool) -> None:
         by = f"by {r['route']}" + (f", approved by {r['approved_by']}" if r.get("approved_by") else "")
         last = r["last"]
         ran = f"{last['result']} {last['age']} ago" if last else "never ran"
+        where = f"; runs in {r['runs_in']}" if r.get("runs_in") and _in_a_folder(r) else ""
         click.echo(
-            _clean(f"{r['id']}  {r['item']}  {r['role']:<10} {trusted:<9}  {_spec_line(r)}  ({by}; {ran})")
+            _clean(
+                f"{r['id']}  {r['item']}  {r['role']:<10} {trusted:<9}  {_spec_line(r)}  ({by}; {ran}{where})"
+            )
         )
     if not rows:
         click.echo("no checks")
+
+
+def _in_a_folder(row: dict[str, Any]) -> bool:
+    """A check that looks at the folder it runs in (a command, a file, a disk)."""
+    return str(row["spec"]).split(":", 1)[0] in ("cmd", "file", "disk")
 
 
 def _spec_line(row: dict[str, Any]) -> str:
@@ -266,6 +275,8 @@ def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: 
             )
             for name, value in sorted(row.check.options().items()):
                 click.echo(f"    {name} = {value!r}")
+            if row.cwd:  # its writer chose where it runs: part of what a person approves
+                click.echo(f"    runs in {_clean(row.cwd)}")
             failed = history.get(row.id, 0)
             click.echo(
                 f"    seen failing: {failed} time(s)"

@@ -31,6 +31,14 @@ def _skipped_line(counts: dict[str, int]) -> str:
     return "skipped: " + ", ".join(f"{n} {what}" for what, n in counts.items())
 
 
+def _missing(paths: tuple[str, ...]) -> None:
+    """A path that does not exist is a mistake to say, before anything is read or written."""
+    gone = [p for p in paths if p != "-" and not Path(p).exists()]
+    if gone:
+        more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
+        raise LedgerError(f"{gone[0]}: no such file or folder{more}; nothing was imported")
+
+
 def _run_ingest(lg: Ledger, paths: tuple[str, ...]) -> Any:
     from todoledger.ingest.calls import Skipped
     from todoledger.ingest.importer import ingest as run
@@ -67,6 +75,7 @@ def ingest(paths: tuple[str, ...], as_json: bool) -> None:
     """
     from todoledger.ledger import Ledger
 
+    _missing(paths)
     with Ledger() as lg:
         result = _run_ingest(lg, paths)
     rows = [s.as_dict() for s in result.sessions]
@@ -128,6 +137,7 @@ def stats(paths: tuple[str, ...], as_json: bool) -> None:
     from todoledger.ledger import Ledger
 
     if paths:
+        _missing(paths)
         with Ledger(":memory:") as lg:
             result = _run_ingest(lg, paths)
             data = st.for_plans(lg, [s.plan for s in result.sessions])

@@ -33,6 +33,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "path": "todoledger.cli.cmd_board:path",
     "approve": "todoledger.cli.cmd_board:approve",
     "set": "todoledger.cli.cmd_board:set_fields",
+    "token": "todoledger.cli.cmd_board:token",
     "ingest": "todoledger.cli.cmd_ingest:ingest",
     "report": "todoledger.cli.cmd_ingest:report",
     "stats": "todoledger.cli.cmd_ingest:stats",
@@ -167,23 +168,42 @@ def cli(ctx: click.Context) -> None:
 
 @cli.command()
 @writes
+@click.argument("target", metavar="[PLAN|ID]", required=False)
 @click.option(
     "--all",
     "show_all",
     is_flag=True,
-    help="Also draw the completed and cancelled items (after the open work).",
+    help="Also draw the completed, cancelled and dropped items (after the open work).",
 )
 @click.option("--no-pager", is_flag=True, help="Never page a long plan on a terminal.")
 def show(
-    plan: str | None, writer: str | None, as_json: bool, show_all: bool = False, no_pager: bool = False
+    target: str | None,
+    plan: str | None,
+    writer: str | None,
+    as_json: bool,
+    show_all: bool = False,
+    no_pager: bool = False,
 ) -> None:
-    """Show a plan: open work first, with status, priority and dependencies.
+    """Show a plan (PLAN, as `report PLAN` takes it, or --plan): open work first, with
+    status, priority and dependencies. Given an item's id (of the current plan), show that
+    item in full: its notes, evidence, checks with their last results, numbers and history.
 
-    Completed and cancelled items fold into a count unless --all (a completion
-    whose gate fails or never ran is never folded). On a terminal a plan
-    longer than the screen goes through $TODOLEDGER_PAGER, $PAGER or less,
-    as git log does (PAGER=cat or --no-pager: none)."""
+    Completed, cancelled and dropped items fold into a count unless --all (a completion
+    whose gate fails or never ran, and an item a writer's list still works on, are never
+    folded; listing the plans is `todoledger plans`). On a terminal a plan longer than the
+    screen goes through $TODOLEDGER_PAGER, $PAGER or less, as git log does (PAGER=cat or
+    --no-pager: none)."""
     with reader() as lg:
+        from todoledger.cli import itemview
+
+        plan, item_id = itemview.resolve(lg, target, plan)
+        if item_id is not None:
+            from todoledger.cli import render
+
+            assert plan is not None
+            detail = itemview.detail(lg, plan, item_id)
+            emit(detail) if as_json else render.item(detail)
+            return
         if as_json:
             emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
             return
@@ -682,24 +702,20 @@ def check(plan: str | None, as_json: bool) -> None:
 
 @cli.command()
 @options(plan=True, as_json=True)
-@click.option("--reset", is_flag=True, help="Rebuild the demo plan from scratch.")
 @click.option(
     "--checks",
     "with_checks",
     is_flag=True,
     help="Also run the seeds' assumptions as checks and the draft-token sweep, against local stand-ins.",
 )
-def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> None:
-    """Load the todo calls the seeds quote (shared/seeds/) as two demo plans and show them."""
+def demo(plan: str | None, as_json: bool, with_checks: bool) -> None:
+    """Load the todo calls the five seeds quote as two demo plans (PLAN and PLAN-qwen, default
+    demo) and show them. Loaded once: a fresh copy goes into other plans (--plan NEW)."""
     from todoledger.demo import DEMO_PLAN, load_demo
 
     name = plan or DEMO_PLAN
     with ledger() as lg:
-        if reset and lg.checks(plan=name):
-            raise LedgerError(
-                f"plan {name!r} holds the checks of demo --checks; load the demo into another --plan"
-            )
-        loaded = load_demo(lg, plan=name, reset=reset)
+        loaded = load_demo(lg, plan=name)
         ran = None
         if with_checks:
             from todoledger.demo_checks import run_checks
@@ -711,10 +727,14 @@ def demo(plan: str | None, as_json: bool, reset: bool, with_checks: bool) -> Non
         from todoledger.cli import render
 
         if not loaded.created:
-            say(f"(demo plans {', '.join(loaded.plans)} already loaded; --reset rebuilds them)")
+            say(f"(demo plans {', '.join(loaded.plans)} already loaded; --plan NEW loads a fresh copy)")
         for out in loaded.outcomes:
             for line in out.lines(lg):
                 say(line)
+        if loaded.review:
+            say("after the session, the reviewer (cli:reviewer) adds, each item's notes citing its seed:")
+            for line in loaded.review:
+                say(f"  {line}")
         for shown in loaded.plans:
             click.echo()
             render.plan(lg.view(shown), None)
@@ -744,7 +764,10 @@ def _show_demo_checks(ran: Any, plan: str) -> None:
         )
         say(f"  {r['item']} {r['content']}: {r['result']}: {r['spec']}: {verdict}")
     click.echo()
-    say("The draft-token sweep over a stand-in benchmark (SIMULATED, seeded noise):")
+    say("The draft-token sweep, one stand-in server per combination (SIMULATED figures, labelled stand-in):")
+    for line in ran.story:
+        say(f"  {tail(line, 2000)}")
+    click.echo()
     say(f"$ todoledger sweep results {ran.sweep['sweep']} --plan {plan}")
     for line in lines(table(ran.sweep["rows"])):
         say(line)

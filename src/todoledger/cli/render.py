@@ -73,6 +73,13 @@ def history(events: list[dict[str, Any]], title: str | None = None) -> None:
     _backend().history(events, title)
 
 
+def item(detail: dict[str, Any]) -> None:
+    """One item in full: plain lines on a terminal too (sanitised; nothing in it needs a table)."""
+    from todoledger.cli import render_plain
+
+    render_plain.item(detail)
+
+
 def write_result(result: dict[str, Any]) -> None:
     _short().write_result(result)
 

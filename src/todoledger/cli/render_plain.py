@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
     from todoledger.core.view import ItemView, PlanView
 
-MARKS = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "✕"}
+# Cancelled (someone decided) and dropped (left out of a list) are both closed, never alike.
+MARKS = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "✕", "dropped": "⊖"}
 
 
 def _write(lines: list[str]) -> None:
@@ -38,7 +39,7 @@ def plan(view: PlanView, location: str | None = None, *, show_all: bool = False)
     drawn = fold(view, show_all=show_all)
     lines += map(_row, drawn.shown)
     if drawn.rest:
-        lines.append(f"completed and cancelled ({folded_counts(drawn.folded)}):")
+        lines.append(f"{folded_kinds(drawn.folded)} ({folded_counts(drawn.folded)}):")
         lines += map(_row, drawn.rest)
     elif drawn.folded:
         lines.append(folded_line(drawn.folded))
@@ -52,10 +53,23 @@ def _row(it: ItemView) -> str:
     shown = f" ({flag})" if flag in ("ready", "blocked") else ""
     waits = f"  waits for {clean(', '.join(it.depends_on))}" if it.depends_on else ""
     tags = "".join(f"  {clean(t)}" for t in it.tags())
+    if it.status in ("cancelled", "dropped"):  # both closed, never alike: the word says which
+        tags = f"  {closed_word(it)}" + tags
     return (
         f"{clean(it.id)}  {MARKS.get(it.status, '?')}  {it.priority:<6}  {'  ' * it.depth}"
         f"{clean(it.content)}{shown}{waits}{tags}"
     )
+
+
+def closed_word(it: ItemView) -> str:
+    """`cancelled` or `dropped`, with its reason (sanitised), unless the reason says it already."""
+    why = clean(it.reason) if it.reason else ""
+    return why if why.startswith(it.status) else f"{it.status}: {why}" if why else it.status
+
+
+def folded_kinds(folded: dict[str, int]) -> str:
+    """The heading over the folded items under --all; dropped is named only where there is one."""
+    return "completed, cancelled and dropped" if "dropped" in folded else "completed and cancelled"
 
 
 def folded_counts(folded: dict[str, int]) -> str:
@@ -108,15 +122,77 @@ def event_line(ev: dict[str, Any]) -> str:
 
 
 def history(events: list[dict[str, Any]], title: str | None = None) -> None:
-    from todoledger.core.describe import describe_event
+    from todoledger.core.describe import describe_event, when
 
     lines = [clean(title)] if title else []
     if not events:
         lines.append("no history")
     for ev in events:
         lines.append(
-            f"{clean(ev['at'])} {clean(ev['item'] or '-')} {clean(describe_event(ev))}  ({clean(ev['writer'])})"
+            f"{clean(when(ev))} {clean(ev['item'] or '-')} {clean(describe_event(ev))}  ({clean(ev['writer'])})"
         )
+    _write(lines)
+
+
+def item(d: dict[str, Any]) -> None:
+    """One item in full (`show ID`): what it is, what backs it, what it waits for, its story."""
+    from todoledger.core.describe import describe_event, when
+
+    it = d["item"]
+    state = [
+        s
+        for s in (
+            it.get("verification"),
+            "blocked" if it.get("blocked") else "",
+            "ready" if it.get("ready") else "",
+        )
+        if s
+    ]
+    lines = [
+        f"{clean(it['id'])}  {MARKS.get(it['status'], '?')} {it['status']}  [{it['priority']}]  {clean(it['content'])}",
+        f"plan {clean(d['plan'])}" + "".join(f" · {clean(s)}" for s in state),
+        f"added by {clean(it['created_by'])}, last changed by {clean(it['updated_by'])}",
+    ]
+    for label in ("evidence", "reason", "notes"):
+        if it.get(label):
+            text = clean(it[label], newlines=True).splitlines()
+            lines += [f"{label}: {text[0]}", *(f"  {ln}" for ln in text[1:])]
+
+    def brief(rows: list[dict[str, Any]]) -> str:
+        return "; ".join(
+            f"{clean(r['id'])} {clean(r.get('content', '(gone)'))} ({r.get('status', '?')})" for r in rows
+        )
+
+    for label, key in (
+        ("phase items", "children"),
+        ("waits for", "waits_for"),
+        ("waited on by", "waited_on_by"),
+    ):
+        if d[key]:
+            lines.append(f"{label}: {brief(d[key])}")
+    if d["checks"]:
+        lines.append("checks:")
+    for c in d["checks"]:
+        last = c["last"]
+        got = "never ran"
+        if last is not None:
+            tail = (last["output"] or "").strip().splitlines()
+            got = last["result"] + (f": {tail[-1]}" if tail else "")
+        lines.append(
+            f"  {clean(c['id'])} {c['role']} {clean(c['spec'])} (by {clean(c['created_by'])}): {clean(got)}"
+        )
+    if d["metrics"]:
+        lines.append(
+            "metrics: "
+            + "; ".join(
+                f"{clean(m['name'])} {m['value']:g} (run {m['run']}, {m.get('provenance') or 'typed'})"
+                for m in d["metrics"]
+            )
+        )
+    lines.append("history:")
+    lines += [
+        f"  {clean(when(ev))}  {clean(describe_event(ev))}  ({clean(ev['writer'])})" for ev in d["history"]
+    ]
     _write(lines)
 
 
@@ -138,8 +214,14 @@ def write_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+# What `next` says above items that wait for a closed one (reading.stranded).
+STRANDED = (
+    "waits for a cancelled or dropped item (list a dropped one again, or remove or re-point the dependency):"
+)
+
+
 def stranded(rows: list[dict[str, Any]]) -> None:
-    lines = ["waits for a cancelled item (remove or re-point the dependency):"]
+    lines = [STRANDED]
     lines += [
         f"{it['id']} {clean(it['content'])}  waits for {', '.join(it['waits_on_cancelled'])}" for it in rows
     ]

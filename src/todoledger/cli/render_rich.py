@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from todoledger.core.describe import describe_event
+from todoledger.core.describe import describe_event, when
 from todoledger.core.sanitize import for_terminal as clean
 
 console = Console(highlight=False, soft_wrap=False)
@@ -24,6 +24,7 @@ STATUS_STYLE = {
     "in_progress": ("◐", "bold yellow"),
     "completed": ("●", "green"),
     "cancelled": ("✕", "dim"),
+    "dropped": ("⊖", "dim"),
 }
 PRIORITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
@@ -69,7 +70,7 @@ def history(events: list[dict[str, Any]], title: str | None = None) -> None:
         console.print(Text("no history"))
         return
     for ev in events:
-        line = Text(f"{clean(ev['at'])} ", style="dim") + Text(f"{clean(ev['item'] or '-')} ", style="cyan")
+        line = Text(f"{clean(when(ev))} ", style="dim") + Text(f"{clean(ev['item'] or '-')} ", style="cyan")
         line += describe(ev) + Text(f"  ({clean(ev['writer'])})", style="dim")
         console.print(line)
 
@@ -101,7 +102,11 @@ def write_result(result: dict[str, Any]) -> None:
 
 def stranded(rows: list[dict[str, Any]]) -> None:
     console.print(
-        Text("waits for a cancelled item (remove or re-point the dependency):", style="bold magenta")
+        Text(
+            "waits for a cancelled or dropped item (list a dropped one again, or remove or re-point"
+            " the dependency):",
+            style="bold magenta",
+        )
     )
     for it in rows:
         line = Text(f"{it['id']} ", style="cyan") + _safe(it["content"])

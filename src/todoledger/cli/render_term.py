@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-from todoledger.cli.render_plain import MARKS, folded_counts, folded_line, summary
+from todoledger.cli.render_plain import MARKS, STRANDED, folded_counts, folded_kinds, folded_line, summary
 from todoledger.core.sanitize import for_terminal as clean
 
 TYPE_CHECKING = False
@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 
 RESET = "\x1b[0m"
 # SGR parameters, as rich's styles for these were.
-STATUS_STYLE = {"pending": "", "in_progress": "1;33", "completed": "32", "cancelled": "2"}
+STATUS_STYLE = {"pending": "", "in_progress": "1;33", "completed": "32", "cancelled": "2", "dropped": "2"}
 PRIORITY_STYLE = {"high": "1;31", "medium": "33", "low": "2"}
 ID, READY, BLOCKED, TAG, DIM, CLAIM, EVIDENCE, TITLE = "36", "1;36", "35", "35", "2", "1;31", "2;32", "1"
 Segment = tuple[str, str]  # (text, SGR parameters; "" for none)
+# Tags drawn in the tag colour: what it waits for, and a writer's list that disagrees (contested).
+_MARKED = ("waits", "listed as")
 
 
 def colour_on() -> bool:
@@ -71,7 +73,7 @@ def plan_lines(
     for it in drawn.shown:
         _row(lines, it, id_width, width, paint)
     if drawn.rest:
-        lines.append(paint(f"completed and cancelled ({folded_counts(drawn.folded)}):", TITLE))
+        lines.append(paint(f"{folded_kinds(drawn.folded)} ({folded_counts(drawn.folded)}):", TITLE))
         for it in drawn.rest:
             _row(lines, it, id_width, width, paint)
     elif drawn.folded:
@@ -115,7 +117,7 @@ def _row(lines: list[str], it: ItemView, id_width: int, width: int, paint: Calla
             _MIDDLE[key] = middle
     depth = it.depth
     indent = id_width + 13 + 2 * depth  # where the item's text starts
-    closed = status in ("completed", "cancelled")
+    closed = status in ("completed", "cancelled", "dropped")
     parts: list[Segment] = [(clean(it.content), DIM if closed else "")]
     flag = it.flag()
     if flag == "ready":
@@ -126,21 +128,21 @@ def _row(lines: list[str], it: ItemView, id_width: int, width: int, paint: Calla
         parts.append((f"waits for {clean(', '.join(it.depends_on))}", TAG))
     claimed = it.claimed
     for tag in it.tags():
-        parts.append((clean(tag), CLAIM if tag == claimed else TAG if tag.startswith("waits") else ""))
+        parts.append((clean(tag), CLAIM if tag == claimed else TAG if tag.startswith(_MARKED) else ""))
     body = _wrap(parts, indent, width, paint)
     lines.append(f"{paint(item_id, ID)}{' ' * (id_width - len(item_id) + 2)}{middle}{'  ' * depth}{body[0]}")
     if len(body) > 1:
         lines += body[1:]
     if it.evidence and status == "completed":
         _note(lines, f"evidence: {clean(it.evidence)}", EVIDENCE, indent + 2, width, paint)
-    if it.reason and status == "cancelled":
+    if it.reason and status in ("cancelled", "dropped"):  # the mark tells the two apart
         _note(lines, f"reason: {clean(it.reason)}", DIM, indent + 2, width, paint)
 
 
 def _note(
     lines: list[str], text: str, style: str, indent: int, width: int, paint: Callable[[str, str], str]
 ) -> None:
-    """A line under the item's text (its evidence, why it was cancelled), wrapped as the text is."""
+    """A line under the item's text (its evidence, why it was cancelled or dropped), wrapped as the text is."""
     first, *rest = _wrap([(text, style)], indent, width, paint)
     lines.append(" " * indent + first)
     lines += rest
@@ -253,7 +255,7 @@ def write_result(result: dict[str, Any]) -> None:
 
 def stranded(rows: list[dict[str, Any]]) -> None:
     paint = _painter(colour_on())
-    lines = [paint("waits for a cancelled item (remove or re-point the dependency):", "1;35")]
+    lines = [paint(STRANDED, "1;35")]
     lines += [
         f"{paint(clean(it['id']), ID)} {clean(it['content'])}"
         + paint(f"  waits for {clean(', '.join(it['waits_on_cancelled']))}", "35")

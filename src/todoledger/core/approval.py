@@ -48,6 +48,41 @@ MCP_CLIENT_KINDS = {
 }
 
 
+# The writers of local routes: an `@` in them (a hook's session id, an MCP
+# client's name, an OS user) is part of what the process declared, never a token's.
+LOCAL_HEADS = (*AGENT_KINDS, "agent-shell", "mcp", "script")
+
+
+def token_identity(writer: str) -> str | None:
+    """The token identity that leads a writer (`agent:ci` of `agent:ci@mcp:...`,
+    `agent:ci@web`, `agent:ci@cli`; `ann` of `ann@mcp:...`), or None: a writer
+    whose identity no token showed (its process declared it)."""
+    identity, at, _ = writer.partition("@")
+    if not at or not identity or writer.partition(":")[0] in LOCAL_HEADS:
+        return None
+    return identity.removeprefix("mcp-user:")
+
+
+def authenticated(writer: str) -> bool:
+    """Did a token show who this writer is? An agent's identity on this machine
+    (its MCP client name, its shell's marker, a hook's agent, `--writer`) is what
+    the process says, and the agent under review can say any of them."""
+    return token_identity(writer) is not None
+
+
+def proves(author: str, claimant: str) -> bool:
+    """Does a passing check written by `author` prove `claimant`'s claim? A
+    person's check does, whoever claims. An agent's does only when a token
+    shows who wrote it and that principal is not the claimant's: a local agent
+    identity can be forged by the claimant itself (another client name, an
+    unset or swapped marker, a hook piped by hand), so its check is at most
+    `self-checked`, whichever agent claims."""
+    who = principal(author)
+    if who.startswith("person:"):
+        return True
+    return authenticated(author) and who != principal(claimant)
+
+
 def principal(writer: str) -> str:
     """Who stands behind a writer, for independence: `person:<name>` for a
     person, else `agent:<kind>` for an agent on this machine (one principal

@@ -5,7 +5,8 @@ approve exactly what will run (`todoledger trust` shows both):
 
     cmd:COMMAND                 exit 0 holds (options: expect=REGEX on the output)
     http://... / https://...    a 2xx answer (options: status=CODE, expect=REGEX on the body)
-    port:HOST:PORT              accepts a TCP connection
+    port:HOST:PORT              accepts a TCP connection (option closed: nothing accepts one,
+                                what a sweep's clean check asks of a server's port)
     disk:PATH>=SIZE             at least SIZE free at PATH
     file:PATH                   exists (options: nonempty, newer = newer than the item's start)
     metric:NAME OP VALUE        a number recorded on the item; VALUE is a number or
@@ -57,7 +58,17 @@ _METRIC_NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 _NUMBER = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
 _BASELINE = r"^baseline(?:\s*\*\s*(" + _NUMBER[1:-1] + r"))?$"
 _HOSTPORT = r"^(\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]@\s]+)(?::(\d{1,5}))?$"
-_OPTION_NAMES = ("expect", "status", "timeout", "nonempty", "newer", "watch", "baseline", "max_age")
+_OPTION_NAMES = (
+    "expect",
+    "status",
+    "timeout",
+    "nonempty",
+    "newer",
+    "watch",
+    "baseline",
+    "max_age",
+    "closed",
+)
 LIVENESS_MAX_AGE = 600.0  # http and port receipts stand for 10 minutes unless the check says otherwise
 LIVENESS_KINDS = ("http", "port")
 
@@ -81,6 +92,7 @@ class Check:
     baseline: str | None = None
     watch: tuple[str, ...] = field(default_factory=tuple)
     max_age: float | None = None  # seconds a receipt stands (None: liveness default, else for ever)
+    closed: bool = False  # port: holds when nothing accepts a connection (a sweep's clean check)
 
     @property
     def age_limit(self) -> float | None:
@@ -131,6 +143,8 @@ class Check:
             out["watch"] = list(self.watch)
         if self.max_age is not None:
             out["max_age"] = self.max_age
+        if self.closed:
+            out["closed"] = True
         return out
 
     def canonical(self) -> str:
@@ -143,8 +157,13 @@ class Check:
     def describe(self) -> str:
         """One line for people: the spec and its non-default options. A `port:`
         check says what it proves: that some process listens, whichever it is."""
-        opts = self.options()
-        head = f"a process listens on {self.target}" if self.kind == "port" else self.text()
+        opts = {k: v for k, v in self.options().items() if k != "closed"}  # the head says so
+        if self.kind == "port":
+            head = (
+                f"nothing listens on {self.target}" if self.closed else f"a process listens on {self.target}"
+            )
+        else:
+            head = self.text()
         if not opts:
             return head
         return head + "  (" + ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items())) + ")"
@@ -236,6 +255,8 @@ def parse(spec: str, options: dict[str, Any] | None = None) -> Check:
         raise _bad(text, "status applies to http checks only")
     if fields["kind"] != "file" and (fields.get("nonempty") or fields.get("newer")):
         raise _bad(text, "nonempty/newer apply to file: checks only")
+    if fields["kind"] != "port" and fields.get("closed"):
+        raise _bad(text, "closed applies to port: checks only")
     return Check(**fields)
 
 
@@ -262,7 +283,7 @@ def _options(text: str, options: dict[str, Any]) -> dict[str, Any]:
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_TIMEOUT:
                 raise _bad(text, f"timeout must be seconds between 0 and {MAX_TIMEOUT:g}, not {value!r}")
             out[name] = float(value)
-        elif name in ("nonempty", "newer"):
+        elif name in ("nonempty", "newer", "closed"):
             if not isinstance(value, bool):
                 raise _bad(text, f"{name} is true or false, not {value!r}")
             out[name] = value

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 
 def short(value: Any, limit: int = 70) -> str:
     text = value if isinstance(value, str) else str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def when(ev: Mapping[str, Any]) -> str:
+    """When an event happened, for people: its time, or, where its change carries no time of
+    its own (store migration `untimed_ops`), the place its source gives it."""
+    return str(ev.get("where") or "time not recorded") if ev.get("untimed") else str(ev["at"])
 
 
 def describe_event(ev: dict[str, Any]) -> str:
@@ -34,8 +41,48 @@ def describe_event(ev: dict[str, Any]) -> str:
         )
     if field == "released" and isinstance(new, dict):
         return f"{new.get('holder')}'s claim released ({new.get('why')}, token {new.get('token')})"
+    if isinstance(new, dict) or isinstance(old, dict):  # an annotation: its words, never its JSON
+        return _annotation(field, old if isinstance(old, dict) else {}, new if isinstance(new, dict) else {})
+    if field == "depends_on":
+        return f"now waits for {', '.join(new or []) or 'nothing'}"
     if old is None:
         return f"{field}: {short(new)!r}"
     if new is None:
         return f"{field} cleared (was {short(old)!r})"
     return f"{field}: {short(old)!r} → {short(new)!r}"
+
+
+def _spec(d: dict[str, Any]) -> str:
+    return short(str(d.get("spec", "")).split("\n", 1)[0], 80)
+
+
+def _annotation(field: str, old: dict[str, Any], new: dict[str, Any]) -> str:
+    """Events whose value is a record (a check, a receipt, a number, a forced change), in words."""
+    if field == "check" and new:
+        kind = "replaced by" if old else "added"
+        trusted = "" if new.get("trusted", True) else " (not trusted yet)"
+        return f"{new.get('role', 'gate')} {kind} {new.get('id', '')}: {_spec(new)}{trusted}".replace(
+            "  ", " "
+        )
+    if field == "check":
+        return f"check {old.get('id', '')} removed: {_spec(old)}"
+    if field == "receipt":
+        out = short(" ".join(str(new.get("output") or "").split()[-20:]), 100)
+        return f"check {new.get('check', '')} {new.get('result', '?')}: {_spec(new)}" + (
+            f" ({out})" if out else ""
+        )
+    if field == "metric":
+        how = new.get("provenance") or "typed"
+        return f"{new.get('name')} = {new.get('value')} (run {new.get('run')}, {how})"
+    if field == "metric_accepted":
+        return f"accepted {new.get('count')} typed {new.get('name')}"
+    if field == "trust":
+        return f"trusted check {new.get('id', '')}: {_spec(new)}"
+    if field == "forced":
+        why = f": {new['reason']}" if new.get("reason") else ""
+        return f"forced past {new.get('past', 'a rule')}{why}"
+    if field == "approved":
+        return "approved by a person"
+    if field == "plan_approved":
+        return f"plan approved ({len(new.get('items') or [])} items)"
+    return f"{field} recorded"

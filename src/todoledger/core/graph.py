@@ -6,7 +6,7 @@ can never disagree with them.
 
 from __future__ import annotations
 
-from todoledger.core.model import OPEN_STATUSES, CycleError, Item
+from todoledger.core.model import OPEN_STATUSES, UNDONE_STATUSES, CycleError, Item
 
 TYPE_CHECKING = False  # `collections.abc` costs the agents' verbs start-up: the checker's only
 if TYPE_CHECKING:
@@ -126,14 +126,14 @@ def derive_links(items: Sequence[Links], gated: frozenset[str] = frozenset()) ->
 
 
 def cancelled_blockers(items: Sequence[Item]) -> dict[str, list[str]]:
-    """Items that wait for a cancelled item, and which: shown until someone
-    removes or re-points the dependency."""
+    """Items that wait for a cancelled or dropped item, and which: shown until
+    someone lists it again, removes or re-points the dependency."""
     return cancelled_links([(i.id, i.parent, i.status, i.depends_on) for i in items])
 
 
 def cancelled_links(items: Sequence[Links]) -> dict[str, list[str]]:
     """`cancelled_blockers` over bare links."""
-    cancelled = {i[0] for i in items if i[2] == "cancelled"}
+    cancelled = {i[0] for i in items if i[2] in UNDONE_STATUSES}
     out: dict[str, list[str]] = {}
     for item_id, _, status, depends_on in items:
         gone = [b for b in depends_on if b in cancelled]

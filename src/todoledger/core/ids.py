@@ -33,6 +33,11 @@ def new_id() -> str:
     return "".join(ALPHABET[b & 31] for b in _draw(ID_LENGTH))
 
 
+def looks_like_id(text: str) -> bool:
+    """Whether `text` has the form of an item id (`show` tells ids from plan names by it)."""
+    return len(text) == ID_LENGTH and all(ch in ALPHABET for ch in text)
+
+
 def _stream(seed: str) -> Callable[[int], bytes]:
     import random  # only for reproducible runs: the hook path never pays for it
 

@@ -25,12 +25,12 @@ try:
 except ImportError:  # no C accelerator
     _string = compact
 
-# The keys of an item in `Ledger.show`, in their order: `Item.as_dict`'s, then the derived five.
+# The keys of an item in `Ledger.show`, in their order: `Item.as_dict`'s, then the derived six.
 ITEM_KEYS = (
     "id",
     *STATE_FIELDS,
     *("created_by", "updated_by", "created_at", "updated_at"),
-    *("blocked", "ready", "waits_on_cancelled", "verification", "forced"),
+    *("blocked", "ready", "waits_on_cancelled", "verification", "forced", "contested"),
 )
 
 
@@ -43,6 +43,7 @@ def plan_text(
     waiting: Mapping[str, list[str]],
     verified: Mapping[str, str | None],
     forced: Mapping[str, list[Any]],
+    contested: Mapping[str, list[dict[str, str]]],
     decode: Callable[[str], Any],
 ) -> str:
     """`rows` in `store.repo.ITEM_COLUMNS` order (id, plan, content, status,
@@ -74,6 +75,7 @@ def plan_text(
             f'"created_by":{n(r[11])},"updated_by":{n(r[12])},"created_at":{n(r[13])},"updated_at":{n(r[14])},'
             f'"blocked":{"true" if blocked else "false"},"ready":{"true" if ready else "false"},'
             f'"waits_on_cancelled":{compact(waiting.get(item_id, []))},"verification":{n(verified[item_id])},'
-            f'"forced":{compact(forced[item_id]) if item_id in forced else "[]"}}}'
+            f'"forced":{compact(forced[item_id]) if item_id in forced else "[]"},'
+            f'"contested":{compact(contested[item_id]) if item_id in contested else "[]"}}}'
         )
     return f'{{"plan":{s(plan)},"revision":{compact(revision)},"items":[{",".join(items)}]}}'

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 BOXES = {" ": "pending", "x": "completed", "X": "completed", "~": "in_progress", "-": "cancelled"}
-BOX_OF = {"pending": " ", "completed": "x", "in_progress": "~", "cancelled": "-"}
+BOX_OF = {"pending": " ", "completed": "x", "in_progress": "~", "cancelled": "-", "dropped": "-"}
 
 _CHECK = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(?P<box>[ xX~-])\][ \t]+(?P<text>.*)$")
 _LIST = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+(?P<text>.*)$")

@@ -8,14 +8,19 @@ result in one transaction. The rules (see docs/ARCHITECTURE.md):
   "Benchmark 10 tokens" is not a rewording of "Benchmark 5 tokens");
 - per field, base (what the writer saw) vs current vs incoming: a field the
   writer did not change never overwrites someone else's newer change;
-- items the writer saw but left out are dropped; others are never touched.
+- items the writer saw but left out are dropped (status `dropped`, not a
+  cancel: nobody decided about the work); others are never touched;
+- a dropped item listed again, by any writer, is revived in the status listed;
+  a cancelled or completed one is not moved back by a list that did not see
+  the change, and the writer's base keeps what its list said (`Seen.listed`),
+  so that the contradiction stays visible while that list stands.
 """
 
 from __future__ import annotations
 
 from itertools import pairwise
 
-from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, Incoming, Item
+from todoledger.core.model import DEFAULT_PRIORITY, DROPPED, OPEN_STATUSES, Incoming, Item
 from todoledger.core.record import dataclass, field
 
 TYPE_CHECKING = False
@@ -27,18 +32,23 @@ MERGED_FIELDS = ("content", "status", "priority", "active_form")
 REWORD_THRESHOLD = 0.72
 # A dropped item and an added entry that are each other's only candidate pair up from here.
 PAIR_THRESHOLD = 0.5
-STATUS_RANK = {"pending": 0, "in_progress": 1, "completed": 2, "cancelled": 2}
+STATUS_RANK = {"pending": 0, "in_progress": 1, "completed": 2, "cancelled": 2, DROPPED: 2}
+# Closed by a decision (a completion, a cancel): a list that says otherwise is contradicted, not obeyed.
+DECIDED = frozenset({"completed", "cancelled"})
 _NUMBER: Any = None  # re.compile(r"\d+(?:\.\d+)?") at its first use: `re` costs the agents' verbs start-up
 
 
 @dataclass(frozen=True)
 class Seen:
-    """What a writer last saw of an item."""
+    """What a writer last saw of an item; `listed`, the open status its latest
+    list gave an item the plan keeps closed (completed or cancelled by someone
+    else): kept until its list says otherwise, whatever it reads meanwhile."""
 
     content: str | None
     status: str | None
     priority: str | None
     active_form: str | None
+    listed: str | None = None
 
     @classmethod
     def of(cls, item: Item) -> Seen:
@@ -79,6 +89,7 @@ class Merge:
     sets: list[SetField] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # left out of a whole list
+    revived: list[str] = field(default_factory=list)  # dropped before, listed again: reopened
     base: dict[str, Seen] = field(default_factory=dict)  # the writer's new base (replaces or updates)
     aliases: dict[str, str] = field(default_factory=dict)  # new ext id -> ledger id
 
@@ -167,6 +178,7 @@ class MergeInput:
     whole: bool = True
     tail: Callable[[], float] = lambda: 0.0  # largest position in the plan (a query: asked only when needed)
     new_id: Callable[[], str] = lambda: ""
+    revision: Callable[[], int] = lambda: 0  # the revision this write makes (asked only for a drop)
 
 
 def merge(inp: MergeInput) -> Merge:
@@ -312,6 +324,7 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
     }
     believed: dict[str, Any] = {}  # what the writer now thinks: its next base
     status = item.status  # what the ledger will hold
+    listed: str | None = None
     for name in MERGED_FIELDS:
         new = incoming[name]
         cur = getattr(item, name)
@@ -320,14 +333,16 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
             continue
         old = seen.get(name) if seen else None
         apply = False
-        own_drop = cur == "cancelled" and item.reason == f"dropped by {inp.writer}"
-        if seen is None and name == "status" and STATUS_RANK[new] <= STATUS_RANK[cur] and not own_drop:
+        if name == "status" and cur == DROPPED:
+            # Left out of a list is no decision about the work: listing it again revives it.
+            apply = True
+            out.revived.append(item.id)
+        elif seen is None and name == "status" and STATUS_RANK[new] <= STATUS_RANK[cur]:
             # First sight of someone else's item: the writer may move it on,
-            # but its unaware list must not move it back. (Re-listing an item
-            # this writer itself dropped brings it back.)
+            # but its unaware list must not move it back.
             out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
             believed[name] = new
-        elif name == "status" and old != cur and is_backwards(cur, new) and not own_drop:
+        elif name == "status" and old != cur and is_backwards(cur, new):
             # A backward move is only for a writer that saw the state it leaves:
             # a stale list must not reopen work someone finished meanwhile.
             out.conflicts.append(Conflict(item.id, name, cur, new, "ledger"))
@@ -346,17 +361,35 @@ def _merge_fields(inp: MergeInput, out: Merge, item: Item, entry: Incoming) -> N
             believed[name] = new
             if name == "status":
                 status = new
+        elif name == "status" and cur in DECIDED and new in OPEN_STATUSES:
+            listed = new  # the plan keeps it closed while this writer's list works on it
     if entry.notes is not None and entry.notes != item.notes:
         out.sets.append(SetField(item.id, "notes", item.notes, entry.notes))
     if status == "cancelled" and entry.status == "cancelled" and entry.reason and item.reason != entry.reason:
         out.sets.append(SetField(item.id, "reason", item.reason, entry.reason))
-    elif item.reason and status in OPEN_STATUSES and item.status == "cancelled":
-        out.sets.append(
-            SetField(item.id, "reason", item.reason, None)
-        )  # reopened: the old reason no longer holds
+    elif item.reason and status != item.status:
+        # A reason belongs to the state it explains: it stays in the history, not on the item.
+        out.sets.append(SetField(item.id, "reason", item.reason, None))
     out.base[item.id] = Seen(
-        believed["content"], believed["status"], believed["priority"], believed["active_form"]
+        believed["content"], believed["status"], believed["priority"], believed["active_form"], listed
     )
+
+
+_AT_REVISION = " at revision "
+
+
+def drop_reason(writer: str, revision: int) -> str:
+    """What a dropped item says of its drop: who left it out, and when."""
+    return f"dropped by {writer}{_AT_REVISION}{revision}"
+
+
+def drop_revision(reason: str | None) -> int:
+    """The revision `drop_reason` names; 0 for a reason it did not write (a drop
+    recorded before revisions were, or a reason someone set since)."""
+    if not reason or not reason.startswith("dropped by "):
+        return 0
+    _, _, tail = reason.rpartition(_AT_REVISION)
+    return int(tail) if tail.isdigit() else 0
 
 
 def _drop(inp: MergeInput, out: Merge, item: Item) -> None:
@@ -365,11 +398,11 @@ def _drop(inp: MergeInput, out: Merge, item: Item) -> None:
     if item.status not in OPEN_STATUSES:
         return  # finished work stays finished; the writer merely stopped listing it
     if seen.status != item.status or seen.content != item.content:
-        # Someone changed it since this writer looked: do not cancel their work.
-        out.conflicts.append(Conflict(item.id, "dropped", item.status, "cancelled", "ledger"))
+        # Someone changed it since this writer looked: do not drop their work.
+        out.conflicts.append(Conflict(item.id, "dropped", item.status, DROPPED, "ledger"))
         return
-    out.sets.append(SetField(item.id, "status", item.status, "cancelled"))
-    out.sets.append(SetField(item.id, "reason", item.reason, f"dropped by {inp.writer}"))
+    out.sets.append(SetField(item.id, "status", item.status, DROPPED))
+    out.sets.append(SetField(item.id, "reason", item.reason, drop_reason(inp.writer, inp.revision())))
 
 
 def _positions(inp: MergeInput, out: Merge) -> None:

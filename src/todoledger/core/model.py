@@ -13,9 +13,17 @@ if TYPE_CHECKING:
 
     Level = Literal["error", "warning"]
 
+# The statuses a writer sets (an agent's list, `update`, the board).
 STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed", "cancelled")
+# An item left out of a whole list: the ledger's own status, which nobody sets.
+# Closed like a cancel, but no decision about the work: listed again, it is revived.
+DROPPED = "dropped"
+# Every status an item may have, in the order counts are shown.
+ITEM_STATUSES: tuple[str, ...] = (*STATUSES, DROPPED)
 PRIORITIES: tuple[str, ...] = ("high", "medium", "low")
 OPEN_STATUSES: frozenset[str] = frozenset({"pending", "in_progress"})
+# Closed without being done: an explicit cancel, or a drop.
+UNDONE_STATUSES: frozenset[str] = frozenset({"cancelled", DROPPED})
 # The verification of a completed item without checks: its writer says so (`core.verification`).
 REPORTED = "reported"
 # A completed item whose gate failed (or never ran): what its writer said, never counted as completed.

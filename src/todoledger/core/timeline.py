@@ -36,3 +36,31 @@ def spans(events: Iterable[Mapping[str, Any]], until: str) -> list[dict[str, Any
     for item in list(current):
         close(item, until)
     return sorted(out, key=lambda s: (s["start"], s["item"]))
+
+
+def by_sequence(events: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Spans of a plan whose changes have no time of their own (store migration
+    `untimed_ops`), placed by sequence instead: each op is one step (`start`, `end`: step
+    numbers), and the ticks name each step by its place (`msg 4350 (seed 000)`)."""
+    steps, ticks = _steps(events)
+    out = spans(steps, f"{len(ticks):09d}")
+    for sp in out:
+        sp["start"], sp["end"] = int(sp["start"]), int(sp["end"])
+    return out, ticks
+
+
+def _steps(events: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The events with `at` replaced by their step, zero-padded (`spans` orders by it). A step
+    is a run of ops from one place (a call, or the reviewer's changes after it): the x axis
+    then has a tick per call, readable, not one per op."""
+    ticks: list[str] = []
+    out = []
+    last_op = None
+    for ev in events:
+        op = int(ev["op"])
+        place = str(ev.get("where") or (ev["at"] if not ev.get("untimed") else f"op {op}"))
+        if op != last_op and (not ticks or ticks[-1] != place):
+            ticks.append(place)
+        last_op = op
+        out.append({**ev, "at": f"{len(ticks) - 1:09d}"})
+    return out, ticks

@@ -8,12 +8,17 @@ Who proved it matters as much as what ran. A check's author has a principal
 (`core.approval.principal`: a person, or an agent kind across its routes);
 the claimant is whoever completed the item. A passing check proves the claim
 only when the claimant does not control it: a person wrote, approved or
-trusted it, or another principal wrote it.
+trusted it, or a principal that a token authenticates (`agent:ci` behind
+`serve --tokens`) and that is not the claimant's wrote it. An agent's local
+identity (its MCP client name, its shell's marker, a hook) is whatever its
+process says, so a check written under one is no one else's.
 
 - `verified`: every check holds and is fresh, and one of them is independent
   of the claimant (see `independent`);
-- `self-checked`: they all hold and are fresh, but every one is the claimant's
-  own: what waits on it starts once a person approves the check (`trust`);
+- `self-checked`: they all hold and are fresh, but each was written by an
+  agent with no person or token behind it (the claimant's own, or a local
+  agent's that the claimant could have written): what waits on it starts once
+  a person approves the check (`trust`);
 - `stale`: they all hold, but the tree a receipt ran against has changed since,
   or a receipt is older than its check's maximum age (liveness: 10 minutes);
 - `failed`: a check's latest receipt fails or could not run;
@@ -93,6 +98,10 @@ class CheckRow:
     at: str
     trusted_by: str | None = None  # who approved its current text (a person's `trust`, or its local writer)
     route: str | None = None  # person | board | import | agent:<kind> (None: before routes were kept)
+    # Where it runs and with which PATH: its writer's when it was written, whoever runs it
+    # (None: a check from before they were kept, which runs where its caller runs).
+    cwd: str | None = None
+    path: str | None = None
 
     @property
     def writer(self) -> str:
@@ -123,15 +132,17 @@ class CheckRow:
 
     def independent(self, claimant: str | None) -> bool:
         """Does its passing prove `claimant`'s claim? A person's check (written,
-        approved or trusted), or one another principal wrote. With no claimant
-        (the item is not completed), only a person's."""
+        approved or trusted), or one an authenticated principal other than the
+        claimant's wrote (a token's identity, `core.approval.proves`). A local
+        agent's check never does, whichever agent claims: its identity is what
+        a process said. With no claimant (the item is not completed), only a person's."""
         if self.person_backed:
             return True
         if claimant is None or self.route == "import":
             return False
-        from todoledger.core.approval import principal
+        from todoledger.core.approval import proves
 
-        return self.principal != principal(claimant)
+        return proves(self.created_by, claimant)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -144,6 +155,7 @@ class CheckRow:
             "created_by": self.created_by,
             "principal": self.principal,
             "route": self.route or route_of(self.created_by),
+            "runs_in": self.cwd,
             # A person who approved another writer's check (its author's own trust is no approval).
             "approved_by": self.trusted_by
             if self.person_backed and self.trusted_by and self.trusted_by != self.created_by
@@ -166,9 +178,11 @@ class Receipt:
     tree: (
         dict[str, Any] | None
     )  # {"root", "head", "dirty"} or {"watch": {path: hash}}; None: nothing to go stale
+    env: dict[str, Any] | None = None  # a sweep run's environment: command, parameters, host, git, GPUs
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        extra = {"env": self.env} if self.env is not None else {}
+        return extra | {
             "check": self.check,
             "item": self.item,
             "spec": self.spec.split("\n", 1)[0],

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from todoledger.core.model import CLAIMED_FAILING, CLAIMED_UNRUN, PRIORITY_RANK, STATUSES
+from todoledger.core.model import CLAIMED_FAILING, CLAIMED_UNRUN, DROPPED, ITEM_STATUSES, PRIORITY_RANK
 from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
@@ -35,6 +35,8 @@ MAX_DEPTH = 32  # phases nest a few levels; a deeper chain is damage, not a plan
 VERIFICATIONS = ("unverified", "verified", "self-checked", "stale", "failed")
 # A completion whose gate failed or never ran is counted apart from "completed" (`claimed`).
 CLAIMED = {"failed": CLAIMED_FAILING, "unverified": CLAIMED_UNRUN}
+# How a state reads where people see it: self-checked says what it lacks.
+SHOWN = {"self-checked": "self-checked (an agent's check: no person or token behind it)"}
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,14 @@ class ItemView:
     updated_at: str
     # Filled by other work when it lands; empty until then.
     verification: str | None = None  # unverified / verified / self-checked / stale / failed
-    waits_on_cancelled: tuple[str, ...] = ()  # cancelled items it still waits for
+    waits_on_cancelled: tuple[str, ...] = ()  # cancelled (or dropped) items it still waits for
     estimate: str | None = None
     uses: tuple[str, ...] = ()
     needs_approval: bool = False
     forced: tuple[str, ...] = ()  # what its status was forced past, as `forced_label` says it
+    # Closed while a writer's latest list works on it: "listed as in progress by X, but cancelled by Y".
+    contested: tuple[str, ...] = ()
+    waits_on_dropped: tuple[str, ...] = ()  # those of waits_on_cancelled that were dropped, not cancelled
 
     @property
     def is_open(self) -> bool:
@@ -80,20 +85,27 @@ class ItemView:
     def flag(self) -> str:
         """What keeps it from being done next, or that it is next: "" when neither."""
         if self.waits_on_cancelled and self.is_open:
-            return "waits for a cancelled item"
+            return f"waits for a {self.waits_kind()} item"
         if self.ready:
             return "ready"
         if self.blocked and self.is_open:  # in progress too: started past its prerequisites
             return "blocked"
         return ""
 
+    def waits_kind(self) -> str:
+        """What the closed items it waits for are: cancelled, dropped, or some of each."""
+        dropped = len(self.waits_on_dropped)
+        if not dropped:
+            return "cancelled"
+        return "dropped" if dropped == len(self.waits_on_cancelled) else "cancelled or dropped"
+
     def tags(self) -> list[str]:
         """Short labels for the fields that are set beyond the basics, in a fixed order."""
-        out: list[str] = []
+        out: list[str] = list(self.contested)
         if self.waits_on_cancelled and self.is_open:
-            out.append(f"waits for a cancelled item ({', '.join(self.waits_on_cancelled)})")
+            out.append(f"waits for a {self.waits_kind()} item ({', '.join(self.waits_on_cancelled)})")
         if self.verification:
-            out.append(self.claimed or self.verification)
+            out.append(self.claimed or SHOWN.get(self.verification, self.verification))
         out.extend(self.forced)
         if self.needs_approval:
             out.append("needs approval")
@@ -142,6 +154,8 @@ class PlanView:
     blocked: Items  # pending items waiting for others (or for a cancelled item)
     recent: Items  # completed items (not those only claimed), last completed first
     claimed: Items = ()  # type: ignore[assignment]  # completed by their writer, gate failing or not run
+    dropped: Items = ()  # type: ignore[assignment]  # left out of a list, last dropped first
+    contested: Items = ()  # type: ignore[assignment]  # closed while a writer's latest list works on them
 
     def schedule(self) -> Schedule:
         """The critical path of the open work and the sets of ready items that
@@ -179,11 +193,13 @@ class PlanView:
 class Folded:
     """What a person's view of a plan draws (`fold`): open work first, the rest
     folded into counts. `shown` in plan order: the open items, every completion
-    only claimed (its gate failing or never run: folding never hides one), and
-    the phases they belong to, however those stand, so that an item is never
-    shown out of its phase. `rest`: the items folded away, in plan order, drawn
-    after `shown` only when a person asks for all (`show --all`); `folded` counts
-    them by status."""
+    only claimed (its gate failing or never run: folding never hides one), every
+    forced item, every closed item a writer's latest list still works on
+    (`contested`: folding never hides a disagreement), and the phases they belong
+    to, however those stand, so that an item is never shown out of its phase.
+    `rest`: the items folded away, in plan order, drawn after `shown` only when a
+    person asks for all (`show --all`); `folded` counts them by status
+    (cancelled and dropped apart)."""
 
     shown: tuple[ItemView, ...]
     rest: tuple[ItemView, ...]
@@ -199,7 +215,12 @@ def fold(view: PlanView, *, show_all: bool = False) -> Folded:
     parents: dict[str, str | None] = {r["id"]: r.get("parent") for r in rows}
     for r in rows:
         status = r["status"]
-        if status in _OPEN or r.get("forced") or (status == "completed" and r.get("verification") in CLAIMED):
+        if (
+            status in _OPEN
+            or r.get("forced")
+            or r.get("contested")
+            or (status == "completed" and r.get("verification") in CLAIMED)
+        ):
             item_id = r["id"]
             keep.add(item_id)
             parent, n = parents.get(item_id), 0
@@ -213,7 +234,7 @@ def fold(view: PlanView, *, show_all: bool = False) -> Folded:
     for r in rest_rows:
         folded[r["status"]] = folded.get(r["status"], 0) + 1
     rest = tuple(map(make, rest_rows)) if show_all else ()
-    return Folded(shown, rest, {s: folded[s] for s in STATUSES if s in folded})
+    return Folded(shown, rest, {s: folded[s] for s in ITEM_STATUSES if s in folded})
 
 
 _OPEN = frozenset({"pending", "in_progress"})
@@ -258,6 +279,7 @@ def build(doc: Mapping[str, Any]) -> PlanView:
     rows: list[Mapping[str, Any]] = list(doc["items"])
     parents = {r["id"]: r.get("parent") for r in rows}
     made: dict[int, ItemView] = {}
+    dropped_ids = {r["id"] for r in rows if r["status"] == DROPPED}
 
     def make(r: Mapping[str, Any]) -> ItemView:
         key = id(r)
@@ -266,7 +288,7 @@ def build(doc: Mapping[str, Any]) -> PlanView:
             n, parent = 0, parents.get(r["id"])
             while parent in parents and n < MAX_DEPTH:
                 n, parent = n + 1, parents[parent]
-            view = made[key] = _item(r, n)
+            view = made[key] = _item(r, n, dropped_ids)
         return view
 
     present: dict[str, int] = {}
@@ -278,7 +300,7 @@ def build(doc: Mapping[str, Any]) -> PlanView:
             claimed.append(r)
         present[key] = present.get(key, 0) + 1
     # A fixed order: a summary that reshuffles when an agent reorders its list is noise.
-    counts = {s: present.pop(s) for s in (*STATUSES, *_CLAIMED_KEYS) if s in present} | present
+    counts = {s: present.pop(s) for s in (*ITEM_STATUSES, *_CLAIMED_KEYS) if s in present} | present
     # As `_item` reads them: ready, never while it waits for a cancelled item.
     ready = sorted(
         (r for r in rows if r.get("ready") and not r.get("waits_on_cancelled")),
@@ -308,13 +330,23 @@ def build(doc: Mapping[str, Any]) -> PlanView:
             make,
         ),
         claimed=Items(claimed, make),
+        dropped=Items(_by_drop(r for r in rows if r["status"] == DROPPED), make),
+        contested=Items([r for r in rows if r.get("contested")], make),
     )
 
 
 _CLAIMED_KEYS = (CLAIMED_FAILING, CLAIMED_UNRUN)
 
 
-def _item(r: Mapping[str, Any], depth: int) -> ItemView:
+def _by_drop(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Dropped items, the latest drop first (its revision, as its reason says it),
+    in plan order within one drop."""
+    from todoledger.core.merge import drop_revision
+
+    return sorted(rows, key=lambda r: (-drop_revision(r.get("reason")), r.get("position", 0.0)))
+
+
+def _item(r: Mapping[str, Any], depth: int, dropped: set[str] | frozenset[str] = frozenset()) -> ItemView:
     get = r.get
     verification = get("verification")
     waits_on_cancelled = _ids(get("waits_on_cancelled"))
@@ -345,7 +377,16 @@ def _item(r: Mapping[str, Any], depth: int) -> ItemView:
         _ids(get("uses")),
         bool(get("needs_approval")),
         tuple(forced_label(f) for f in get("forced") or ()),
+        tuple(contest_label(c, r["status"]) for c in get("contested") or ()),
+        tuple(b for b in waits_on_cancelled if b in dropped),
     )
+
+
+def contest_label(contest: Mapping[str, str], status: str) -> str:
+    """`listed as in progress by X, but cancelled by Y`."""
+    listed = str(contest.get("listed", "")).replace("_", " ")
+    by = f" by {contest['closed_by']}" if contest.get("closed_by") else ""
+    return f"listed as {listed} by {contest.get('writer', '')}, but {status}{by}"
 
 
 FORCED_PAST = {

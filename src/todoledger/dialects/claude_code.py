@@ -41,6 +41,6 @@ def render(items: list[dict[str, Any]]) -> dict[str, Any]:
                 "activeForm": it.get("active_form") or it["content"],
             }
             for it in items
-            if it["status"] != "cancelled"
+            if it["status"] not in ("cancelled", "dropped")
         ]
     }

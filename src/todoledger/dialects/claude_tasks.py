@@ -91,10 +91,10 @@ def _read_update(payload: dict[str, Any], response: Any, r: Reader) -> Incoming 
 
 
 def render(items: list[dict[str, Any]]) -> dict[str, Any]:
-    # Claude Tasks have no "cancelled": a deleted task is gone from TaskList.
+    # Claude Tasks have no "cancelled" (nor "dropped"): a deleted task is gone from TaskList.
     tasks = [
         {"id": it["id"], "subject": it["content"], "status": it["status"]}
         for it in items
-        if it["status"] != "cancelled"
+        if it["status"] not in ("cancelled", "dropped")
     ]
     return {"tasks": tasks}

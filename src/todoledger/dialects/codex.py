@@ -37,6 +37,8 @@ def read(payload: Any, *, response: Any = None, tool: str | None = None) -> Pars
 def render(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "plan": [
-            {"step": it["content"], "status": it["status"]} for it in items if it["status"] != "cancelled"
+            {"step": it["content"], "status": it["status"]}
+            for it in items
+            if it["status"] not in ("cancelled", "dropped")
         ]
     }

@@ -51,8 +51,10 @@ WHAT_PROVES = {
     "stale": "the work changed since its gate ran: run `todoledger verify {id}` again",
     "unverified": "its gate never ran: run `todoledger verify {id}` (or the plan_verify tool)",
     "never ran": "its gate never ran: run `todoledger verify {id}` (or the plan_verify tool)",
-    "self-checked": "its only passing check is the agent's own: a person must approve that check",
-    "self_checked": "its only passing check is the agent's own: a person must approve that check",
+    "self-checked": "its passing checks are an agent's, with no person or token behind them:"
+    " a person must approve that check (`todoledger trust`)",
+    "self_checked": "its passing checks are an agent's, with no person or token behind them:"
+    " a person must approve that check (`todoledger trust`)",
     "plan-mode": "approved in plan mode, changed since ({what}): a person must approve it again "
     "(`todoledger approve {id}` in a terminal, or the board)",
 }
@@ -90,7 +92,7 @@ def task_completed(event: dict[str, Any], cwd: str | None) -> Refusal | None:
         rows = [
             r
             for r in _rows(lg, plan)
-            if r.get("content") == subject.strip() and r.get("status") != "cancelled"
+            if r.get("content") == subject.strip() and r.get("status") not in ("cancelled", "dropped")
         ]
         if not rows:
             return None
@@ -128,7 +130,7 @@ def stop_extra(agent: str, event: dict[str, Any], lg: Ledger) -> list[dict[str, 
         isinstance(session, str) and session and codex_goal_completed(lg, plan, session)
     ):
         return []
-    rows = [r for r in _rows(lg, plan) if r.get("status") != "cancelled"]
+    rows = [r for r in _rows(lg, plan) if r.get("status") not in ("cancelled", "dropped")]
     return unproven_items(lg, plan, rows)
 
 

@@ -17,12 +17,13 @@ A claim is one status change to `completed`, by its writer. Its outcome:
   `self-checked`, `reported`, `failed`, `stale` or `unchecked` (a gate that
   never ran).
 
-The proof helper of issue 17 gives the view `verified` only where a check
-that holds came from another principal than the claimant (or a person
-approved it), and `self-checked` where the claimant's own check holds. Until
-its states are in the view, `verified` is refined here by the same rule from
-the events (who wrote, trusted or approved each check); once the view says
-`self-checked` itself the refinement changes nothing it says.
+The view gives `verified` only where a check that holds was written,
+approved or trusted by a person, or written by a principal a token
+authenticates other than the claimant's; `self-checked` where the checks that
+hold are agents' with no person or token behind them (`core.approval.proves`).
+On ingested transcripts and older ledgers `verified` is refined here by the
+same rule from the events (who wrote, trusted or approved each check); where
+the view already says `self-checked` the refinement changes nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from todoledger.core.approval import is_person, principal
+from todoledger.core.approval import is_person, proves
 from todoledger.core.view import PlanView
 
 # The verification states (the proof helper's names and today's), each to the
@@ -157,7 +158,9 @@ def analyze(view: PlanView, events: Sequence[Mapping[str, Any]]) -> Claims:
             if name == "created":  # an item written as completed is claimed as it is created
                 new, old = (new or {}).get("status"), None
             if new == "completed":
-                mine.append({"writer": writer, "at": str(ev.get("at") or ""), "op": ev.get("op"), "seq": seq})
+                # Without a time of its own (store m009) a claim is placed by its source instead.
+                when = ev.get("where") if ev.get("untimed") else ev.get("at")
+                mine.append({"writer": writer, "at": str(when or ""), "op": ev.get("op"), "seq": seq})
             elif old == "completed" and mine and "reopened" not in mine[-1]:
                 mine[-1]["reopened"] = True
     by_id = {it.id: it for it in view.items}
@@ -205,20 +208,16 @@ def _standing(it: Any, claim: Mapping[str, Any], checks: Iterable[_Check], force
     live = [c for c in rows if c.removed_by is None and c.result == "holds"]
     by: list[str] = []
     if outcome == "verified":
-        claimant = principal(claim["writer"])
-        # A person's check proves, whoever claims; an agent's, only another principal's claim.
-        independent = [
-            c for c in live if is_person(c.writer) or principal(c.writer) != claimant or c.approvers
-        ]
+        claimant = str(claim["writer"])
+        # A person's check proves, whoever claims; an agent's, only when a token shows
+        # who wrote it and that is another principal than the claimant's (`proves`).
+        independent = [c for c in live if proves(c.writer, claimant) or c.approvers]
         if live and not independent:  # (checks with no event here, a sweep's own, stay as the view says)
-            outcome = "self-checked"  # the view's `verified` of today: the claimant's own checks
-        by = _unique(w for c in independent for w in (c.approvers if _own(c, claimant) else [c.writer]))
+            outcome = "self-checked"  # checked by an agent, no person or token behind the check
+        by = _unique(
+            w for c in independent for w in ([c.writer] if proves(c.writer, claimant) else c.approvers)
+        )
     return ItemClaim(**base, outcome=outcome, by=by, state=state)
-
-
-def _own(c: _Check, claimant: str) -> bool:
-    """An agent's check of its own claim (it counts only through those who approved it)."""
-    return not is_person(c.writer) and principal(c.writer) == claimant
 
 
 def _unique(values: Iterable[str]) -> list[str]:

@@ -4,9 +4,12 @@ so the transcript line or message) where it shows."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
+from todoledger.core.approval import is_person
 from todoledger.core.lint import looks_truncated
 from todoledger.core.merge import is_rewording, normalise
 from todoledger.core.model import OPEN_STATUSES
@@ -19,11 +22,13 @@ _RANK = {"pending": 0, "in_progress": 1, "completed": 2}
 
 TITLES = {
     "completed-without-progress": "completed without ever being in progress",
+    "completed-unseen": "completed, with the lists before it not seen",
     "stuck-in-progress": "in progress far longer than the rest",
     "parallel-in-progress": "several items in progress at once",
     "went-backwards": "went backwards",
     "dropped": "dropped without being completed",
-    "left-open": "still open when the session ended",
+    "left-out-unseen": "left out of a later list, the lists between not seen",
+    "left-open": "still open at the last todo call",
     "duplicate": "duplicate content",
     "truncated": "truncated content",
     "unrelated-rewording": "text replaced by unrelated text",
@@ -34,6 +39,10 @@ TITLES = {
     "clock-backwards": "clock went backwards",
 }
 
+
+# The kinds of op in which todoledger itself completes an item: a check that held
+# (an assumption, `verify`) and a sweep (its parent, once every combination is measured).
+CHECK_COMPLETIONS = frozenset({"verify", "sweep"})
 
 # Warnings the ledger attaches to a write about one item (not lint of the payload).
 ITEM_WARNINGS = frozenset({"prerequisites-unmet"})
@@ -88,9 +97,13 @@ def find(story: Story) -> list[Finding]:
         )
 
     items = list(story.items.values())
+    # Completions todoledger made itself: an assumption whose check held (`verify`),
+    # a sweep's parent once its combinations were measured. Nobody claimed them.
+    by_todoledger = {c.op for c in story.calls if c.kind in CHECK_COMPLETIONS}
     for it in items:
-        _item_findings(it, add)
-    _stuck(items, add)
+        _item_findings(story, it, add, by_todoledger)
+    if not story.untimed:  # without the calls' own times there is no duration to compare
+        _stuck(items, add)
     _parallel(story, add)
     _content(story, add)
     _lint(story, add)
@@ -112,16 +125,50 @@ def find(story: Story) -> list[Finding]:
                 e["op"],
                 [e["item"]],
             )
-    out.sort(key=lambda f: (f.at, f.op or 0, f.code))
+    out.sort(key=order(story))
     return out
 
 
-def _item_findings(it: ItemStory, add: Add) -> None:
+def order(story: Story) -> Callable[[Finding], tuple[str, int, str]]:
+    """Findings in the order of the story: by time, or by sequence where times are not recorded."""
+    if story.untimed:
+        return lambda f: ("", f.op or 0, f.code)
+    return lambda f: (f.at, f.op or 0, f.code)
+
+
+def unseen(story: Story, op: int) -> str:
+    """ "; no list between msg A and msg B was seen" where the source skips the lists between, else ""."""
+    gap = story.unseen_before(op)
+    if gap is None:
+        return ""
+    prev, refused = gap
+    also = f" ({', '.join(r.place for r in refused)} was refused)" if refused else ""
+    if prev is None:
+        return f"; no list before {story.place(op)} was seen{also}"
+    return f"; no list between {prev.place} and {story.place(op)} was seen{also}"
+
+
+def _item_findings(
+    story: Story, it: ItemStory, add: Add, by_todoledger: AbstractSet[int] = frozenset()
+) -> None:
     label = f'"{short(it.content)}"'
     done = it.first("completed")
-    if done is not None and not any(t.new == "in_progress" for t in it.transitions if t.op < done.op):
+    skipped = (
+        done is not None
+        and done.op not in by_todoledger
+        and not any(t.new == "in_progress" for t in it.transitions if t.op < done.op)
+    )
+    # A person who records work done (a reviewer, `todoledger done`) is not keeping a list: only
+    # agents' completions are held to going through in_progress.
+    if skipped and done is not None and not is_person(done.writer):
         how = f"went {done.old} → completed" if done.old else "was added already completed"
-        add("completed-without-progress", f"{label} {how}", done.op, [it.id])
+        before = unseen(story, done.op)  # the lists before were not seen: it may have been in progress there
+        add(
+            "completed-unseen" if before else "completed-without-progress",
+            f"{label} {how}{before}",
+            done.op,
+            [it.id],
+        )
     for t in it.transitions:
         if t.old is None:
             continue
@@ -131,10 +178,36 @@ def _item_findings(it: ItemStory, add: Add) -> None:
         if backwards:
             add("went-backwards", f"{label} went {t.old} → {t.new}", t.op, [it.id])
     if it.dropped_op is not None:
-        add("dropped", f"{label} was left out of the list while open and cancelled", it.dropped_op, [it.id])
-    if it.status in OPEN_STATUSES and not it.removed:
+        gap = story.unseen_before(it.dropped_op)
+        if gap is None:
+            add(
+                "dropped",
+                f"{label} was left out of the list while open",
+                it.dropped_op,
+                [it.id],
+            )
+        else:
+            # The lists between were not seen: it may have been finished there. Say what is known.
+            was = next((t.new for t in reversed(it.transitions) if gap[0] and t.op <= gap[0].op), None)
+            held = f" ({was.replace('_', ' ')} at {gap[0].place})" if was and gap[0] is not None else ""
+            add(
+                "left-out-unseen",
+                f"{label}{held} is not in the list of {story.place(it.dropped_op)} and was closed as left out"
+                f"{unseen(story, it.dropped_op)}, so whether it was done is not known",
+                it.dropped_op,
+                [it.id],
+            )
+    last = story.last_list_op()
+    # Items added after the last todo call (a reviewer's, afterwards) were not open when the session ended.
+    if it.status in OPEN_STATUSES and not it.removed and last is not None and it.added_op <= last:
         span = it.spans[-1]
-        add("left-open", f"{label} was still {it.status} at the last call", span.op, [it.id])
+        add(
+            "left-open",
+            f"{label} was still {it.status} at the last call"
+            + (f" ({story.place(last)})" if story.untimed else ""),
+            span.op,
+            [it.id],
+        )
     for old, new, op in it.rewordings:
         if not is_rewording(old, new):
             add(
@@ -173,7 +246,7 @@ def _clock(story: Story, add: Add) -> None:
     jumped (or calls were taken in the wrong order), so durations around it lie."""
     prev = None
     for call in story.calls:
-        if call.kind != "write" or not call.at:
+        if call.kind != "write" or not call.at or call.untimed:
             continue
         if prev is not None and parse_time(call.at) < parse_time(prev.at):
             back = (parse_time(prev.at) - parse_time(call.at)).total_seconds()
@@ -205,15 +278,20 @@ def _stuck(items: list[ItemStory], add: Add) -> None:
 
 
 def _parallel(story: Story, add: Add) -> None:
-    """One finding per stretch of calls with two or more items in progress."""
+    """One finding per stretch of calls with two or more items in progress that one
+    writer started (two agents each doing one item is parallel work, not a slip)."""
     run_start: int | None = None
     for op, doing in story.doing_after:
-        if len(doing) > 1 and run_start is None:
+        by_writer: dict[str, list[str]] = {}
+        for item, writer in doing.items():
+            by_writer.setdefault(writer, []).append(item)
+        most = max(by_writer.values(), key=len, default=[])
+        if len(most) > 1 and run_start is None:
             run_start = op
-            ordered = [i for i in story.items if i in doing]  # in the order the items came
+            ordered = [i for i in story.items if i in most]  # in the order the items came
             names = ", ".join(f'"{short(story.items[i].content, 40)}"' for i in ordered)
-            add("parallel-in-progress", f"{len(doing)} items in progress: {names}", op, list(doing))
-        elif len(doing) <= 1:
+            add("parallel-in-progress", f"{len(most)} items in progress: {names}", op, ordered)
+        elif len(most) <= 1:
             run_start = None
 
 

@@ -29,7 +29,13 @@ from todoledger.ingest.report import (
     proof_rows,
 )
 
-COLOURS = {"pending": "#9aa5b1", "in_progress": "#2f80ed", "completed": "#27ae60", "cancelled": "#eb5757"}
+COLOURS = {
+    "pending": "#9aa5b1",
+    "in_progress": "#2f80ed",
+    "completed": "#27ae60",
+    "cancelled": "#eb5757",
+    "dropped": "#95a5a6",
+}
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 table{border-collapse:collapse;width:100%;margin:.5em 0 1.5em}td,th{border-bottom:1px solid #ddd;
@@ -65,8 +71,9 @@ def figure(r: Report) -> dict[str, Any]:
     traces: dict[str, dict[str, Any]] = {}
     from todoledger.ingest.story import parse_time
 
+    steps = {c.op: k for k, c in enumerate(s.calls)}  # untimed: each call is one step of the x axis
     for it in r.items():
-        for sp in it.spans:
+        for n, sp in enumerate(it.spans):
             t = traces.setdefault(
                 sp.status,
                 {
@@ -82,19 +89,37 @@ def figure(r: Report) -> dict[str, Any]:
                     "hovertemplate": "%{text}<extra></extra>",
                 },
             )
-            ms = max((parse_time(sp.end) - parse_time(sp.start)).total_seconds() * 1000, 400.0)
             t["y"].append(labels[it.id])
+            if s.untimed:  # by sequence: from the call that set the status to the one that changed it
+                first = steps.get(sp.op, 0)
+                later = it.spans[n + 1].op if n + 1 < len(it.spans) else None
+                t["base"].append(first)
+                t["x"].append(max((steps.get(later, len(steps)) if later else len(steps)) - first, 0.2))
+                t["text"].append(
+                    f"{html_text(short(it.content, 90))}<br>{sp.status} from {html_text(s.place(sp.op))}"
+                )
+                continue
+            ms = max((parse_time(sp.end) - parse_time(sp.start)).total_seconds() * 1000, 400.0)
             t["x"].append(ms)
             t["base"].append(sp.start)
             t["text"].append(
                 f"{html_text(short(it.content, 90))}<br>{sp.status} for {duration(sp.seconds)}<br>from {html_text(sp.start)}"
             )
     order = list(labels.values())
+    if s.untimed:
+        xaxis: dict[str, Any] = {
+            "type": "linear",
+            "title": {"text": "calls in order (times not recorded)"},
+            "tickvals": list(range(len(s.calls))),
+            "ticktext": [html_text(c.place) for c in s.calls],
+        }
+    else:
+        xaxis = {"type": "date", "title": {"text": "time (UTC)"}}
     layout = {
         "barmode": "overlay",
         "height": 160 + 24 * max(len(order), 1),
         "margin": {"l": 340, "r": 20, "t": 30, "b": 40},
-        "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+        "xaxis": xaxis,
         "yaxis": {"categoryorder": "array", "categoryarray": order[::-1], "automargin": True},
         "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom"},
         "shapes": [
@@ -102,8 +127,8 @@ def figure(r: Report) -> dict[str, Any]:
                 "type": "line",
                 "xref": "x",
                 "yref": "paper",
-                "x0": p.start,
-                "x1": p.start,
+                "x0": steps.get(p.first_op, 0) if s.untimed else p.start,
+                "x1": steps.get(p.first_op, 0) if s.untimed else p.start,
                 "y0": 0,
                 "y1": 1,
                 "line": {"dash": "dot", "color": "#888", "width": 1},
@@ -134,7 +159,9 @@ def render_html(r: Report) -> str:
         if group:
             parts.append(f"<h3>{_esc(title)} ({len(group)})</h3>")
             parts += [
-                f'<div class="f">{_esc(f.at)} <span class="where">{_esc(_where(f.where))}</span> {_esc(f.message)}</div>'
+                f'<div class="f">{"" if s.untimed else _esc(f.at)}'
+                f' <span class="where">{_esc(_where(f.where) or (s.place(f.op) if s.untimed else ""))}</span>'
+                f" {_esc(f.message)}</div>"
                 for f in group
             ]
     proven = proof_rows(r)
@@ -175,39 +202,68 @@ def render_html(r: Report) -> str:
             _table(["writer", *CLAIM_COLUMNS], [[_esc(cell) for cell in row] for row in r.claims.rows()])
         )
     parts.append("<h2>Phases</h2>")
-    parts.append(
-        _table(
-            ["#", "from", "to", "took", "items", "first item"],
-            [
+    if s.untimed:
+        parts.append("<p>Times not recorded: in the order of the calls, with no durations.</p>")
+        parts.append(
+            _table(
+                ["#", "from", "items", "first item"],
                 [
-                    str(p.index),
-                    _esc(p.start),
-                    _esc(p.end),
-                    duration(p.seconds),
-                    str(len(p.items)),
-                    _esc(_phase_title(s, p.items)),
-                ]
-                for p in s.phases
-            ],
+                    [
+                        str(p.index),
+                        _esc(s.place(p.first_op)),
+                        str(len(p.items)),
+                        _esc(_phase_title(s, p.items)),
+                    ]
+                    for p in s.phases
+                ],
+            )
         )
-    )
+    else:
+        parts.append(
+            _table(
+                ["#", "from", "to", "took", "items", "first item"],
+                [
+                    [
+                        str(p.index),
+                        _esc(p.start),
+                        _esc(p.end),
+                        duration(p.seconds),
+                        str(len(p.items)),
+                        _esc(_phase_title(s, p.items)),
+                    ]
+                    for p in s.phases
+                ],
+            )
+        )
     parts.append("<h2>Items</h2>")
     rows = []
     for it in r.items():
-        row = item_row(it)
+        row = item_row(it, s)
+        if s.untimed:
+            rows.append(
+                [
+                    f"<code>{_esc(it.id)}</code> {_esc(it.content)}",
+                    _esc(it.status + (" (left out)" if row["dropped"] else "")),
+                    _esc(row["added"]),
+                    _esc(row["started"] or ""),
+                    _esc(row["completed"] or row["cancelled"] or ""),
+                ]
+            )
+            continue
         secs = row["seconds"]
         rows.append(
             [
                 f"<code>{_esc(it.id)}</code> {_esc(it.content)}",
-                _esc(it.status + (" (dropped)" if row["dropped"] else "")),
+                _esc(it.status + (" (dropped)" if row["dropped"] and it.status != "dropped" else "")),
                 _esc(row["added"]),
                 _esc(row["started"] or ""),
-                _esc(row["completed"] or row["cancelled"] or ""),
+                _esc(row["completed"] or row["cancelled"] or row["dropped_at"] or ""),
                 duration(secs.get("pending", 0)),
                 duration(secs.get("in_progress", 0)),
             ]
         )
-    parts.append(_table(["item", "status", "added", "started", "finished", "pending", "in progress"], rows))
+    head = ["item", "status", "added", "started", "finished"]
+    parts.append(_table(head if s.untimed else [*head, "pending", "in progress"], rows))
     parts.append("<h2>Calls</h2>")
     parts.append(
         _table(
@@ -215,7 +271,7 @@ def render_html(r: Report) -> str:
             [
                 [
                     str(c.op),
-                    _esc(c.at),
+                    "not recorded" if c.untimed else _esc(c.at),
                     _esc(_where(c.where)),
                     _esc(c.writer),
                     _esc(c.summary or "no change"),

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from todoledger.core.view import PlanView
-from todoledger.ingest.findings import Add, Finding, short
+from todoledger.ingest.findings import Add, Finding, order, short
 from todoledger.ingest.story import Story
 from todoledger.ledger import Ledger
 
 TITLES = {
     "completed-without-evidence": "completed without evidence",
-    "single-run": "completed after a single run where repeats were asked for",
+    "single-run": "completed after a single run",
     "gate-failed-completed": "gate failed but reported completed",
     "gate-never-ran": "gated, reported completed, gate never ran",
     "verification-stale": "verification stale: the work changed after its check ran",
@@ -31,7 +31,11 @@ class ItemProof:
     checks: list[dict[str, Any]] = field(default_factory=list)
     receipts: list[dict[str, Any]] = field(default_factory=list)  # the latest of each check
     metrics: dict[str, list[float]] = field(default_factory=dict)
-    repeats: int = 1  # runs asked for: a sweep's --repeat, or 2+ for a metric gate
+    # Runs the plan asked for: a sweep's --repeat, or the item's own text ("3 runs");
+    # ASKED_UNCOUNTED when its text asks for repeats without a number. 0: nobody asked.
+    repeats: int = 0
+    asked_by: str = ""  # where the plan asks for them, for the finding
+    metric_gate: bool = False  # a number gates it: one number tells nothing of its spread
 
     @property
     def has_proof(self) -> bool:
@@ -47,8 +51,32 @@ class ItemProof:
             "checks": self.checks,
             "receipts": self.receipts,
             "metrics": self.metrics,
-            "repeats_asked": self.repeats,
+            "repeats_asked": self.repeats or None,
         }
+
+
+ASKED_UNCOUNTED = -1
+_COUNTED: Any = None
+_UNCOUNTED: Any = None
+
+
+def asked_in_text(text: str) -> int:
+    """Repeats an item's own text asks for: `3 runs`, `5 times`, `repeat 3 times`
+    give the number; `repeat`, `repeated`, `multiple runs` ASKED_UNCOUNTED; 0 when none."""
+    global _COUNTED, _UNCOUNTED
+    if _COUNTED is None:
+        import re
+
+        _COUNTED = re.compile(
+            r"\b(\d+)\s*(?:x\s*)?(?:runs|repeats|repetitions|trials|times)\b", re.IGNORECASE
+        )
+        _UNCOUNTED = re.compile(
+            r"\b(?:repeat|repeated|repeats|repetitions|(?:multiple|several) runs)\b", re.IGNORECASE
+        )
+    counted = [int(n) for n in _COUNTED.findall(text) if int(n) > 1]
+    if counted:
+        return max(counted)
+    return ASKED_UNCOUNTED if _UNCOUNTED.search(text) else 0
 
 
 def gather(lg: Ledger, view: PlanView) -> dict[str, ItemProof]:
@@ -61,7 +89,7 @@ def gather(lg: Ledger, view: PlanView) -> dict[str, ItemProof]:
             {"id": row.id, "role": row.role, "spec": row.check.text(), "trusted": row.trusted}
         )
         if row.role == "gate" and row.check.kind == "metric":
-            proof.repeats = max(proof.repeats, 2)  # one number tells nothing of its spread
+            proof.metric_gate = True  # one number tells nothing of its spread
     latest: dict[str, dict[str, Any]] = {}
     for r in lg.receipts(plan=plan):
         latest[r["check"]] = r
@@ -77,9 +105,14 @@ def gather(lg: Ledger, view: PlanView) -> dict[str, ItemProof]:
         )
     for m in lg.metrics(plan=plan):
         out.setdefault(m["item"], ItemProof()).metrics.setdefault(m["name"], []).append(float(m["value"]))
+    for it in view.items:
+        asked = asked_in_text(" ".join(t for t in (it.content, it.notes) if t))
+        if asked:
+            out[it.id].repeats, out[it.id].asked_by = asked, "its text"
     for item, repeat in lg.sweep_repeats(plan).items():
         proof = out.setdefault(item, ItemProof())
-        proof.repeats = max(proof.repeats, repeat)
+        if repeat > 1 and repeat >= proof.repeats:
+            proof.repeats, proof.asked_by = repeat, f"its sweep's --repeat {repeat}"
     return out
 
 
@@ -116,15 +149,21 @@ def proof_findings(story: Story, view: PlanView, proof: dict[str, ItemProof]) ->
         p = proof.get(it.id)
         if p is not None:
             _item(add, story, it.id, it.content, p)
-    out.sort(key=lambda f: (f.at, f.op or 0, f.code))
+    out.sort(key=order(story))
     return out
 
 
 def _item(add: Add, story: Story, item: str, content: str, p: ItemProof) -> None:
     op, label = _completion(story, item), f'"{short(content)}"'
-    if p.repeats > 1 and p.runs() <= 1:
-        runs = "one run" if p.runs() == 1 else "no recorded run"
-        add("single-run", f"{label} completed after {runs}; {p.repeats} were asked for", op, [item])
+    if (p.repeats or p.metric_gate) and p.runs() <= 1:
+        # Only what the record shows: the runs there were, and what the plan asked only where it asked.
+        runs = "1 recorded run" if p.runs() == 1 else "no recorded run"
+        asked = ""
+        if p.repeats > 1:
+            asked = f"; {p.repeats} were asked for ({p.asked_by})"
+        elif p.repeats == ASKED_UNCOUNTED:
+            asked = f"; repeats were asked for ({p.asked_by})"
+        add("single-run", f"{label} completed after {runs}{asked}", op, [item])
     failing = [r for r in p.receipts if r["result"] != "holds"]
     if p.verification == "failed" and failing:
         last = failing[0]["output"].strip().splitlines()[-1:] or [failing[0]["result"]]

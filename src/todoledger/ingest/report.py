@@ -22,7 +22,7 @@ from todoledger.ingest.claims import COLUMNS as CLAIM_COLUMNS
 from todoledger.ingest.claims import Claims
 from todoledger.ingest.claims import analyze as analyze_claims
 from todoledger.ingest.findings import TITLES as STORY_TITLES
-from todoledger.ingest.findings import Finding, duration, find, short
+from todoledger.ingest.findings import Finding, duration, find, order, short
 from todoledger.ingest.proof import TITLES as PROOF_TITLES
 from todoledger.ingest.proof import ItemProof, gather, metric_line, proof_findings, receipt_line
 from todoledger.ingest.story import ItemStory, Story, build
@@ -30,7 +30,7 @@ from todoledger.ledger import Ledger
 
 # What the plan's state says of an item now, beside its story and its proof.
 VIEW_TITLES = {
-    "waits-for-cancelled": "waiting for a cancelled item",
+    "waits-for-cancelled": "waiting for a cancelled or dropped item",
     "forced": "status forced past what it waited for",
 }
 TITLES = {**STORY_TITLES, **PROOF_TITLES, **VIEW_TITLES}
@@ -79,7 +79,7 @@ def analyze(
     story = build(view.plan, events, ops)
     proof = proof or {}
     findings = find(story) + proof_findings(story, view, proof) + view_findings(view)
-    findings.sort(key=lambda f: (f.at, f.op or 0, f.code))
+    findings.sort(key=order(story))
     return Report(story, findings, view, proof, analyze_claims(view, events))
 
 
@@ -92,8 +92,8 @@ def view_findings(view: PlanView) -> list[Finding]:
             out.append(
                 Finding(
                     "waits-for-cancelled",
-                    f'"{short(it.content)}" waits for a cancelled item ({", ".join(it.waits_on_cancelled)}):'
-                    " remove or re-point the dependency",
+                    f'"{short(it.content)}" waits for a {it.waits_kind()} item'
+                    f" ({', '.join(it.waits_on_cancelled)}): remove or re-point the dependency",
                     None,
                     it.updated_at,
                     "",
@@ -130,7 +130,8 @@ def proof_cells(p: ItemProof) -> tuple[str, str, str]:
 
 
 def _writers(story: Story) -> list[str]:
-    return sorted({c.writer for c in story.calls})
+    """Who made the todo calls (a reviewer's single changes are not todo calls)."""
+    return sorted({c.writer for c in story.calls if c.is_list})
 
 
 def _where(where: str) -> str:
@@ -143,12 +144,18 @@ def headline(r: Report, esc: Callable[[str], str] = str) -> list[str]:
     """What happened, in a few sentences; `esc` quotes the transcript's own text
     (writer names hold its session id) for the output format."""
     s = r.story
-    calls = [c for c in s.calls if c.kind in ("write", "refused")]
+    calls = s.list_calls()
     final = r.view.summary() or "no items"
     writers = ", ".join(esc(w) for w in _writers(s)) or "nobody"
+    if s.untimed:
+        span = f", {esc(calls[0].place)} to {esc(calls[-1].place)}" if len(calls) > 1 else ""
+        span = f", at {esc(calls[0].place)}" if len(calls) == 1 else span
+        when = f"{span}; times not recorded (the source numbers its messages), so no durations"
+    else:
+        when = f" from {esc(s.start)} to {esc(s.end)} ({duration(_span(s))})"
     lines = [
-        f"{len(calls)} todo calls by {writers} from {esc(s.start)} to {esc(s.end)}"
-        f" ({duration(_span(s))}); {_n(len(s.items), 'item')}, {_n(len(s.phases), 'phase')}.",
+        f"{_n(len(calls), 'todo call')} by {writers}{when}; {_n(len(s.items), 'item')},"
+        f" {_n(len(s.phases), 'phase')}.",
         f"Final state: {final}.",
     ]
     counts = Counter(f.code for f in r.findings)
@@ -170,10 +177,30 @@ def _span(s: Story) -> float:
     return seconds_between(s.start, s.end) if s.start else 0.0
 
 
-def item_row(it: ItemStory) -> dict[str, Any]:
+def item_row(it: ItemStory, story: Story | None = None) -> dict[str, Any]:
+    """An item's timeline. In a story whose calls have no time of their own (`story.untimed`)
+    each moment is the place of its call (`msg 4350 (seed 000)`, or `op 12`), and there are no
+    durations: the times stored are only when the calls were recorded."""
     started = it.first("in_progress")
     done = it.last("completed")
     cancelled = it.last("cancelled")
+    dropped = it.last("dropped")
+    if story is not None and story.untimed:
+        return {
+            "id": it.id,
+            "content": it.content,
+            "status": it.status,
+            "writer": it.writer,
+            "added": story.place(it.added_op),
+            "started": story.place(started.op) if started else None,
+            "completed": story.place(done.op) if done else None,
+            "cancelled": story.place(cancelled.op) if cancelled else None,
+            "dropped_at": story.place(dropped.op) if dropped else None,
+            "dropped": it.dropped_op is not None,
+            "reason": it.reason,
+            "times": "not recorded",
+            "spans": [{"status": sp.status, "op": sp.op, "where": story.place(sp.op)} for sp in it.spans],
+        }
     return {
         "id": it.id,
         "content": it.content,
@@ -183,6 +210,7 @@ def item_row(it: ItemStory) -> dict[str, Any]:
         "started": started.at if started else None,
         "completed": done.at if done else None,
         "cancelled": cancelled.at if cancelled else None,
+        "dropped_at": dropped.at if dropped else None,
         "dropped": it.dropped_op is not None,
         "reason": it.reason,
         "seconds": {k: round(v, 3) for k, v in it.time_in().items()},
@@ -192,21 +220,21 @@ def item_row(it: ItemStory) -> dict[str, Any]:
 
 def item_dict(r: Report, it: ItemStory) -> dict[str, Any]:
     proof = r.proof.get(it.id)
-    return item_row(it) | ({"proof": proof.as_dict()} if proof is not None else {})
+    return item_row(it, r.story) | ({"proof": proof.as_dict()} if proof is not None else {})
 
 
 def to_dict(r: Report) -> dict[str, Any]:
     s = r.story
+    timed = not s.untimed  # else the times stored are only when the calls were recorded: left out
     return {
         "plan": s.plan,
-        "start": s.start,
-        "end": s.end,
+        **({"start": s.start, "end": s.end} if timed else {"times": "not recorded"}),
         "summary": headline(r),
         "final": r.final(),
         "calls": [
             {
                 "op": c.op,
-                "at": c.at,
+                **({"at": c.at} if timed else {"msg": c.msg}),
                 "writer": c.writer,
                 "kind": c.kind,
                 "where": c.where,
@@ -218,8 +246,7 @@ def to_dict(r: Report) -> dict[str, Any]:
         "phases": [
             {
                 "phase": p.index,
-                "start": p.start,
-                "end": p.end,
+                **({"start": p.start, "end": p.end} if timed else {"from": s.place(p.first_op)}),
                 "items": p.items,
                 "title": _phase_title(s, p.items),
                 "completed": sum(1 for i in p.items if s.items[i].status == "completed"),
@@ -276,10 +303,16 @@ def render_md(r: Report) -> str:
     out = [f"# Plan {_md(s.plan)}", ""]
     out += headline(r, _md)
     out += ["", "## Phases", ""]
-    out += ["| # | from | to | took | items | done | first item |", "|---|---|---|---|---|---|---|"]
+    if s.untimed:
+        out += ["| # | from | items | done | first item |", "|---|---|---|---|---|"]
+    else:
+        out += ["| # | from | to | took | items | done | first item |", "|---|---|---|---|---|---|---|"]
     for p in s.phases:
         done = sum(1 for i in p.items if s.items[i].status == "completed")
         title = _md(_phase_title(s, p.items))
+        if s.untimed:
+            out.append(f"| {p.index} | {_md(s.place(p.first_op))} | {len(p.items)} | {done} | {title} |")
+            continue
         out.append(
             f"| {p.index} | {_md(p.start)} | {_md(p.end)} | {duration(p.seconds)} | {len(p.items)} | {done}"
             f" | {title} |"
@@ -293,6 +326,9 @@ def render_md(r: Report) -> str:
             continue
         out.append(f"- **{title}** ({len(group)})")
         for f in group[:20]:
+            if s.untimed:  # placed by sequence: the source's message, else the op
+                out.append(f"  - {_md(_where(f.where) or s.place(f.op))}: {_md(f.message)}")
+                continue
             where = f" — {_md(_where(f.where))}" if f.where else ""
             out.append(f"  - {_md(f.at)}{where}: {_md(f.message)}")
         if len(group) > 20:
@@ -312,31 +348,46 @@ def render_md(r: Report) -> str:
             )
     out += claims_md(r.claims)
     out += ["", "## Timeline", ""]
-    out += [
-        "| item | added | started | completed / cancelled | pending | in progress | status |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    if s.untimed:
+        out += ["In the order of the calls; their times were not recorded, so no durations.", ""]
+        out += [
+            "| item | added | started | completed / cancelled / dropped | status |",
+            "|---|---|---|---|---|",
+        ]
+    else:
+        out += [
+            "| item | added | started | completed / cancelled / dropped | pending | in progress | status |",
+            "|---|---|---|---|---|---|---|",
+        ]
     for it in r.items():
-        row = item_row(it)
-        end = row["completed"] or row["cancelled"] or ""
+        row = item_row(it, s)
+        end = row["completed"] or row["cancelled"] or row["dropped_at"] or ""
+        if s.untimed:
+            status = it.status + (
+                " (left out)" if it.dropped_op is not None and it.status != "dropped" else ""
+            )
+            out.append(
+                f"| {_md(it.id)} {_md(short(it.content, 60))} | {_md(row['added'])}"
+                f" | {_md(row['started'] or '')} | {_md(end)} | {_md(status)} |"
+            )
+            continue
         secs = row["seconds"]
-        status = it.status + (" (dropped)" if it.dropped_op is not None else "")
+        status = it.status + (" (dropped)" if it.dropped_op is not None and it.status != "dropped" else "")
         out.append(
             f"| {_md(it.id)} {_md(short(it.content, 60))} | {_md(row['added'])} | {_md(row['started'] or '')}"
             f" | {_md(end)} | {duration(secs.get('pending', 0))} | {duration(secs.get('in_progress', 0))}"
             f" | {_md(status)} |"
         )
-    out += [
-        "",
-        "## Calls",
-        "",
-        "| op | at | where | writer | change | warnings |",
-        "|---|---|---|---|---|---|",
-    ]
+    out += ["", "## Calls", ""]
+    if s.untimed:
+        out += ["| op | where | writer | change | warnings |", "|---|---|---|---|---|"]
+    else:
+        out += ["| op | at | where | writer | change | warnings |", "|---|---|---|---|---|---|"]
     for c in s.calls:
         warn = "; ".join(_md(w.get("message", "")) for w in c.warnings)
+        when = "" if s.untimed else f" {_md(c.at)} |"
         out.append(
-            f"| {c.op} | {_md(c.at)} | {_md(_where(c.where))} | {_md(c.writer)}"
+            f"| {c.op} |{when} {_md(_where(c.where))} | {_md(c.writer)}"
             f" | {_md(c.summary or 'no change')} | {warn} |"
         )
     return "\n".join(out) + "\n"

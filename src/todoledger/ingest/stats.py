@@ -10,8 +10,8 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from todoledger.ingest.findings import TITLES, duration
-from todoledger.ingest.report import Report, load
+from todoledger.ingest.findings import duration
+from todoledger.ingest.report import TITLES, Report, load  # TITLES: every finding's one name
 from todoledger.ledger import Ledger
 
 

@@ -47,6 +47,7 @@ class Transition:
     old: str | None
     new: str
     op: int
+    writer: str = ""
 
 
 @dataclass
@@ -90,6 +91,18 @@ class Call:
     summary: str | None
     warnings: list[dict[str, str]]
     where: str
+    untimed: bool = False  # its `at` is when it was recorded, not the call's time (store m009)
+    msg: int | None = None  # the message number its source gives
+
+    @property
+    def place(self) -> str:
+        """Where the call sits, for people: its place in the source, else its op."""
+        return self.where or f"op {self.op}"
+
+    @property
+    def is_list(self) -> bool:
+        """A todo call (applied or refused), not another writer's single change."""
+        return self.kind in ("write", "refused")
 
 
 @dataclass
@@ -113,8 +126,9 @@ class Story:
     phases: list[Phase]
     start: str
     end: str
-    # per op: the items in progress right after it (only ops where it changed)
-    doing_after: list[tuple[int, list[str]]]
+    # per op: the items in progress right after it, each with the writer who started it
+    # (only ops where it changed)
+    doing_after: list[tuple[int, dict[str, str]]]
     events: list[dict[str, Any]]
 
     def call(self, op: int) -> Call | None:
@@ -122,6 +136,41 @@ class Story:
 
     def __post_init__(self) -> None:
         self._calls = {c.op: c for c in self.calls}
+
+    @property
+    def untimed(self) -> bool:
+        """Some calls have no time of their own (the demo's seeds give message numbers):
+        the story is told by sequence, with no durations."""
+        return any(c.untimed for c in self.calls)
+
+    def place(self, op: int | None) -> str:
+        call = self.call(op) if op is not None else None
+        return call.place if call is not None else (f"op {op}" if op is not None else "")
+
+    def list_calls(self) -> list[Call]:
+        return [c for c in self.calls if c.is_list]
+
+    def unseen_before(self, op: int) -> tuple[Call | None, list[Call]] | None:
+        """When the call at `op` is a list whose source numbers its messages and the
+        writer's list before it is several messages earlier (or there is none, and
+        the source starts later than its first message): (that list or None, the
+        calls refused between). Then the lists between were not seen, and what one
+        list leaves out of the other may have been finished there."""
+        call = self.call(op)
+        if call is None or call.msg is None or not call.is_list:
+            return None
+        before = [c for c in self.calls if c.is_list and c.op < op and c.writer == call.writer]
+        applied = [c for c in before if c.kind == "write"]
+        if not applied:
+            return (None, before) if call.msg > 1 else None
+        if applied[-1].msg is None or call.msg - applied[-1].msg <= 1:
+            return None
+        prev = applied[-1]
+        return prev, [c for c in before if c.kind == "refused" and c.op > prev.op]
+
+    def last_list_op(self) -> int | None:
+        ops = [c.op for c in self.calls if c.is_list]
+        return ops[-1] if ops else None
 
 
 def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Story:
@@ -135,14 +184,16 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
             summary=o.get("summary"),
             warnings=list(o.get("warnings") or []),
             where=o.get("source_at") or "",
+            untimed=bool(o.get("untimed")),
+            msg=o.get("source_msg"),
         )
         for o in ops
     ]
     times = [c.at for c in calls] + [e["at"] for e in events]
     start, end = (min(times), max(times)) if times else ("", "")
     items: dict[str, ItemStory] = {}
-    doing: set[str] = set()
-    doing_after: list[tuple[int, list[str]]] = []
+    doing: dict[str, str] = {}  # item in progress -> the writer who started it
+    doing_after: list[tuple[int, dict[str, str]]] = []
     phases: list[Phase] = []
     open_ids: set[str] = set()
     current_op: int | None = None
@@ -169,8 +220,8 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
         opened_in_op = []
         if phases and not open_ids and phases[-1].end == end:
             phases[-1].end = last_at
-        if not doing_after or sorted(doing) != doing_after[-1][1]:
-            doing_after.append((current_op, sorted(doing)))
+        if not doing_after or doing != doing_after[-1][1]:
+            doing_after.append((current_op, dict(sorted(doing.items()))))
 
     events_by_op: dict[int, list[dict[str, Any]]] = {}
     for e in events:
@@ -193,9 +244,9 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
                 item_id, fields.get("content", ""), e["at"], e["op"], e["writer"]
             )
             story.spans.append(Span(status, e["at"], end, e["op"]))
-            story.transitions.append(Transition(e["at"], None, status, e["op"]))
+            story.transitions.append(Transition(e["at"], None, status, e["op"], e["writer"]))
             opened_in_op.append(item_id)
-            _track(item_id, None, status, open_ids, doing)
+            _track(item_id, None, status, open_ids, doing, e["writer"])
             continue
         if story is None:
             continue
@@ -203,10 +254,10 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
             old, new = e["old"], e["new"]
             story.spans[-1].end = e["at"]
             story.spans.append(Span(new, e["at"], end, e["op"]))
-            story.transitions.append(Transition(e["at"], old, new, e["op"]))
+            story.transitions.append(Transition(e["at"], old, new, e["op"], e["writer"]))
             if new in OPEN_STATUSES and old not in OPEN_STATUSES:
                 opened_in_op.append(item_id)  # reopened: back into the work
-            _track(item_id, old, new, open_ids, doing)
+            _track(item_id, old, new, open_ids, doing, e["writer"])
         elif name == "content":
             story.rewordings.append((e["old"], e["new"], e["op"]))
             story.content = e["new"]
@@ -214,22 +265,25 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
             story.reason = e["new"]
         elif name == "dropped":
             last = story.transitions[-1]
-            if last.op == e["op"] and last.new == "cancelled":  # open when dropped; finished work is kept
+            # Open when dropped (a cancel before ledgers knew `dropped`); finished work is kept.
+            if last.op == e["op"] and last.new in ("dropped", "cancelled"):
                 story.dropped_op = e["op"]
         elif name == REMOVED:
             story.removed = True
             story.spans[-1].end = e["at"]
-            _track(item_id, story.status, "removed", open_ids, doing)
+            _track(item_id, story.status, "removed", open_ids, doing, e["writer"])
     close_op()
     return Story(plan, calls, items, phases, start, end, doing_after, events)
 
 
-def _track(item: str, old: str | None, new: str, open_ids: set[str], doing: set[str]) -> None:
+def _track(
+    item: str, old: str | None, new: str, open_ids: set[str], doing: dict[str, str], writer: str
+) -> None:
     if new in OPEN_STATUSES:
         open_ids.add(item)
     else:
         open_ids.discard(item)
     if new == "in_progress":
-        doing.add(item)
+        doing[item] = writer
     else:
-        doing.discard(item)
+        doing.pop(item, None)

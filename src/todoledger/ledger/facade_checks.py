@@ -164,8 +164,11 @@ class CheckMethods(Facade):
         timeout: float = 3600.0,
         plan: str | None = None,
         writer: str | None = None,
+        **lifecycle: Any,
     ) -> dict[str, Any]:
-        """Define a sweep and expand it into items (a parent, one child per combination)."""
+        """Define a sweep and expand it into items (a parent, one child per combination).
+        `lifecycle`: setup, ready, ready_options, ready_timeout, teardown, clean,
+        clean_options, warmup, order, seed, restarts, watch (`core.sweep.define`)."""
         from todoledger.ledger import sweeprows
 
         return sweeprows.add(
@@ -180,15 +183,36 @@ class CheckMethods(Facade):
             baseline=baseline,
             keep=keep,
             timeout=timeout,
+            **lifecycle,
         )
 
-    def sweep_work(
-        self, name: str, *, plan: str | None = None
-    ) -> tuple[sweep_core.Sweep, int, list[tuple[int, CheckRow, dict[str, str], int]]]:
-        """The sweep, its number of combinations, and those still to run."""
+    def sweep_definition(self, name: str, *, plan: str | None = None) -> dict[str, Any]:
+        """A sweep's definition, its author, its approval and each combination's commands."""
         from todoledger.ledger import sweeprows
 
-        return sweeprows.pending(self._unit, self._plan(plan), name)
+        return sweeprows.definition(self._unit, self._plan(plan), name)
+
+    def approve_sweep(
+        self,
+        name: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        shown: Callable[[dict[str, Any]], bool] = lambda d: True,
+    ) -> dict[str, Any] | None:
+        """A person approves every command of a sweep (`shown` is asked first); None if not."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.approve(self._unit, *self._who(plan, writer), name, shown=shown)
+
+    def sweep_work(
+        self, name: str, *, plan: str | None = None, stale: bool = False
+    ) -> tuple[sweep_core.Sweep, int, list[tuple[int, CheckRow, dict[str, str], int]]]:
+        """The sweep, its number of combinations, and those still to run (`stale`:
+        and the completed ones whose runs went stale); refuses a sweep no person approved."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.pending(self._unit, self._plan(plan), name, stale=stale)
 
     def record_sweep_repeat(
         self,
@@ -206,6 +230,83 @@ class CheckMethods(Facade):
         from todoledger.ledger import sweeprows
 
         sweeprows.record_repeat(self._unit, *self._who(plan, writer), sweep, check, receipt, values, repeat)
+
+    def sweep_live_setups(self, name: str, *, plan: str | None = None) -> list[dict[str, Any]]:
+        """The setups the sweep started and never tore down."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.live_setups(self._unit, self._plan(plan), name)
+
+    def sweep_setup_started(
+        self,
+        name: str,
+        item: str,
+        *,
+        host: str,
+        pid: int,
+        ticks: str | None,
+        command: str,
+        log: str,
+        plan: str | None = None,
+        writer: str | None = None,
+    ) -> int:
+        """Record a setup just started; its record's key."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.setup_started(
+            self._unit,
+            *self._who(plan, writer),
+            name,
+            item,
+            host=host,
+            pid=pid,
+            ticks=ticks,
+            command=command,
+            log=log,
+        )
+
+    def sweep_setup_ended(
+        self,
+        name: str,
+        item: str,
+        seq: int,
+        *,
+        teardown: dict[str, Any],
+        clean: dict[str, Any] | None,
+        outcome: str,
+        ready: dict[str, Any] | None = None,
+        plan: str | None = None,
+        writer: str | None = None,
+    ) -> None:
+        """A setup torn down: its ready check's outcome, how it ended, its clean check, and why."""
+        from todoledger.ledger import sweeprows
+
+        sweeprows.setup_ended(
+            self._unit,
+            *self._who(plan, writer),
+            name,
+            item,
+            seq,
+            teardown=teardown,
+            clean=clean,
+            outcome=outcome,
+            ready=ready,
+        )
+
+    def sweep_note(
+        self,
+        name: str,
+        item: str,
+        field: str,
+        value: dict[str, Any],
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+    ) -> None:
+        """An event of a sweep's lifecycle on one of its items."""
+        from todoledger.ledger import sweeprows
+
+        sweeprows.note(self._unit, *self._who(plan, writer), name, item, field, value)
 
     def finish_sweep(self, name: str, *, plan: str | None = None, writer: str | None = None) -> None:
         """Complete the sweep's parent once every combination is completed."""
@@ -225,8 +326,11 @@ class CheckMethods(Facade):
 
         return sweeprows.exists(self._unit, self._plan(plan), name)
 
-    def sweep_results(self, name: str, *, plan: str | None = None) -> dict[str, Any]:
-        """Per combination and metric: median/min/max/spread, ratio to the baseline, verdict, flags."""
+    def sweep_results(
+        self, name: str, *, plan: str | None = None, include_stale: bool = False
+    ) -> dict[str, Any]:
+        """Per combination and metric: median/min/max/spread, ratio to the baseline,
+        verdict, flags; stale runs left out unless `include_stale`."""
         from todoledger.ledger import sweeprows
 
-        return sweeprows.results(self._unit, self._plan(plan), name)
+        return sweeprows.results(self._unit, self._plan(plan), name, include_stale=include_stale)

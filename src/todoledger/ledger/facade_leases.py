@@ -69,7 +69,7 @@ class LeaseMethods(Facade):
         """Release every expired lease (of the plan, or of every plan given None)."""
         from todoledger.ledger import leases
 
-        return leases.reclaim(self._unit, writer or default_writer(), plan, at=at)
+        return leases.reclaim(self._unit, writer or default_writer(self._token_holder), plan, at=at)
 
     def leases(self, plan: str | None = None) -> list[dict[str, Any]]:
         """The plan's held leases, oldest claim first."""

@@ -80,8 +80,20 @@ def insert_check(
     if why is not None:
         raise LedgerError(f"check {check.text()} cannot fail ({why}): it would prove nothing")
     route = core.route_of(writer)
+    cwd, path = written_in()
     row = CheckRow(
-        new_check_id(), plan, item, role, check, trusted, writer, at, writer if trusted else None, route
+        new_check_id(),
+        plan,
+        item,
+        role,
+        check,
+        trusted,
+        writer,
+        at,
+        writer if trusted else None,
+        route,
+        cwd,
+        path,
     )
     repo.add(row, trusted_by=writer if trusted else None)
     w = u.op(plan, writer, at, role, summary=f"{role} {row.id} on {item}")
@@ -93,6 +105,24 @@ def insert_check(
     )
     u.repo.touch_plan(plan, at)
     return row
+
+
+def written_in() -> tuple[str, str | None]:
+    """Where a check being written will run, and with which PATH: its writer's,
+    now. Whoever runs it later (`verify`, `done`, a sweep) runs it there: a
+    claimant who runs `done` from a folder, or with a PATH, of its own making
+    does not choose what a person's check sees."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        raise LedgerError("the working folder is gone: a check runs where it is written") from None
+    return cwd, os.environ.get("PATH")
+
+
+def runs_in(row: CheckRow, cwd: str) -> str:
+    """The folder a check runs in: where it was written; `cwd` (the caller's)
+    only for a check from before that was kept."""
+    return row.cwd or cwd
 
 
 def require_check(u: Unit, plan: str, check_id: str) -> CheckRow:
@@ -350,14 +380,16 @@ def run_rows(
     if not u.run_checks:
         raise LedgerError("checks do not run here: this server was started without --allow-checks")
     with u.store.read():
-        jobs = [(row.id, row.check, _inputs(u, row, cwd)) for row in rows]
+        jobs = [(row.id, row.check, _inputs(u, row, runs_in(row, cwd))) for row in rows]
     # What each receipt depends on: the tree (or the watched paths), and the files the check names.
-    trees: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, Any] | None] = {}
-    keys: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    trees: dict[tuple[str, tuple[str, ...], tuple[str, ...]], dict[str, Any] | None] = {}
+    keys: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
     for row in rows:
-        key = keys[row.id] = (row.check.watch, tree.named_inputs(cwd, row.check.kind, row.check.target))
+        home = runs_in(row, cwd)
+        named = tree.named_inputs(home, row.check.kind, row.check.target) if os.path.isdir(home) else ()
+        key = keys[row.id] = (home, row.check.watch, named)
         if key not in trees:
-            trees[key] = tree.state(cwd, key[0], key[1])
+            trees[key] = tree.state(*key) if os.path.isdir(home) else None
     by_id = {r.id: r for r in rows}
     receipts: dict[str, Receipt] = {}
 
@@ -396,7 +428,7 @@ def _inputs(u: Unit, row: CheckRow, cwd: str) -> Inputs:
                 base = u.repo.item(ids[0]) if len(ids) == 1 else None
             if base is not None:
                 baseline = _median([m[0] for m in repo.metric_runs(base.id, check.target) if _usable(m)])
-    return Inputs(cwd=cwd, since=since, value=value, baseline=baseline, typed=typed)
+    return Inputs(cwd=cwd, since=since, value=value, baseline=baseline, typed=typed, path=row.path)
 
 
 def _median(values: list[float]) -> float | None:
@@ -559,6 +591,7 @@ def import_checks(u: Unit, w: Writes, records: Sequence[dict[str, Any]]) -> int:
     transaction). A check whose text changed keeps its id and loses its trust."""
     repo = check_repo(u)
     plan, writer, at = w.plan, w.writer, w.at
+    home = written_in()  # an imported check runs where it was imported (untrusted until a person trusts it)
     added = 0
     for record in records:
         entries = record.get("checks")
@@ -587,7 +620,7 @@ def import_checks(u: Unit, w: Writes, records: Sequence[dict[str, Any]]) -> int:
                 if existing.check != check:
                     repo.remove(existing.id)
                     row = CheckRow(
-                        existing.id, plan, record["id"], role, check, False, writer, at, None, "import"
+                        existing.id, plan, record["id"], role, check, False, writer, at, None, "import", *home
                     )
                     repo.add(row, trusted_by=None)
                     _note(w, row, old=existing)
@@ -600,7 +633,7 @@ def import_checks(u: Unit, w: Writes, records: Sequence[dict[str, Any]]) -> int:
                 if isinstance(check_id, str) and check_id.startswith("chk-") and existing is None
                 else new_check_id()
             )
-            row = CheckRow(new_id_, plan, record["id"], role, check, False, writer, at, None, "import")
+            row = CheckRow(new_id_, plan, record["id"], role, check, False, writer, at, None, "import", *home)
             repo.add(row, trusted_by=None)
             _note(w, row, old=None)
             added += 1

@@ -128,7 +128,7 @@ def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[
         for name in STATE_FIELDS:
             if record.get(name) is not None:
                 try:
-                    record[name] = validate(name, record[name])
+                    record[name] = validate(name, record[name], stored=True)
                 except LedgerError as exc:
                     raise LedgerError(f"line {number}: {exc}") from None
         records.append(record)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from todoledger.core import graph
 from todoledger.core.merge import Seen
-from todoledger.core.model import DEFAULT_PRIORITY, OPEN_STATUSES, STATE_FIELDS, Item, LedgerError
+from todoledger.core.model import DEFAULT_PRIORITY, STATE_FIELDS, UNDONE_STATUSES, Item, LedgerError
 from todoledger.core.timefmt import now
 from todoledger.ledger import readiness
 from todoledger.ledger.values import PROGRESS, validate
@@ -101,8 +101,10 @@ def _update_item(u: Unit, w: Writes, plan: str, item: Item, fields: dict[str, An
             if value:
                 graph.check_new_parent(item.id, value, u.repo.parent_of)
         old = getattr(item, name)
-        if name == "status" and value in OPEN_STATUSES and item.status == "cancelled" and item.reason:
+        if name == "status" and value != item.status and item.reason and fields.get("reason") is None:
+            # A reason belongs to the state it explains: it stays in the history, not on the item.
             w.set(item.id, "reason", item.reason, None)
+            item.reason = None
         w.set(item.id, name, old, value)
         setattr(item, name, value)
     if add_blocker:
@@ -119,11 +121,11 @@ def restore(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
     """Bring back a dropped or cancelled item with the status it had before."""
     with u.store.read():
         item = u.require(plan, ref)
-        if item.status != "cancelled":
-            raise LedgerError(f"{item.id} is {item.status}, not cancelled: nothing to restore")
+        if item.status not in UNDONE_STATUSES:
+            raise LedgerError(f"{item.id} is {item.status}, not dropped or cancelled: nothing to restore")
         previous = "pending"
         for ev in reversed(u.repo.events(plan, item.id)):
-            if ev.field == "status" and ev.new == "cancelled":
+            if ev.field == "status" and ev.new in UNDONE_STATUSES and ev.old not in UNDONE_STATUSES:
                 previous = ev.old or "pending"
                 break
     return update(u, plan, writer, item.id, status=previous, kind="restore")

@@ -116,6 +116,19 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
                 self._unit.batching = False
 
     @contextmanager
+    def untimed(self, msg: int | None = None, where: str | None = None) -> Iterator[None]:
+        """Changes whose own time is not known (a source that gives message numbers,
+        no clock): their ops say so, with the source's message number (and `where`,
+        the place a change without one of its own names), and readers order them by
+        sequence and show no durations. Their `at` is when this ledger recorded them."""
+        saved = self._unit.untimed
+        self._unit.untimed = {"untimed": True, "source_msg": msg} | ({"source_at": where} if where else {})
+        try:
+            yield
+        finally:
+            self._unit.untimed = saved
+
+    @contextmanager
     def bulk(self) -> Iterator[None]:
         """Many batches in a row: commits may skip the fsync (see the store)."""
         with self._unit.store.bulk():
@@ -201,9 +214,10 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
 
     def check(self, plan: str | None = None) -> list[str]:
         """Differences between the stored state and the replay of its events (every plan given None)."""
-        from todoledger.ledger import reading
+        from todoledger.ledger import reading, tokens
 
-        return reading.check(self._unit, plan)
+        found = reading.check(self._unit, plan)
+        return found + tokens.breaks(self._unit) if plan in (None, tokens.TOKENS_PLAN) else found
 
     def watch(
         self, *, after: int | None = None, wait: float = 1.0, stop: Callable[[], bool] | None = None
@@ -253,8 +267,10 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         at: str | None = None,
         source_key: str | None = None,
         source_at: str | None = None,
+        restore_hint: str | None = None,
     ) -> WriteResult:
-        """An agent's whole list (or patch) in its own format, merged into the plan."""
+        """An agent's whole list (or patch) in its own format, merged into the plan.
+        `restore_hint`: how the caller's route restores an item (`{id}`, `{status}`)."""
         from todoledger.ledger import writes
 
         return writes.write(
@@ -266,6 +282,7 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
             at=at,
             source_key=source_key,
             source_at=source_at,
+            restore_hint=restore_hint or writes.RESTORE_HINT,
         )
 
     def apply(
@@ -277,12 +294,19 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         at: str | None = None,
         source_key: str | None = None,
         source_at: str | None = None,
+        restore_hint: str | None = None,
     ) -> WriteResult:
         """A list already parsed (`dialects.parse`), merged into the plan."""
         from todoledger.ledger import writes
 
         return writes.apply(
-            self._unit, *self._who(plan, writer), parsed, at=at, source_key=source_key, source_at=source_at
+            self._unit,
+            *self._who(plan, writer),
+            parsed,
+            at=at,
+            source_key=source_key,
+            source_at=source_at,
+            restore_hint=restore_hint or writes.RESTORE_HINT,
         )
 
     def record_refused(

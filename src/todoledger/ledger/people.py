@@ -71,24 +71,50 @@ def durations(u: Unit, plan: str) -> dict[str, str]:
 
     with u.store.read():
         events = [e.as_dict() for e in u.repo.events(plan)]
-    return {i: format_duration(sec) for i, sec in measured(events, epoch).items()}
+        untimed = u.repo.untimed_ops(plan)
+    # An item with a change of no known time (m009) has no measured duration.
+    unknown = {e["item"] for e in events if e["op"] in untimed}
+    return {i: format_duration(sec) for i, sec in measured(events, epoch).items() if i not in unknown}
+
+
+def started_by(u: Unit, plan: str) -> dict[str, str]:
+    """Who started each item now in progress: the writer of the change that made it
+    so (not whoever touched it last: a note on it is not doing the work)."""
+    with u.store.read():
+        doing = [it.id for it in u.repo.items(plan) if it.status == "in_progress"]
+        return _starters(u, plan, doing)
+
+
+def _starters(u: Unit, plan: str, doing: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item_id in doing:
+        for e in u.repo.events(plan, item_id):
+            if (e.field == "status" and e.new == "in_progress") or (
+                e.field == "created" and isinstance(e.new, dict) and e.new.get("status") == "in_progress"
+            ):
+                out[item_id] = e.writer
+    return out
 
 
 def writers(u: Unit, plan: str) -> list[dict[str, Any]]:
-    """Each writer of the plan: last write, number of changes, what it holds in progress."""
+    """Each writer of the plan: last write, number of changes, what it holds in progress
+    (the items in progress it started)."""
     from todoledger.core.approval import is_person
 
     with u.store.read():
         rows = u.repo.writers(plan)
-        items = u.repo.items(plan)
+        doing = [it.id for it in u.repo.items(plan) if it.status == "in_progress"]
+        starters = _starters(u, plan, doing)
+        untimed = u.repo.untimed_ops(plan)
     out = []
     for writer, at, count in rows:
-        holding = [it.id for it in items if it.status == "in_progress" and it.updated_by == writer]
+        holding = [i for i in doing if starters.get(i) == writer]
         out.append(
             {
                 "writer": writer,
                 "person": is_person(writer),
                 "last_write": at,
+                "untimed": bool(untimed),  # its times are when they were recorded here, not the calls'
                 "changes": int(count),
                 "in_progress": holding,
             }

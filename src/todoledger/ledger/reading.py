@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from todoledger.core import graph
 from todoledger.core.merge import Seen
+from todoledger.core.model import OPEN_STATUSES
 from todoledger.ledger import readiness
 from todoledger.ledger.values import compact_row, seen_of
 
@@ -38,12 +39,14 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
             revision = u.repo.revision(plan)
             verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
             forced = u.repo.forced(plan)
+            contested = contests(u, plan)
     else:
         with u.store.read():
             rows = u.repo.item_rows(plan)
             revision = u.repo.revision(plan)
             verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
             forced = u.repo.forced(plan)
+            contested = contests(u, plan)
     links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
     derived = graph.derive_links(links, gated)
     waiting = graph.cancelled_links(links)
@@ -53,7 +56,25 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
         row["waits_on_cancelled"] = waiting.get(item_id, [])
         row["verification"] = verified[item_id]
         row["forced"] = forced.get(item_id, [])
+        row["contested"] = contested.get(item_id, [])
     return {"plan": plan, "revision": revision, "items": rows}
+
+
+def contests(u: Unit, plan: str) -> dict[str, list[dict[str, str]]]:
+    """Items the plan keeps completed or cancelled while a writer's latest list
+    works on them: per item, each such writer, what its list says, and who
+    closed the item ("listed as in_progress by X, but cancelled by Y")."""
+    found = u.repo.contested(plan)
+    if not found:
+        return {}
+    closers = u.repo.status_writers(sorted({item for item, _, _ in found}))
+    out: dict[str, list[dict[str, str]]] = {}
+    for item, writer, listed in found:
+        if listed in OPEN_STATUSES:
+            out.setdefault(item, []).append(
+                {"writer": writer, "listed": listed, "closed_by": closers.get(item, "")}
+            )
+    return out
 
 
 def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
@@ -70,6 +91,7 @@ def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
         revision = u.repo.revision(plan)
         verified, gated = readiness.verification(u, plan, [(r[0], r[3]) for r in rows])
         forced = u.repo.forced(plan)
+        contested = contests(u, plan)
     links = [(r[0], r[6], r[3], deps.get(r[0], ())) for r in rows]
     return plan_text(
         plan,
@@ -80,6 +102,7 @@ def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
         graph.cancelled_links(links),
         verified,
         forced,
+        contested,
         decode,
     )
 
@@ -134,7 +157,14 @@ def history(u: Unit, plan: str, item: str | None = None) -> list[dict[str, Any]]
     """The plan's events (or one item's), oldest first."""
     with u.store.read():
         item_id = u.require(plan, item).id if item else None
-        return [e.as_dict() for e in u.repo.events(plan, item_id)]
+        events = [e.as_dict() for e in u.repo.events(plan, item_id)]
+        untimed = u.repo.untimed_ops(plan)
+    if untimed:  # their `at` is when they were recorded here: say where the source puts them instead
+        for e in events:
+            where = untimed.get(e["op"])
+            if where is not None:
+                e["untimed"], e["where"] = True, where
+    return events
 
 
 def ops(u: Unit, plan: str) -> list[dict[str, Any]]:
@@ -154,6 +184,8 @@ def ops(u: Unit, plan: str) -> list[dict[str, Any]]:
                 "undone_by": r[7],
                 "source_key": r[8],
                 "source_at": r[9],
+                "untimed": bool(r[10]),
+                "source_msg": r[11],
             }
             for r in u.repo.ops(plan)
         ]
@@ -243,7 +275,11 @@ def last_changes(u: Unit) -> dict[str, dict[str, Any]]:
     """Per plan, its latest change: op, writer, at, kind, summary."""
     with u.store.read():
         rows = u.repo.last_ops()
-    return {r[0]: {"op": r[1], "writer": r[2], "at": r[3], "kind": r[4], "summary": r[5]} for r in rows}
+    return {
+        r[0]: {"op": r[1], "writer": r[2], "at": r[3], "kind": r[4], "summary": r[5]}
+        | ({"untimed": True, "where": r[7] or "time not recorded"} if r[6] else {})
+        for r in rows
+    }
 
 
 def ready(u: Unit, plan: str, limit: int) -> list[dict[str, Any]]:

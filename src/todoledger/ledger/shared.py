@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from todoledger.store.base import SharedStore
+    from todoledger.tokens import Holder
 
 
 class SharedLedger:
@@ -65,6 +66,11 @@ class SharedLedger:
                 return found
 
             yield ledger
+
+    def token_holder(self, token: str) -> Holder | None:
+        """Who holds `token`, if a person registered it in this ledger (`Ledger.token_holder`)."""
+        with self.session() as ledger:
+            return ledger(False).token_holder(token)
 
     def close(self) -> None:
         with self._opening:

@@ -1,9 +1,22 @@
-"""Running a parameter sweep, above the façade: each pending combination's
-command runs (`parallel` at a time), every repeat is recorded (receipt and
-metrics) as it finishes, and the item is completed after its last repeat. An
-interrupted run, even by SIGKILL, resumes where it stopped: finished repeats
-and combinations never run again. Defining a sweep and its results are
-`Ledger.add_sweep` and `Ledger.sweep_results`.
+"""Running a parameter sweep, above the façade: the combinations' runs in the
+sweep's order, every repeat recorded (receipt, numbers and environment) as
+it finishes, and an item completed after its last repeat. An interrupted
+run, even by SIGKILL, resumes where it stopped: finished repeats and
+combinations never run again.
+
+A combination with a lifecycle runs as the seeds ran a server configuration:
+
+1. `setup` starts (in its own process group, recorded in the ledger at once);
+2. `ready` is polled every second until it holds; a timeout, or a setup that
+   exits first, records the combination as failed with the setup's output tail;
+3. `warmup` runs, not counted; then the repeats;
+4. `teardown` runs and the setup's process group is ended, always: after the
+   last repeat, on a failure, on Ctrl-C or SIGTERM, and first thing in the
+   next `sweep run` after a SIGKILL;
+5. `clean` must hold after the teardown, or the sweep stops with one line
+   naming what was left, so no configuration is measured beside a zombie.
+
+Defining a sweep and its results are `Ledger.add_sweep` and `Ledger.sweep_results`.
 """
 
 from __future__ import annotations
@@ -15,10 +28,17 @@ from collections.abc import Callable
 from typing import Any
 
 from todoledger.core import sweep as core
+from todoledger.core.model import LedgerError
 from todoledger.core.timefmt import now
-from todoledger.core.verification import CheckRow, Receipt
+from todoledger.core.verification import CheckRow, Receipt, tail
 from todoledger.defaults import default_plan, default_writer
 from todoledger.ledger.ledger import Ledger
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from todoledger.checks.lifecycle import Setup
+    from todoledger.checks.run import Outcome
+    from todoledger.core.checkspec import Check
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -32,68 +52,537 @@ def run(
     writer: str | None = None,
     cwd: str | None = None,
     on_progress: Progress | None = None,
+    stale: bool = False,
+    ready_interval: float = core.READY_INTERVAL,
 ) -> dict[str, Any]:
-    """Run every pending combination (`parallel` at a time), each `repeat` times."""
+    """Run every pending combination (`stale`: and the completed ones whose runs
+    went stale), each `repeat` times in the sweep's order. The answer's `stopped`
+    is the one line that says why it stopped early (a clean check, a signal)."""
     from todoledger.checks import run as runner
-    from todoledger.checks import tree
 
-    cwd = cwd or os.getcwd()
-    writer = writer or default_writer()  # each repeat's receipt names who ran it
-    sweep, combinations, work = lg.sweep_work(name, plan=plan)
-    state = tree.state(cwd)
-    lock = threading.Lock()
-    started = time.monotonic()
-    counts = {"runs": 0, "failed": 0}
+    # each repeat's receipt names who ran it
+    runs = _Sweep(
+        lg, name, plan or default_plan(), writer or default_writer(lg.token_holder), cwd or os.getcwd()
+    )
+    runs.progress, runs.interval = on_progress, ready_interval
+    with runner.interruptible():
+        try:
+            runs.resume()
+            if runs.stopped is None:
+                runs.go(parallel, stale)
+        finally:
+            runs.end_live()
+    if runs.stopped is None and runs.signal() is None:
+        lg.finish_sweep(name, plan=runs.plan, writer=runs.writer)
+    return runs.answer()
 
-    def combination(index: int, check: CheckRow, combo: dict[str, str], finished: int) -> None:
-        for k in range(finished + 1, sweep.repeat + 1):
-            outcome = runner.run(check.check, runner.Inputs(cwd=cwd))
-            values = core.extract(sweep, outcome.output) if outcome.result == "holds" else {}
-            missing = [n for n, _ in sweep.metrics if n not in values]
-            result, note = outcome.result, ""
-            if result == "holds" and missing:
-                result, note = "fails", f"\nno {', '.join(missing)} in the output"
-            receipt = Receipt(
-                check.id,
-                check.item,
-                check.check.canonical(),
-                result,
-                outcome.code,
-                outcome.duration_ms,
-                outcome.output + note,
-                now(),
-                writer,
-                state,
+
+class _Live:
+    """The setup of the combination being measured."""
+
+    def __init__(self, index: int, item: str, combo: dict[str, str], setup: Setup, seq: int) -> None:
+        self.index, self.item, self.combo, self.setup, self.seq = index, item, combo, setup, seq
+        self.ready: dict[str, Any] | None = None
+
+
+class _Sweep:
+    """One `sweep run`: its work, the setup that is up, and what it counted."""
+
+    def __init__(self, lg: Ledger, name: str, plan: str, writer: str, cwd: str) -> None:
+        self.lg, self.name, self.plan, self.writer, self.cwd = lg, name, plan, writer, cwd
+        self.progress: Progress | None = None
+        self.interval = core.READY_INTERVAL
+        self.started = time.monotonic()
+        self.counts = {"runs": 0, "failed": 0, "warmups": 0, "setups": 0}
+        self.ready_ms = 0
+        self.stopped: str | None = None
+        self.live: _Live | None = None
+        self.lock = threading.Lock()
+        self.combinations = 0
+        self.pending = 0
+        self.sweep: core.Sweep | None = None
+        self.base: dict[str, Any] | None = None
+        self.logs: str | None = None
+        self.signalled: str | None = None  # the signal that stopped this run, once one did
+
+    # the whole run --------------------------------------------------------------------------
+    def resume(self) -> None:
+        """Tear down what a killed run left (its setups never torn down), first."""
+        from todoledger.checks import lifecycle
+
+        left = self.lg.sweep_live_setups(self.name, plan=self.plan)
+        if not left:
+            return
+        sweep = self._definition()
+        here = lifecycle.host()
+        for s in left:
+            if s["host"] != here:
+                raise LedgerError(
+                    f"sweep {self.name}: a setup it started (pid {s['pid']}) is recorded as running on"
+                    f" {s['host']}, not on {here}: run `todoledger sweep run {self.name}` there to tear it down"
+                    " first; nothing was run"
+                )
+            setup = lifecycle.Setup(int(s["pid"]), s["ticks"], s["log"])
+            self._tell("resume", s["params"], f"tearing down the setup a killed run left (pid {s['pid']})")
+            self._teardown(sweep, s["item"], s["params"], setup, s["seq"], "torn down on resume after a kill")
+            if self.stopped is not None:
+                return
+
+    def go(self, parallel: int, stale: bool) -> None:
+        sweep, combinations, work = self.lg.sweep_work(self.name, plan=self.plan, stale=stale)
+        self.sweep, self.combinations, self.pending = sweep, combinations, len(work)
+        if not work:
+            return
+        # A sweep runs where it was added, whoever runs it (as every check does): its
+        # combinations' checks record that folder and their writer's PATH.
+        self.cwd = work[0][1].cwd or self.cwd
+        serial = sweep.has_lifecycle or sweep.order != "grouped"
+        if parallel > 1 and serial:
+            raise LedgerError(
+                f"sweep {self.name}: --parallel: a sweep with a setup, a ready or clean check, or an order"
+                " other than grouped runs one combination at a time; nothing was run"
             )
-            with lock:
-                lg.record_sweep_repeat(sweep, check, receipt, values, k, plan=plan, writer=writer)
-                counts["runs"] += 1
-                if on_progress is not None:
-                    on_progress(
-                        {
-                            "combination": index + 1,
-                            "of": combinations,
-                            "params": combo,
-                            "repeat": k,
-                            "repeats": sweep.repeat,
-                            "result": result,
-                            "values": values,
-                            "elapsed": time.monotonic() - started,
-                            "line": receipt.line(),
-                        }
-                    )
-            if result != "holds":
-                counts["failed"] += 1
-                return  # this combination stays pending; the next `sweep run` tries it again
+        from todoledger.checks import environment
 
-    if parallel <= 1 or len(work) <= 1:
-        for job in work:
-            combination(*job)
-    else:
+        self.base = environment.snapshot(self.cwd)
+        if sweep.clean is not None and not self._clean_first(sweep, work[0][2], work[0][1].item):
+            return
+        if not serial:
+            self._grouped(sweep, work, parallel)
+            return
+        todo = {index: sweep.repeat - made for index, _, _, made in work}
+        order = core.schedule(sweep, todo, combinations)
+        by_index = {index: (check, combo, made) for index, check, combo, made in work}
+        made_now = {index: made for index, _, _, made in work}
+        failed: set[int] = set()
+        warmed: set[int] = set()
+        current: int | None = None
+        from todoledger.checks import run as runner
+
+        for index in order:
+            if runner.stopping() is not None or self.stopped is not None:
+                break
+            check, combo, _ = by_index[index]
+            if index in failed:
+                continue
+            if index != current:
+                if current is not None:
+                    self._end_block(sweep, current, by_index[current][1], by_index[current][0].item)
+                    current = None
+                    if self.stopped is not None:
+                        break
+                current = index
+                if not self._begin_block(sweep, index, check, combo, made_now[index], index not in warmed):
+                    failed.add(index)
+                    continue
+                warmed.add(index)
+            made_now[index] += 1
+            if not self._repeat(sweep, index, check, combo, made_now[index]):
+                made_now[index] -= 1
+                failed.add(index)
+        # After a signal the setup that is up is torn down by `end_live`; a clean check alone waits.
+        if current is not None and runner.stopping() is None:
+            self._end_block(sweep, current, by_index[current][1], by_index[current][0].item)
+
+    def end_live(self) -> None:
+        """Whatever happened (a stop, an error), the setup that is up is torn down."""
+
+        if self.live is None or self.sweep is None:
+            return
+        signal_name = self.signal()
+        why = f"interrupted ({signal_name})" if signal_name else "stopped by an error"
+        live, self.live = self.live, None
+        self._teardown(self.sweep, live.item, live.combo, live.setup, live.seq, why, live.ready)
+
+    def signal(self) -> str | None:
+        from todoledger.checks import run as runner
+
+        if self.signalled is None:
+            self.signalled = runner.stopping()
+        return self.signalled
+
+    def answer(self) -> dict[str, Any]:
+        signal_name = self.signal()
+        stopped = self.stopped
+        if signal_name is not None and stopped is None:
+            stopped = f"sweep {self.name} was stopped ({signal_name}): the run that was going was ended" + (
+                " and its setup torn down" if self.counts["setups"] else ""
+            )
+        return {
+            "plan": self.plan,
+            "sweep": self.name,
+            "combinations": self.pending,
+            **self.counts,
+            "stopped": stopped,
+            "ready_ms": self.ready_ms,
+        }
+
+    # one combination's block: setup, ready, warm-up ... teardown, clean ----------------------
+    def _begin_block(
+        self, sweep: core.Sweep, index: int, check: CheckRow, combo: dict[str, str], made: int, warm: bool
+    ) -> bool:
+        from todoledger.checks import lifecycle
+
+        if sweep.setup is not None:
+            command = sweep.setup_command(combo)
+            assert command is not None
+            log = os.path.join(self._logs(), f"{check.item}-{self.counts['setups'] + 1}.log")
+            setup = lifecycle.start(command, self.cwd, log)
+            try:
+                seq = self._record_start(check, setup, command, log)
+            except BaseException:
+                lifecycle.end_group(setup)  # never a server the ledger does not know of
+                raise
+            self.live = _Live(index, check.item, combo, setup, seq)
+            self.counts["setups"] += 1
+            self._tell("setup", combo, f"setup started (pid {setup.pid}): {command}", index)
+        ready = sweep.ready_check(combo)
+        if ready is not None:
+            ok, found = self._wait_ready(sweep, ready)
+            if self.live is not None:
+                self.live.ready = found  # recorded with its teardown
+            else:
+                self.lg.sweep_note(self.name, check.item, "ready", found, plan=self.plan, writer=self.writer)
+            self._tell("ready", combo, found["line"], index)
+            if not ok:
+                output = found["line"]
+                if self.live is not None:
+                    output += "\n--- the setup's output (tail) ---\n" + lifecycle.log_tail(
+                        self.live.setup.log
+                    )
+                self._fail(sweep, check, combo, "error", output, made)
+                return False
+        if sweep.setup is not None or warm:
+            for n in range(1, sweep.warmup + 1):
+                outcome = self._run_check(check)
+                self.counts["warmups"] += 1
+                self._tell(
+                    "warmup", combo, f"warm-up {n}/{sweep.warmup} {outcome.result} (not counted)", index
+                )
+                if outcome.result != "holds":
+                    self._fail(
+                        sweep, check, combo, outcome.result, f"{outcome.output}\nthe warm-up run failed", made
+                    )
+                    return False
+        return True
+
+    def _record_start(self, check: CheckRow, setup: Setup, command: str, log: str) -> int:
+        from todoledger.checks import lifecycle
+
+        return self.lg.sweep_setup_started(
+            self.name,
+            check.item,
+            host=lifecycle.host(),
+            pid=setup.pid,
+            ticks=setup.ticks,
+            command=command,
+            log=log,
+            plan=self.plan,
+            writer=self.writer,
+        )
+
+    def _end_block(self, sweep: core.Sweep, index: int, combo: dict[str, str], item: str) -> None:
+        if self.live is not None:
+            live, self.live = self.live, None
+            self._teardown(sweep, live.item, live.combo, live.setup, live.seq, "done", live.ready)
+            return
+        if sweep.clean is not None:
+            clean = self._clean(sweep, combo)
+            self.lg.sweep_note(self.name, item, "clean", clean, plan=self.plan, writer=self.writer)
+            self._after_clean(sweep, combo, clean)
+
+    def _teardown(
+        self,
+        sweep: core.Sweep,
+        item: str,
+        combo: dict[str, str],
+        setup: Setup,
+        seq: int,
+        outcome: str,
+        ready: dict[str, Any] | None = None,
+    ) -> None:
+        from todoledger.checks import lifecycle
+
+        how: dict[str, Any] = {}
+        command = sweep.teardown_command(combo)
+        if command is not None:
+            code, output = lifecycle.run_command(command, self.cwd)
+            how |= {"command": command, "code": code, "output": tail(output, 300)}
+        how["group"] = lifecycle.end_group(setup)
+        clean = self._clean(sweep, combo) if sweep.clean is not None else None
+        if clean is not None and clean["result"] != "holds":
+            outcome = f"{outcome}; clean check {clean['result']}"
+        self.lg.sweep_setup_ended(
+            self.name,
+            item,
+            seq,
+            teardown=how,
+            clean=clean,
+            outcome=outcome,
+            plan=self.plan,
+            writer=self.writer,
+        )
+        said = f"teardown: {how.get('command') or 'the setup process group'}: {how['group']}"
+        if command is not None:
+            said += f" (teardown exit {how['code']})"
+        self._tell("teardown", combo, said)
+        if clean is not None:
+            self._after_clean(sweep, combo, clean)
+
+    def _clean(self, sweep: core.Sweep, combo: dict[str, str]) -> dict[str, Any]:
+        from todoledger.checks import run as runner
+
+        check = sweep.clean_check(combo)
+        assert check is not None
+        if self.signal() is not None:
+            runner.carry_on()  # the teardown after a Ctrl-C is proven clean too
+        outcome = runner.run(check, runner.Inputs(cwd=self.cwd))
+        return {"check": check.describe(), "result": outcome.result, "line": _last(outcome.output)}
+
+    def _after_clean(self, sweep: core.Sweep, combo: dict[str, str], clean: dict[str, Any]) -> None:
+        params = _params(combo)
+        if clean["result"] == "holds":
+            self._tell("clean", combo, f"clean: {clean['check']}: holds")
+            return
+        self.stopped = (
+            f"sweep {self.name} stopped after {params}: its clean check ({clean['check']}) {clean['result']}"
+            f" after the teardown: {clean['line']}"
+        )
+        self._tell("clean", combo, f"clean: {clean['check']}: {clean['result']}: {clean['line']}")
+
+    def _clean_first(self, sweep: core.Sweep, combo: dict[str, str], item: str) -> bool:
+        """Nothing is measured beside what an earlier run left: the clean check holds before the first setup."""
+        clean = self._clean(sweep, combo)
+        if clean["result"] == "holds":
+            return True
+        self.lg.sweep_note(
+            self.name, item, "clean", clean | {"when": "before"}, plan=self.plan, writer=self.writer
+        )
+        self.stopped = (
+            f"sweep {self.name} not started: its clean check ({clean['check']}) {clean['result']}"
+            f" before the first combination: {clean['line']}"
+        )
+        return False
+
+    def _wait_ready(self, sweep: core.Sweep, ready: Check) -> tuple[bool, dict[str, Any]]:
+        """Poll the ready check every `interval` until it holds or the ready timeout runs out."""
+        from todoledger.checks import lifecycle
+        from todoledger.checks import run as runner
+        from todoledger.core.checkspec import parse
+
+        start = time.monotonic()
+        polls, last = 0, ""
+        try:
+            while True:
+                if runner.stopping() is not None:
+                    return False, {
+                        "result": "interrupted",
+                        "polls": polls,
+                        "line": "interrupted while waiting",
+                    }
+                if self.live is not None:
+                    code = lifecycle.exited(self.live.setup)
+                    if code is not None:
+                        return False, {
+                            "result": "setup exited",
+                            "polls": polls,
+                            "line": f"the setup exited (status {code}) before {ready.text()} held",
+                        }
+                left = sweep.ready_timeout - (time.monotonic() - start)
+                check = parse(
+                    ready.text(), {**ready.options(), "timeout": max(0.1, min(ready.timeout, left))}
+                )
+                outcome = runner.run(check, runner.Inputs(cwd=self.cwd))
+                polls += 1
+                last = _last(outcome.output)
+                waited = time.monotonic() - start
+                if outcome.result == "holds":
+                    return True, {
+                        "result": "holds",
+                        "polls": polls,
+                        "waited_s": round(waited, 3),
+                        "line": f"ready: {ready.describe()} held after {polls} poll{'s' if polls > 1 else ''}",
+                    }
+                if waited >= sweep.ready_timeout:
+                    return False, {
+                        "result": "timed out",
+                        "polls": polls,
+                        "waited_s": round(waited, 3),
+                        "line": f"not ready after {sweep.ready_timeout:g} s ({polls} polls of {ready.text()}): {last}",
+                    }
+                pause = min(start + polls * self.interval - time.monotonic(), sweep.ready_timeout - waited)
+                if pause > 0:
+                    time.sleep(pause)
+        finally:
+            self.ready_ms += int((time.monotonic() - start) * 1000)
+
+    # runs -----------------------------------------------------------------------------------
+    def _repeat(self, sweep: core.Sweep, index: int, check: CheckRow, combo: dict[str, str], k: int) -> bool:
+        """One counted run, recorded; False when it failed."""
+        from todoledger.checks import tree
+
+        command = sweep.command(combo)
+        outcome = self._run_check(check)
+        values = core.extract(sweep, outcome.output) if outcome.result == "holds" else {}
+        missing = [n for n, _ in sweep.metrics if n not in values]
+        result, note = outcome.result, ""
+        if result == "holds" and missing:
+            result, note = "fails", f"\nno {', '.join(missing)} in the output"
+        setup = sweep.setup_command(combo)
+        names = _inputs(self.cwd, command, setup)
+        env = dict(self.base or {}) | {"command": command, "params": combo}
+        if setup is not None:
+            env["setup"] = setup
+        receipt = Receipt(
+            check.id,
+            check.item,
+            check.check.canonical(),
+            result,
+            outcome.code,
+            outcome.duration_ms,
+            outcome.output + note,
+            now(),
+            self.writer,
+            tree.inputs_state(self.cwd, sweep.watch, names),
+            env,
+        )
+        with self.lock:
+            self.lg.record_sweep_repeat(sweep, check, receipt, values, k, plan=self.plan, writer=self.writer)
+            self.counts["runs"] += 1
+            if result != "holds":
+                self.counts["failed"] += 1
+            if self.progress is not None:
+                self.progress(
+                    {
+                        "phase": "run",
+                        "combination": index + 1,
+                        "of": self.combinations,
+                        "params": combo,
+                        "repeat": k,
+                        "repeats": sweep.repeat,
+                        "result": result,
+                        "values": values,
+                        "elapsed": time.monotonic() - self.started,
+                        "line": receipt.line(),
+                    }
+                )
+        return result == "holds"
+
+    def _run_check(self, check: CheckRow) -> Outcome:
+        from todoledger.checks import run as runner
+
+        return runner.run(check.check, runner.Inputs(cwd=check.cwd or self.cwd, path=check.path))
+
+    def _fail(
+        self, sweep: core.Sweep, check: CheckRow, combo: dict[str, str], result: str, output: str, made: int
+    ) -> None:
+        """The combination failed before a counted run: one receipt says why; it stays to run again."""
+        receipt = Receipt(
+            check.id,
+            check.item,
+            check.check.canonical(),
+            result if result != "holds" else "error",
+            None,
+            0,
+            tail(output),
+            now(),
+            self.writer,
+            None,
+            dict(self.base or {}) | {"command": sweep.command(combo), "params": combo},
+        )
+        with self.lock:
+            self.lg.record_sweep_repeat(sweep, check, receipt, {}, made, plan=self.plan, writer=self.writer)
+            self.counts["failed"] += 1
+
+    def _grouped(
+        self, sweep: core.Sweep, work: list[tuple[int, CheckRow, dict[str, str], int]], parallel: int
+    ) -> None:
+        """No lifecycle, grouped: each combination's runs one after another, `parallel` combinations at a time."""
+
+        def combination(index: int, check: CheckRow, combo: dict[str, str], made: int) -> None:
+            for n in range(1, sweep.warmup + 1):
+                outcome = self._run_check(check)
+                with self.lock:
+                    self.counts["warmups"] += 1
+                self._tell(
+                    "warmup", combo, f"warm-up {n}/{sweep.warmup} {outcome.result} (not counted)", index
+                )
+                if outcome.result != "holds":
+                    self._fail(
+                        sweep, check, combo, outcome.result, f"{outcome.output}\nthe warm-up run failed", made
+                    )
+                    return
+            for k in range(made + 1, sweep.repeat + 1):
+                if not self._repeat(sweep, index, check, combo, k):
+                    return  # this combination stays pending; the next `sweep run` tries it again
+
+        if parallel <= 1 or len(work) <= 1:
+            for job in work:
+                combination(*job)
+            return
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(parallel, len(work))) as pool:
             for future in [pool.submit(combination, *job) for job in work]:
                 future.result()
-    lg.finish_sweep(name, plan=plan, writer=writer)
-    return {"plan": plan or default_plan(), "sweep": name, "combinations": len(work), **counts}
+
+    # helpers --------------------------------------------------------------------------------
+    def _definition(self) -> core.Sweep:
+        if self.sweep is None:
+            self.sweep = core.Sweep.from_dict(
+                self.lg.sweep_definition(self.name, plan=self.plan)["definition"]
+            )
+        return self.sweep
+
+    def _logs(self) -> str:
+        if self.logs is None:
+            import tempfile
+
+            self.logs = tempfile.mkdtemp(prefix=f"todoledger-sweep-{self.name}-")
+        return self.logs
+
+    def _tell(self, phase: str, combo: dict[str, str], line: str, index: int | None = None) -> None:
+        if self.progress is None:
+            return
+        with self.lock:
+            self.progress(
+                {
+                    "phase": phase,
+                    "combination": None if index is None else index + 1,
+                    "of": self.combinations,
+                    "params": combo,
+                    "line": line,
+                    "elapsed": time.monotonic() - self.started,
+                }
+            )
+
+
+def _inputs(cwd: str, *commands: str | None) -> list[str]:
+    """The files the run's and the setup's commands name (`checks.tree.named_inputs`),
+    less the program each starts where it lives outside the project: the interpreter or
+    tool (`python3`, a venv's python) is the machine's, recorded with the environment."""
+    from todoledger.checks import tree
+
+    root = os.path.abspath(cwd)
+    names: list[str] = []
+    for command in commands:
+        if command is None:
+            continue
+        found = list(tree.named_inputs(cwd, "cmd", command))
+        program = command.split(None, 1)[0].strip("'\"") if command.split() else ""
+        if (
+            found
+            and found[0] == program
+            and not os.path.abspath(os.path.join(cwd, program)).startswith(root + os.sep)
+        ):
+            found = found[1:]
+        names += [p for p in found if p not in names]
+    return names[: tree.MAX_INPUTS]
+
+
+def _params(combo: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in combo.items())
+
+
+def _last(output: str) -> str:
+    return next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "")[:600]

@@ -10,7 +10,7 @@ the leases of the writer's touched items are renewed (or ended).
 
 from __future__ import annotations
 
-from todoledger.core.ids import new_id
+from todoledger.core.ids import ALPHABET, ID_LENGTH, looks_like_id, new_id
 from todoledger.core.merge import Seen
 from todoledger.core.model import OPEN_STATUSES, Item, LedgerError
 from todoledger.core.scoped import contextmanager
@@ -39,6 +39,8 @@ class Unit:
         # the MCP tools name their own arguments.
         self.override = "--force with --reason"
         self.batching = False  # inside `Ledger.batch()`: one transaction holds many writes
+        # Inside `Ledger.untimed()`: the ops recorded carry no time of their own (see store/migrations.py, m009).
+        self.untimed: dict[str, Any] | None = None
         self._writes: list[Writes] | None = None
 
     @contextmanager
@@ -61,12 +63,30 @@ class Unit:
     def op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
         """A new op of this transaction: the change's record, its events to follow."""
         assert self._writes is not None, "changes happen inside transaction()"
-        check_text("the plan name", plan)
+        self.check_new_plan(plan)
         check_text("the writer", writer)
-        op = self.repo.new_op(plan, writer, at, kind, **extra)
+        marks = self.marks()  # an op's own source place wins over the block's
+        op = self.repo.new_op(
+            plan, writer, at, kind, **(marks | {k: v for k, v in extra.items() if v is not None})
+        )
         w = Writes(self.repo, plan, writer, at, op)
         self._writes.append(w)
         return w
+
+    def marks(self) -> dict[str, Any]:
+        """What every op recorded now carries beyond its own fields: inside `Ledger.untimed()`,
+        that its time is not the call's (and the source's message number)."""
+        return dict(self.untimed) if self.untimed is not None else {}
+
+    def check_new_plan(self, plan: str) -> None:
+        """A plan's name is text; a new plan's is never of an item id's form, so that
+        `show NAME` can tell a plan from an item (a plan so named before stays readable)."""
+        check_text("the plan name", plan)
+        if looks_like_id(plan) and self.repo.revision(plan) == 0 and not self.repo.items(plan):
+            raise LedgerError(
+                f"plan name {plan!r} has the form of an item id ({ID_LENGTH} characters of {ALPHABET}):"
+                " `todoledger show` could not tell the plan from an item; choose another name"
+            )
 
     def require(self, plan: str, ref: str) -> Item:
         """The item `ref` names in the plan: its id, or a unique prefix of two or more characters."""
@@ -90,13 +110,21 @@ class Unit:
                 return candidate
 
     def save_base(
-        self, plan: str, writer: str, old: dict[str, Seen], new: dict[str, Seen], *, whole: bool
+        self,
+        plan: str,
+        writer: str,
+        old: dict[str, Seen],
+        new: dict[str, Seen],
+        *,
+        whole: bool,
+        listed: bool = False,
     ) -> None:
         """Store only what changed in the writer's view: most writes flip one status.
-        A whole list forgets what it no longer names."""
+        A whole list forgets what it no longer names. `listed`: a list of the
+        writer's (not a read) says what it lists (`Seen.listed`) too."""
         changed = {k: v for k, v in new.items() if old.get(k) != v}
         if changed:
-            self.repo.save_base(plan, writer, changed)
+            self.repo.save_base(plan, writer, changed, listed=listed)
         if whole:
             gone = [k for k in old if k not in new]
             if gone:
@@ -142,7 +170,7 @@ class Unit:
             return
         for lease in self.repo.held_leases(w.writer, touched):
             item = self.repo.item(lease.item)
-            if item is None or item.status in ("completed", "cancelled"):
+            if item is None or item.status not in OPEN_STATUSES:
                 self.end_lease(w, lease, item.status if item is not None else "removed")
             else:
                 lease.expires_at = shift(w.at, lease.seconds)

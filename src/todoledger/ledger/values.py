@@ -8,6 +8,7 @@ from todoledger.core.describe import short
 from todoledger.core.merge import Seen
 from todoledger.core.model import (
     DEFAULT_PRIORITY,
+    ITEM_STATUSES,
     MAX_CONTENT_CHARS,
     MAX_LEASE_SECONDS,
     MAX_NOTES_CHARS,
@@ -59,13 +60,15 @@ def list_items(items: list[tuple[Item, str]], limit: int = 3) -> str:
     return ", ".join(shown) + more
 
 
-def validate(name: str, value: Any) -> Any:
-    """The value a caller sets on a field, checked and normalised; one clear line otherwise."""
+def validate(name: str, value: Any, *, stored: bool = False) -> Any:
+    """The value a caller sets on a field, checked and normalised; one clear line otherwise.
+    `stored`: a value the ledger itself wrote (an import of an export), where an
+    item may be `dropped`, the status only a whole list's omission sets."""
     check_text(name, value)
     if isinstance(value, str) and "\x00" in value:  # PostgreSQL text cannot hold it: refused on every backend
         raise LedgerError(f"{name} contains a NUL character")
     if name == "status":
-        if value not in STATUSES:
+        if value not in (ITEM_STATUSES if stored else STATUSES):
             raise LedgerError(f"status must be one of {', '.join(STATUSES)}, not {value!r}")
     elif name == "priority":
         if value not in PRIORITIES:

@@ -6,8 +6,8 @@ what it dropped or what was taken as a rewording."""
 from __future__ import annotations
 
 from todoledger.core.describe import short
-from todoledger.core.merge import Conflict, Merge, MergeInput, Seen, merge
-from todoledger.core.model import Finding, Item, LedgerError, ParsedWrite
+from todoledger.core.merge import DECIDED, Conflict, Merge, MergeInput, Seen, merge
+from todoledger.core.model import DROPPED, OPEN_STATUSES, Finding, Item, LedgerError, ParsedWrite
 from todoledger.core.record import dataclass, field
 from todoledger.core.scoped import nullcontext
 from todoledger.core.timefmt import now
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
     from todoledger.ledger.unit import Unit
     from todoledger.store.repo import Writes
+
+
+# How the command line restores an item someone else closed; MCP names its own tool call.
+RESTORE_HINT = "todoledger restore {id}"
 
 
 @dataclass
@@ -57,6 +61,7 @@ def write(
     at: str | None = None,
     source_key: str | None = None,
     source_at: str | None = None,
+    restore_hint: str = RESTORE_HINT,
 ) -> WriteResult:
     """An agent's whole list (or patch), parsed for its dialect and merged into the plan."""
     if source_key is not None:
@@ -76,6 +81,7 @@ def write(
         at=at,
         source_key=source_key,
         source_at=source_at,
+        restore_hint=restore_hint,
         _source_checked=checked,
     )
 
@@ -89,10 +95,13 @@ def apply(
     at: str | None = None,
     source_key: str | None = None,
     source_at: str | None = None,
+    restore_hint: str = RESTORE_HINT,
     _source_checked: bool = False,
 ) -> WriteResult:
     """A parsed list merged into the plan: the merge's changes recorded as one
-    op, the writer's base moved on, and what the writer should know in the reply."""
+    op, the writer's base moved on, and what the writer should know in the reply.
+    `restore_hint`: how this route restores an item (`{id}`, `{status}`), told
+    to a writer whose list works on an item someone else closed."""
     at = at or now()
     warnings = [f for f in parsed.findings if f.level == "warning"]
     with u.transaction():
@@ -137,20 +146,29 @@ def apply(
                 whole=parsed.whole,
                 tail=lambda: u.repo.tail_position(plan),
                 new_id=lambda: _mint(u, known, minted),
+                # Inside the write transaction writers take turns: the next revision is this write's.
+                revision=lambda: u.repo.revision(plan) + 1,
             )
         )
         warnings += _hold_for_approval(u, plan, writer, parsed, result, known)
         changes = _changes(result, known)
         warnings += _progress_warnings(u, parsed, result, known, blocked)
         warnings += _completion_warnings(u, plan, result)
-        notices = _drop_notices(result, known) + _reword_notices(parsed, result, known)
+        notices = (
+            _drop_notices(result, known)
+            + _revive_notices(result, known)
+            + _closed_notices(u, plan, result, known, restore_hint)
+            + _reword_notices(parsed, result, known)
+        )
         links = any(e.blocked_by or e.blocks for e in parsed.items)
         fresh = [c for c in result.conflicts if not _repeat_conflict(u, c.item, writer, _conflict(c))]
         recorded = result.creates or result.sets or result.dropped or fresh
         if not (recorded or links or warnings or source_key):
             # Agents rewrite unchanged lists often: no op row, no revision, only the writer's view.
-            u.save_base(plan, writer, base, result.base, whole=parsed.whole)
-            return WriteResult(plan, parsed.dialect, u.repo.ensure_plan(plan, at), result.matches)
+            u.save_base(plan, writer, base, result.base, whole=parsed.whole, listed=True)
+            return WriteResult(
+                plan, parsed.dialect, u.repo.ensure_plan(plan, at), result.matches, notices=notices
+            )
         # A link refused (a cycle) after this write's state went in takes back only this
         # write, so that an enclosing transaction (an import) can go on.
         with u.repo.savepoint() if links else nullcontext():
@@ -182,7 +200,7 @@ def apply(
             entry = parsed.items[create.index]
             if entry.ext_id and entry.ext_id != create.item.id:
                 result.aliases[entry.ext_id] = create.item.id
-        u.save_base(plan, writer, base, new_base, whole=parsed.whole)
+        u.save_base(plan, writer, base, new_base, whole=parsed.whole, listed=True)
         if result.aliases:
             u.repo.save_aliases(plan, writer, result.aliases)
         revision = u.repo.touch_plan(plan, at) if w.count else u.repo.ensure_plan(plan, at)
@@ -206,16 +224,11 @@ def record_refused(
     with u.transaction():
         if source_key and u.repo.has_source(source_key):
             return False
+        u.check_new_plan(plan)
         u.repo.ensure_plan(plan, at)
+        mine = {"dialect": dialect, "summary": reason, "source_key": source_key, "source_at": source_at}
         u.repo.new_op(
-            plan,
-            writer,
-            at,
-            "refused",
-            dialect=dialect,
-            summary=reason,
-            source_key=source_key,
-            source_at=source_at,
+            plan, writer, at, "refused", **(u.marks() | {k: v for k, v in mine.items() if v is not None})
         )
     return True
 
@@ -331,7 +344,7 @@ def _completion_warnings(u: Unit, plan: str, result: Merge) -> list[Finding]:
 
 
 def _describe(item: str, name: str, old: Any, new: Any) -> dict[str, Any]:
-    if name == "status" and new == "cancelled":
+    if name == "status" and new in ("cancelled", DROPPED):
         return {"kind": "status", "item": item, "old": old, "new": new}
     kind = {"content": "reworded", "position": "reordered", "priority": "priority"}.get(name, name)
     return {"kind": kind, "item": item, "old": old, "new": new}
@@ -352,15 +365,58 @@ def _changes(result: Merge, known: dict[str, Item]) -> list[dict[str, Any]]:
 
 
 def _drop_notices(result: Merge, known: dict[str, Item]) -> list[str]:
-    """Work in progress that a list left out was cancelled: if it was finished
+    """Work in progress that a list left out was dropped: if it was finished
     instead, the writer should say so."""
-    cancelled = {s.item for s in result.sets if s.field == "status" and s.new == "cancelled"}
+    dropped = {s.item for s in result.sets if s.field == "status" and s.new == DROPPED}
     return [
-        f"you dropped {short(known[i].content, 60)!r} ({i}), which was in progress: it is now cancelled;"
-        " if it is done, mark it completed"
+        f"you dropped {short(known[i].content, 60)!r} ({i}), which was in progress: it is now dropped;"
+        " if it is done, mark it completed; list it again to revive it"
         for i in result.dropped
-        if i in cancelled and known[i].status == "in_progress"
+        if i in dropped and known[i].status == "in_progress"
     ]
+
+
+def _revive_notices(result: Merge, known: dict[str, Item]) -> list[str]:
+    """A dropped item listed again is revived: the writer is told it had been dropped, by whom."""
+    now = {s.item: s.new for s in result.sets if s.field == "status"}
+    out = []
+    for i in result.revived:
+        reason = known[i].reason or ""
+        how = reason.removeprefix("dropped") if reason.startswith("dropped by ") else ""
+        out.append(f"{short(known[i].content, 60)!r} ({i}) was dropped{how}; listed again, it is {now[i]}")
+    return out
+
+
+def _closed_notices(
+    u: Unit, plan: str, result: Merge, known: dict[str, Item], restore_hint: str
+) -> list[str]:
+    """A list that works on an item someone completed or cancelled does not
+    reopen it: the writer is told who closed it, why, and the one call that
+    restores it, so that it can stop or ask."""
+    out = []
+    for c in result.conflicts:
+        if (
+            c.field != "status"
+            or c.winner != "ledger"
+            or c.kept not in DECIDED
+            or c.rejected not in OPEN_STATUSES
+        ):
+            continue
+        item = known[c.item]
+        by = closed_by(u, plan, c.item)
+        why = f": {item.reason!r}" if item.reason and c.kept == "cancelled" else ""
+        verb = "restore" if c.kept == "cancelled" else "reopen"
+        hint = restore_hint.format(id=c.item, status=c.rejected)
+        out.append(
+            f"{short(item.content, 60)!r} ({c.item}) was {c.kept} by {by}{why}; listed as {c.rejected},"
+            f" it stays {c.kept}. To {verb} it: {hint}; or stop and ask {by}"
+        )
+    return out
+
+
+def closed_by(u: Unit, plan: str, item: str) -> str:
+    """Who gave the item its current status: the writer of its last status change (or its creation)."""
+    return u.repo.status_writers([item]).get(item, "someone")
 
 
 def _reword_notices(parsed: ParsedWrite, result: Merge, known: dict[str, Item]) -> list[str]:

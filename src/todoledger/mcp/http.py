@@ -20,15 +20,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
+from todoledger.mcp.duplicates import RememberBody
 from todoledger.mcp.server import build_server
 from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
 from todoledger.mcp.tools import PlanTools
-from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER
+from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from todoledger.ledger.shared import SharedLedger
     from todoledger.tokens import Holder
+
+    Registry = Callable[[str], Holder | None]
 
 MCP_PATH = "/mcp"
 # A browser cannot send a bearer header when it opens a page: the board asks
@@ -104,9 +107,13 @@ class Guard:
 
     The identity of a request comes from its token only: the identity and role
     headers (IDENTITY_HEADER, ROLE_HEADER) a client sends are dropped, and set
-    from `serve --tokens` (each token's holder, a person or an agent) or, for a
-    single `--token` off loopback, to `shared` (an agent). A single token on
-    loopback sets none: its holder is the person who started the server."""
+    from `serve --tokens` (each token's holder, a person or an agent), from the
+    tokens a person registered in the ledger (`registry`, whoever started the
+    server), or, for a single `--token` off loopback, to `shared` (an agent). A
+    single token on loopback, or none, sets no identity: the person who
+    started the server is behind it. Unless no person started it (`starter`:
+    the writer of its agent's shell or script): then such a request carries
+    the starter's identity in the role `starter`, and nobody there is a person."""
 
     def __init__(
         self,
@@ -116,8 +123,12 @@ class Guard:
         origins_only: list[str] | None = None,
         identities: dict[str, Holder] | None = None,
         shared: Holder | None = None,
+        registry: Registry | None = None,
+        starter: str | None = None,
     ) -> None:
         self.app = app
+        self.registry = registry
+        self.starter = starter
         self.origin_check = TransportSecurityMiddleware(settings)
         self.token = token.encode() if token else None
         # serve --tokens: each bearer token names the person or agent whose writes it carries.
@@ -167,19 +178,24 @@ class Guard:
         dropped = (IDENTITY_HEADER.encode(), ROLE_HEADER.encode())
         raw = [(k, v) for k, v in scope["headers"] if k.lower() not in dropped]
         scope = dict(scope, headers=raw)
-        if (self.token is not None or self.identities) and scope.get("path") != LOGIN_PATH:
+        required = self.token is not None or bool(self.identities)
+        holder: Holder | None = None
+        if scope.get("path") != LOGIN_PATH:
             given = headers.get("authorization", "").encode()
             scheme, _, credential = given.partition(b" ")
             credential = credential.strip() if scheme.lower() == b"bearer" else b""
             cookie = Request(scope).cookies.get(TOKEN_COOKIE, "").encode()
+            presented = credential or cookie
             holder = self.holder(credential) or (None if credential else self.holder(cookie))
+            if holder is None and presented and self.registry is not None:
+                holder = await self.registered(presented)
             single = self.token is not None and (
                 hmac.compare_digest(credential, self.token)
                 or (not credential and bool(cookie) and hmac.compare_digest(cookie, self.token))
             )
             if holder is None and single:
                 holder = self.shared  # None on loopback: the person who started the server
-            elif holder is None:
+            elif holder is None and required:
                 if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
                     await RedirectResponse(LOGIN_PATH, status_code=303)(scope, receive, send)
                     return
@@ -190,10 +206,27 @@ class Guard:
                 challenge = {"www-authenticate": 'Bearer realm="todoledger"'}
                 await JSONResponse(body, status_code=401, headers=challenge)(scope, receive, send)
                 return
-            if holder is not None:
-                role = b"person" if holder.person else b"agent"
-                scope["headers"] = [*raw, (dropped[0], holder.name.encode()), (dropped[1], role)]
+        if holder is not None:
+            role = b"person" if holder.person else b"agent"
+            scope["headers"] = [*raw, (dropped[0], holder.name.encode()), (dropped[1], role)]
+        elif self.starter is not None:  # no person started this server: no one here is a person
+            scope["headers"] = [
+                *raw,
+                (dropped[0], self.starter.encode()),
+                (dropped[1], STARTER_ROLE.encode()),
+            ]
         await self.app(scope, receive, send)
+
+    async def registered(self, credential: bytes) -> Holder | None:
+        """The holder of a token a person registered in the ledger (a query, in a thread)."""
+        import anyio
+
+        assert self.registry is not None
+        lookup = self.registry
+        try:
+            return await anyio.to_thread.run_sync(lambda: lookup(credential.decode("utf-8", "replace")))
+        except LedgerError:  # the ledger cannot answer now: no identity from it
+            return None
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
@@ -228,6 +261,15 @@ def shared_token_line(host: str, token: str | None) -> str | None:
     )
 
 
+def starter_line(starter: str) -> str:
+    """The line `serve` prints at start when no person started it."""
+    return (
+        f"todoledger: started by {starter}, not a person: without a person's registered token"
+        " (todoledger token add), writes here are that writer's and nobody here can approve, trust or"
+        " undo others' changes"
+    )
+
+
 def check_exposure(host: str, token: str | None) -> None:
     if not is_loopback(host) and not token:
         raise LedgerError(
@@ -246,11 +288,21 @@ def create_app(
     identities: dict[str, Holder] | None = None,
     allow_checks: bool = False,
     shared: SharedLedger | None = None,
+    starter: str | None = None,
 ) -> tuple[ASGIApp, PlanTools]:
     """The ASGI app: MCP at /mcp plus any extra `routes` (the web board),
     all behind the Host/Origin checks and the token(s). Checks that arrive
-    here are untrusted (`todoledger trust`); none runs unless `allow_checks`."""
+    here are untrusted (`todoledger trust`); none runs unless `allow_checks`.
+    `starter`: who started the server when that was no person (see `Guard`);
+    None: a person did (the command line decides, `cmd_board.serve`)."""
     check_exposure(host, token or ("tokens" if identities else None))
+    if starter is not None and identities:
+        raise LedgerError(
+            f"serve --tokens: this server is started by {starter}, not a person, so its tokens file"
+            " cannot say who is a person (whoever started it wrote that file); start it from a plain"
+            " terminal or with TODOLEDGER_TOKEN set to a person's registered token, or register the"
+            " tokens in the ledger (todoledger token add) and serve without the file"
+        )
     server, tools = build_server(plan=plan, shared=shared)
     tools.trusted_checks, tools.run_checks = False, allow_checks
     for route in routes:
@@ -271,8 +323,14 @@ def create_app(
         max_sessions=MAX_SESSIONS,
         session_idle_timeout=SESSION_IDLE_SECONDS,
     )
-    quota = ClientQuota(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
-    return Guard(quota, settings, token, origins_only, identities, shared_token_holder(host, token)), tools
+    # Innermost: the body, as the client sent it, for the duplicate-key check of its tool call.
+    remembered = RememberBody(app, path=MCP_PATH, max_body=MAX_BODY_BYTES)
+    quota = ClientQuota(remembered, path=MCP_PATH, max_body=MAX_BODY_BYTES)
+    registry = shared.token_holder if shared is not None else tools.shared.token_holder
+    # No person started it: a single token's holders are the starter, never an agent a token shows.
+    holder = shared_token_holder(host, token) if starter is None else None
+    guard = Guard(quota, settings, token, origins_only, identities, holder, registry, starter)
+    return guard, tools
 
 
 def serve(
@@ -289,6 +347,7 @@ def serve(
     allow_checks: bool = False,
     shared: SharedLedger | None = None,
     identities: dict[str, Holder] | None = None,
+    starter: str | None = None,
 ) -> None:
     """Serve MCP (and any extra `routes`, the board) until stopped; `started`
     gets the base URL once the server listens. `identities`: the tokens file
@@ -308,11 +367,12 @@ def serve(
         identities=identities,
         allow_checks=allow_checks,
         shared=shared,
+        starter=starter,
     )
     shown = f"[{host}]" if ":" in host else host
     auth = " (bearer token required)" if token or identities else ""
     print(f"todoledger: MCP on http://{shown}:{port}{MCP_PATH}{auth}", file=sys.stderr, flush=True)
-    line = shared_token_line(host, token)
+    line = shared_token_line(host, token) if starter is None else starter_line(starter)
     if line:
         print(line, file=sys.stderr, flush=True)
     # SIGTERM: stop accepting, give requests in flight a moment, then close what is left

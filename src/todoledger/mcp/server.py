@@ -32,9 +32,10 @@ from pydantic import BaseModel, Field
 
 from todoledger import __version__
 from todoledger.core.model import LedgerError
+from todoledger.mcp.duplicates import lost_keys
 from todoledger.mcp.output import OUTPUT_SCHEMAS
 from todoledger.mcp.tools import INSTRUCTIONS, TOOL_ANNOTATIONS, TOOLS, PlanTools
-from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER
+from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,11 +137,29 @@ def person_writer(ctx: Context[Any, Any]) -> str | None:
     headers = ctx.headers
     identity = headers.get(IDENTITY_HEADER) if headers is not None else None
     session = session_writer(ctx).removeprefix("mcp:")
+    if headers is None and stdio_client_is_an_agents() is not None:
+        return None  # this server's client was started from inside an agent's shell: the agent answers
     if not identity:
         return "mcp-user:" + session
     if headers is None or headers.get(ROLE_HEADER) != "person":
-        return None
+        return None  # an agent's token, or a server no person started (role `starter`)
     return f"mcp-user:{identity}@{session}"
+
+
+_STDIO_ABOVE: list[tuple[str, str] | None] = []  # once per process: the tree above it does not change
+
+
+def stdio_client_is_an_agents() -> tuple[str, str] | None:
+    """Over stdio the client is the process that started this server. A harness
+    starts its MCP servers itself, and its user answers their prompts; a server
+    started from inside an agent's shell tool (`todoledger mcp` run by the agent,
+    with a client script of its own) is answered by that agent: (kind, session)
+    of that agent (`identity.shell_above`), or None."""
+    if not _STDIO_ABOVE:
+        from todoledger.identity import shell_above
+
+        _STDIO_ABOVE.append(shell_above())
+    return _STDIO_ABOVE[0]
 
 
 def _can_elicit(ctx: Context[Any, Any]) -> bool:
@@ -182,12 +201,18 @@ async def ask_approval(
     if question is None:
         return None
     person = person_writer(ctx)
-    if person is None:  # an agent's token: its client's answer would be the agent's own
-        identity = writer.partition("@")[0]
+    if person is None:  # an agent's token, or an agent's own client: its answer would be the agent's
+        headers = ctx.headers
+        above = stdio_client_is_an_agents() if headers is None else None
+        if above is not None:
+            why = f"this server was started from inside {above[0]}'s shell, so its client is that agent"
+        elif headers is not None and headers.get(ROLE_HEADER) == STARTER_ROLE:
+            why = f"this server was started by {headers.get(IDENTITY_HEADER)}, not a person"
+        else:
+            why = f"no answer under {writer.partition('@')[0]}'s token counts as one (an agent's token)"
         return _error(
-            f"cannot {question['verb']} {question['id']}: it needs a person's approval, and no answer"
-            f" under {identity}'s token counts as one (an agent's token); a person approves it under"
-            " a person's token, on the board or from a terminal"
+            f"cannot {question['verb']} {question['id']}: it needs a person's approval, and {why};"
+            " a person approves it under a person's token, on the board or from a terminal"
         )
     message = _question_text(question, writer)
     version = ctx.protocol_version
@@ -217,6 +242,9 @@ async def ask_approval(
 def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
     async def call(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         args = _raw_arguments(ctx)
+        lost = lost_keys(ctx.request_context.params)
+        if lost:  # the SDK's parse kept the last of two equal keys: refused, as the CLI refuses it
+            return _error(tools.duplicate_refusal(name, args, lost))
         try:
             args, writer = with_identity(ctx, args, session_writer(ctx))
             asked = await ask_approval(ctx, tools, name, args, writer)

@@ -78,7 +78,7 @@ class ClientQuota:
         if len(self.last_seen) > 2 * MAX_SESSIONS:  # clients that never came back: drop what expired
             for client in list(self.by_client):
                 self._live(client)
-        body, receive = await _buffered(receive, self.max_body)
+        body, receive = await buffered(receive, self.max_body)
         client = (_address(scope), _client_name(body))
         live = self._live(client)
         if len(live) >= self.per_client:
@@ -140,7 +140,7 @@ def _client_name(body: bytes) -> str:
     return name[:200] if isinstance(name, str) else ""
 
 
-async def _buffered(receive: Receive, limit: int) -> tuple[bytes, Receive]:
+async def buffered(receive: Receive, limit: int) -> tuple[bytes, Receive]:
     """The request body (up to `limit` + 1 bytes, the SDK refuses bigger ones),
     and a `receive` that hands the same messages on."""
     messages: list[Message] = []

@@ -26,6 +26,8 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
+from todoledger.mcp.duplicates import remember
+
 # One JSON-RPC message per line, of any size the client sends (as the SDK's
 # unbounded readline); asyncio's default limit of 64 KiB would refuse a long list.
 LINE_LIMIT = 1 << 30
@@ -94,6 +96,7 @@ class _Lines:
             raise StopAsyncIteration
         text = line.decode("utf-8", "replace")
         self._asked.read(text)
+        remember(text)  # for the duplicate-key check of this message's tool call
         return text
 
 
@@ -130,11 +133,84 @@ def _claim(fd: int, diversion: int) -> int:
     return private
 
 
+class _ThreadedLines:
+    """The lines of stdin, read by a worker thread as the SDK reads them, each
+    remembered for the duplicate-key check; at the end of stdin the answers
+    still owed are awaited, as `_Lines` awaits them."""
+
+    def __init__(self, lines: Any, asked: _Asked) -> None:
+        self._lines = lines
+        self._asked = asked
+
+    def __aiter__(self) -> _ThreadedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            text: str = await self._lines.__anext__()
+        except StopAsyncIteration:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
+            raise
+        self._asked.read(text)
+        remember(text)
+        return text
+
+
+class _ThreadedOut:
+    """The `write` and `flush` of a worker thread's stdout, seen by `_Asked`."""
+
+    def __init__(self, out: Any, asked: _Asked) -> None:
+        self._out = out
+        self._asked = asked
+
+    async def write(self, text: str) -> None:
+        await self._out.write(text)
+        self._asked.written(text)
+
+    async def flush(self) -> None:
+        await self._out.flush()
+
+
+@contextlib.asynccontextmanager
+async def _threaded_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """A terminal or a regular file on stdin: read and written by worker
+    threads, as the SDK does it, with fds 0 and 1 pointed at the null device
+    and at stderr while serving (as the pipe path does)."""
+    import io
+
+    import anyio
+
+    sys.stdout.flush()
+    null = os.open(os.devnull, os.O_RDONLY)
+    wire_in = wire_out = -1
+    try:
+        wire_in = _claim(0, null)
+        wire_out = _claim(1, 2)
+        asked = _Asked()
+        reader = io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
+        writer = io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
+        lines = _ThreadedLines(anyio.wrap_file(reader).__aiter__(), asked)
+        out = _ThreadedOut(anyio.wrap_file(writer), asked)
+        async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
+            yield streams
+        writer.flush()
+    finally:
+        # wire_in is left open: a worker thread may still be blocked reading it
+        # (a terminal), and a closed number could be reused under it.
+        if wire_in >= 0:
+            os.dup2(wire_in, 0)
+        if wire_out >= 0:
+            os.dup2(wire_out, 1)
+            os.close(wire_out)
+        os.close(null)
+
+
 @contextlib.asynccontextmanager
 async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's (read_stream, write_stream) pair over this process's stdin and stdout."""
     if not (_pipe_like(0) and _pipe_like(1)):
-        async with stdio_server() as streams:
+        async with _threaded_stdio() as streams:
             yield streams
         return
     sys.stdout.flush()

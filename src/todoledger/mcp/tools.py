@@ -24,7 +24,9 @@ from todoledger.core.model import (
     MAX_PAYLOAD_BYTES,
     PRIORITIES,
     STATUSES,
+    Finding,
     LedgerError,
+    LintError,
 )
 from todoledger.core.sanitize import INVISIBLE
 from todoledger.core.unicode import unicode_findings
@@ -63,7 +65,8 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": (
             "Write your whole todo list (replaces your previous one; history is kept). Plan multi-step "
             "work first; keep one item in_progress; update as you go; complete only when really done "
-            "(evidence via plan_update). Items you leave out are dropped (the reply names them)."
+            "(evidence via plan_update). Items you leave out are dropped (the reply names them); list one "
+            "again to revive it."
         ),
         "inputSchema": {
             "type": "object",
@@ -323,8 +326,9 @@ def self_checked_hint(lg: Ledger, plan: str, item_id: str) -> str:
     """What the claimant is told when only its own check passed."""
     ids = " ".join(r.id for r in lg.checks([item_id], plan=plan))
     return (
-        "self-checked: its gate is your own check, so it does not prove your claim; what waits on it"
-        f" starts once a person approves the check (todoledger trust {ids}, from a terminal or the board)"
+        "self-checked: its gate is an agent's check with no person or token behind it (yours, or one"
+        " you could have written), so it does not prove your claim; what waits on it starts once a"
+        f" person approves the check (todoledger trust {ids}, from a terminal or the board)"
     )
 
 
@@ -411,6 +415,22 @@ class PlanTools:
         name = self.plan_or_default(plan)
         return self.locked(lambda: self._todowrite({"todos": todos}, name, writer))
 
+    def duplicate_refusal(self, tool: str, args: Any, lost: list[Finding]) -> str:
+        """The one line a call whose arguments repeated a key is refused with:
+        the CLI's own for the same payload (its other errors counted after the
+        duplicate's), so the agent reads one message on every route."""
+        findings = list(lost)
+        todos = args.get("todos") if isinstance(args, dict) else None
+        if tool == "todowrite" and isinstance(todos, list):
+            from todoledger.dialects import read
+
+            try:
+                found = read({"todos": todos}).findings
+            except LedgerError:
+                found = []
+            findings += [f for f in found if f.level == "error" and f.code != "duplicate-key"]
+        return str(LintError(findings))
+
     def _todowrite(self, payload: dict[str, Any], plan: str, writer: str) -> dict[str, Any]:
         from todoledger.dialects import parse
 
@@ -418,7 +438,7 @@ class PlanTools:
         if not parsed.whole:
             raise ToolInputError(f"{parsed.dialect} updates are patches, not a whole list; use plan_update")
         lg = self.ledger(write=True)
-        result = lg.apply(parsed, plan=plan, writer=writer)
+        result = lg.apply(parsed, plan=plan, writer=writer, restore_hint=RESTORE_CALL)
         mine = lg.rows(plan, result.ids)
         out: dict[str, Any] = {"plan": plan, "revision": result.revision}
         out |= _render(parsed.dialect, mine)
@@ -884,8 +904,18 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
         out["in_progress"] = [
             it.as_dict("forced") | ({"updated_by": it.writer} if it.writer else {}) for it in view.in_progress
         ]
+    if view.contested:  # closed in the plan while a list works on them: said, never hidden
+        out["contested"] = [it.as_dict("status", "contested") for it in view.contested]
     if view.ready:
         out["ready"] = [it.as_dict("priority", "needs_approval", "uses") for it in view.ready[:SHOWN]]
+    if view.dropped:  # left out of a list: named, so that an agent that missed the reply gets them back
+        from todoledger.core.prime import DROPPED_SHOWN
+
+        out["dropped"] = [it.as_dict("reason") for it in view.dropped[:DROPPED_SHOWN]]
+        more = len(view.dropped) - DROPPED_SHOWN
+        out["dropped_note"] = "left out of a list, not done: listed again to revive" + (
+            f"; {more} more (all=true)" if more > 0 else ""
+        )
     if any(it.estimate or it.uses for it in view.items):  # the plan is scheduled: say its shape
         sched = view.schedule().as_dict()
         out["critical_path"] = {"items": sched["critical_path"], "length": sched["length"]}
@@ -917,12 +947,15 @@ _FULL = (
     "notes",
     "verification",
     "forced",
+    "contested",
     "waits_on_cancelled",
     "estimate",
     "uses",
     "needs_approval",
 )
-_MARKS = {"pending": " ", "in_progress": "~", "completed": "x", "cancelled": "-"}
+_MARKS = {"pending": " ", "in_progress": "~", "completed": "x", "cancelled": "-", "dropped": "-"}
+# How a writer whose list works on an item someone closed restores it, over MCP.
+RESTORE_CALL = "plan_update id={id} status={status}"
 
 
 def render_markdown(view: PlanView) -> str:
@@ -937,6 +970,8 @@ def render_markdown(view: PlanView) -> str:
             extra.append(it.priority)
         if it.status == "in_progress":
             extra.append(f"in progress, {md_text(it.writer)}" if it.writer else "in progress")
+        if it.status in ("dropped", "cancelled"):  # the same box: the word tells them apart
+            extra.append(it.status)
         if it.depends_on:
             extra.append("waits for " + ", ".join(md_text(d) for d in it.depends_on))
         extra += [md_text(tag) for tag in it.tags()]

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
     from todoledger.store.base import Row, Store
 
-_CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route"
-_RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree"
+_CHECK_COLUMNS = (
+    "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route, cwd, path"
+)
+_RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree, env"
 
 
 def _check(row: Row) -> CheckRow | None:
@@ -40,6 +42,8 @@ def _check(row: Row) -> CheckRow | None:
         at=row[8],
         trusted_by=row[9] if row[6] is not None and row[6] == check.digest() else None,
         route=row[10],
+        cwd=row[11],
+        path=row[12],
     )
 
 
@@ -55,6 +59,7 @@ def _receipt(row: Row) -> Receipt:
         at=row[7],
         by=row[8],
         tree=json.loads(row[9]) if row[9] else None,
+        env=json.loads(row[10]) if row[10] else None,
     )
 
 
@@ -66,7 +71,7 @@ class CheckRepo:
     def add(self, row: CheckRow, *, trusted_by: str | None) -> None:
         digest = row.check.digest() if trusted_by else None
         self.db.execute(
-            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.id,
                 row.plan,
@@ -79,6 +84,8 @@ class CheckRepo:
                 row.at,
                 trusted_by,
                 row.route,
+                row.cwd,
+                row.path,
                 row.at if trusted_by else None,
             ),
         )
@@ -113,7 +120,7 @@ class CheckRepo:
     # receipts --------------------------------------------------------------
     def add_receipt(self, plan: str, r: Receipt) -> None:
         self.db.execute(
-            f"INSERT INTO receipts ({_RECEIPT_COLUMNS}, plan) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO receipts ({_RECEIPT_COLUMNS}, plan) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 r.check,
                 r.item,
@@ -125,6 +132,7 @@ class CheckRepo:
                 r.at,
                 r.by,
                 json.dumps(r.tree, sort_keys=True) if r.tree is not None else None,
+                json.dumps(r.env, sort_keys=True) if r.env is not None else None,
                 plan,
             ),
         )
@@ -318,6 +326,97 @@ class CheckRepo:
             (plan,),
         )
         return {r[0]: int(json.loads(r[1]).get("repeat", 1)) for r in rows}
+
+    def sweep_approval(self, plan: str, name: str) -> tuple[str, str | None, str | None, str | None] | None:
+        """(created by, approved by, approved at, approved digest) of a sweep."""
+        rows = self.db.query(
+            "SELECT created_by, approved_by, approved_at, approved_digest FROM sweeps WHERE plan = ? AND name = ?",
+            (plan, name),
+        )
+        return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
+
+    def approve_sweep(self, plan: str, name: str, by: str, at: str, digest: str) -> None:
+        self.db.execute(
+            "UPDATE sweeps SET approved_by = ?, approved_at = ?, approved_digest = ? WHERE plan = ? AND name = ?",
+            (by, at, digest, plan, name),
+        )
+
+    def add_setup(
+        self,
+        plan: str,
+        sweep: str,
+        item: str,
+        *,
+        host: str,
+        pid: int,
+        ticks: str | None,
+        command: str,
+        log: str,
+        at: str,
+        by: str,
+    ) -> int:
+        """Record a setup that was just started; its row's key."""
+        self.db.execute(
+            "INSERT INTO sweep_setups (plan, sweep, item, host, pid, ticks, command, log, started_at, started_by)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (plan, sweep, item, host, pid, ticks, command, log, at, by),
+        )
+        rows = self.db.query(
+            "SELECT MAX(seq) FROM sweep_setups WHERE plan = ? AND sweep = ? AND item = ? AND pid = ?",
+            (plan, sweep, item, pid),
+        )
+        return int(rows[0][0])
+
+    def setup_ready(self, seq: int, ready: dict[str, Any]) -> None:
+        self.db.execute(
+            "UPDATE sweep_setups SET ready = ? WHERE seq = ?", (json.dumps(ready, sort_keys=True), seq)
+        )
+
+    def end_setup(
+        self, seq: int, at: str, teardown: dict[str, Any], clean: dict[str, Any] | None, outcome: str
+    ) -> None:
+        self.db.execute(
+            "UPDATE sweep_setups SET ended_at = ?, teardown = ?, clean = ?, outcome = ? WHERE seq = ?",
+            (
+                at,
+                json.dumps(teardown, sort_keys=True),
+                json.dumps(clean, sort_keys=True) if clean is not None else None,
+                outcome,
+                seq,
+            ),
+        )
+
+    def setups(self, plan: str, sweep: str, *, live: bool = False) -> list[dict[str, Any]]:
+        """The setups a sweep started, oldest first (`live`: those never torn down)."""
+        sql = (
+            "SELECT seq, item, host, pid, ticks, command, log, started_at, started_by, ready, ended_at,"
+            " teardown, clean, outcome FROM sweep_setups WHERE plan = ? AND sweep = ?"
+        )
+        if live:
+            sql += " AND ended_at IS NULL"
+        names = (
+            "seq",
+            "item",
+            "host",
+            "pid",
+            "ticks",
+            "command",
+            "log",
+            "started_at",
+            "started_by",
+            "ready",
+            "ended_at",
+            "teardown",
+            "clean",
+            "outcome",
+        )
+        out = []
+        for r in self.db.query(sql + " ORDER BY seq", (plan, sweep)):
+            row = dict(zip(names, r, strict=True))
+            for k in ("ready", "teardown", "clean"):
+                row[k] = json.loads(row[k]) if row[k] else None
+            out.append(row)
+        return out
 
     def count_holds(self, check_id: str, spec: str) -> int:
         rows = self.db.query(

@@ -187,6 +187,117 @@ def m008_check_provenance(db: Executor) -> None:
     )
 
 
+def m009_untimed_ops(db: Executor) -> None:
+    """Calls known by their place, not their time: a source that gives message
+    numbers and no clock (the seeds the demo replays) records its ops with
+    `untimed` set and the message number in `source_msg`. Their `at` is then
+    when this ledger recorded them, never the call's own time, so readers order
+    them by sequence and show no durations. Rows from before are timed."""
+    db.execute_script(
+        [
+            "ALTER TABLE ops ADD COLUMN untimed INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE ops ADD COLUMN source_msg BIGINT",
+        ]
+    )
+
+
+def m010_check_context(db: Executor) -> None:
+    """Where a check runs is its writer's, not its claimant's: each check keeps
+    the folder it was written in (`cwd`) and the PATH its writer had (`path`),
+    and runs there, with that PATH, whoever runs `verify` or `done`. Rows from
+    before are left NULL: they run where the caller runs, as they did."""
+    db.execute_script(["ALTER TABLE checks ADD COLUMN cwd TEXT", "ALTER TABLE checks ADD COLUMN path TEXT"])
+
+
+def m011_tokens(db: Executor) -> None:
+    """The tokens a person registered in the ledger (`todoledger token add`):
+    the SHA-256 of each secret, never the secret, with its holder's name and
+    role. The command line believes only these: a tokens file its environment
+    names could be the agent's own. Each registration is also an event, so
+    `todoledger check` reports a row written around todoledger."""
+    db.execute_script(
+        [
+            "CREATE TABLE tokens (hash TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,"
+            " created_by TEXT NOT NULL, at TEXT NOT NULL)"
+        ]
+    )
+
+
+def m012_sweep_lifecycle(db: Executor) -> None:
+    """Sweeps as the seeds ran them: a person's approval of a sweep's whole
+    definition (its setup, ready, teardown and clean commands with its runs);
+    each setup a sweep started (its process group's leader, host and output),
+    with its readiness, teardown and clean check, so that a sweep killed while a
+    server runs tears it down first when resumed; and each run's environment
+    (command, parameters, host, git state, GPUs) on its receipt."""
+    key = db.serial_key
+    db.execute_script(
+        [
+            "ALTER TABLE sweeps ADD COLUMN approved_by TEXT",
+            "ALTER TABLE sweeps ADD COLUMN approved_at TEXT",
+            "ALTER TABLE sweeps ADD COLUMN approved_digest TEXT",
+            "ALTER TABLE receipts ADD COLUMN env TEXT",
+            f"CREATE TABLE sweep_setups (seq {key}, plan TEXT NOT NULL, sweep TEXT NOT NULL,"
+            " item TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, ticks TEXT,"
+            " command TEXT NOT NULL, log TEXT NOT NULL, started_at TEXT NOT NULL, started_by TEXT NOT NULL,"
+            " ready TEXT, ended_at TEXT, teardown TEXT, clean TEXT, outcome TEXT)",
+            "CREATE INDEX sweep_setups_open ON sweep_setups (plan, sweep, ended_at)",
+        ]
+    )
+
+
+# Who changes what m009 changes: the ledger itself, never a person or an agent.
+MIGRATION_WRITER = "todoledger:migration"
+
+
+def m013_dropped_status(db: Executor) -> None:
+    """An item a whole list left out is `dropped`, no longer a cancel: nobody
+    decided about the work, and a list that names it again revives it. Drops
+    recorded before were cancels with the reason `dropped by <writer>`: those
+    (the last status change cancelled it, in the op that recorded its drop by
+    that op's writer) become `dropped`, one recorded op per plan, so that
+    the history says when and why (and `check` still replays the state).
+
+    A writer's base also keeps `listed`: the open status its latest list gave
+    an item the plan keeps completed or cancelled, so that the contradiction
+    stays visible (show, prime, todoread, the board) while that list stands."""
+    from todoledger.core.timefmt import now
+    from todoledger.store.repo import Repo, Writes
+
+    db.execute_script(
+        [
+            "ALTER TABLE writer_base ADD COLUMN listed TEXT",
+            "CREATE INDEX writer_base_listed ON writer_base (plan) WHERE listed IS NOT NULL",
+        ]
+    )
+    repo = Repo(db)
+    found: dict[str, list[str]] = {}
+    for item_id, plan, reason in db.query(
+        "SELECT id, plan, reason FROM items WHERE status = 'cancelled' AND reason LIKE 'dropped by %'"
+        " ORDER BY plan, created_seq"
+    ):
+        events = repo.events(str(plan), str(item_id))
+        cancel = next((e for e in reversed(events) if e.field == "status"), None)
+        if cancel is None or cancel.new != "cancelled" or reason != f"dropped by {cancel.writer}":
+            continue
+        if any(e.op == cancel.op and e.field == "dropped" for e in events):
+            found.setdefault(str(plan), []).append(str(item_id))
+    at = now()
+    for plan, ids in found.items():
+        op = repo.new_op(
+            plan,
+            MIGRATION_WRITER,
+            at,
+            "migrate",
+            summary=f"{len(ids)} dropped items were recorded as cancelled",
+        )
+        w = Writes(repo, plan, MIGRATION_WRITER, at, op)
+        for item_id in ids:
+            w.set(item_id, "status", "cancelled", "dropped")
+        w.flush()
+        repo.touch_plan(plan, at)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -196,5 +307,10 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("forced_index", m006_forced_index),
     ("event_chain", m007_event_chain),
     ("check_provenance", m008_check_provenance),
+    ("untimed_ops", m009_untimed_ops),
+    ("check_context", m010_check_context),
+    ("tokens", m011_tokens),
+    ("sweep_lifecycle", m012_sweep_lifecycle),
+    ("dropped_status", m013_dropped_status),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -400,12 +400,12 @@ class Repo:
         ]
 
     def stranded(self, plan: str) -> list[tuple[str, str]]:
-        """(item, cancelled blocker) for open items that wait for a cancelled one."""
+        """(item, blocker) for open items that wait for a cancelled or dropped one."""
         return [
             (r[0], r[1])
             for r in self.db.query(
                 "SELECT d.item, d.blocker FROM deps d JOIN items i ON i.id = d.item"
-                " JOIN items b ON b.id = d.blocker WHERE d.plan = ? AND b.status = 'cancelled'"
+                " JOIN items b ON b.id = d.blocker WHERE d.plan = ? AND b.status IN ('cancelled', 'dropped')"
                 " AND i.status IN ('pending', 'in_progress') ORDER BY i.position, d.blocker",
                 (plan,),
             )
@@ -420,12 +420,12 @@ class Repo:
         items: dict[str, Item] = {}
         linked: set[str] = set()
         for r in self.db.query(
-            f"SELECT b.item, b.content, b.status, b.priority, b.active_form, {_ITEM_COLUMNS_I}, {_HAS_BLOCKERS}"
-            " FROM writer_base b LEFT JOIN items i ON i.id = b.item WHERE b.plan = ? AND b.writer = ?",
+            f"SELECT b.item, b.content, b.status, b.priority, b.active_form, {_ITEM_COLUMNS_I}, {_HAS_BLOCKERS},"
+            " b.listed FROM writer_base b LEFT JOIN items i ON i.id = b.item WHERE b.plan = ? AND b.writer = ?",
             (plan, writer),
         ):
             item_id = r[0]
-            base[item_id] = Seen(r[1], r[2], r[3], r[4])
+            base[item_id] = Seen(r[1], r[2], r[3], r[4], r[24])
             if r[6] == plan:  # the item still exists, in this plan
                 items[item_id] = _item(r[5:])
                 if r[23]:
@@ -434,14 +434,29 @@ class Repo:
 
     def base(self, plan: str, writer: str) -> dict[str, Seen]:
         return {
-            r[0]: Seen(r[1], r[2], r[3], r[4])
+            r[0]: Seen(r[1], r[2], r[3], r[4], r[5])
             for r in self.db.query(
-                "SELECT item, content, status, priority, active_form FROM writer_base WHERE plan = ? AND writer = ?",
+                "SELECT item, content, status, priority, active_form, listed FROM writer_base"
+                " WHERE plan = ? AND writer = ?",
                 (plan, writer),
             )
         }
 
-    def save_base(self, plan: str, writer: str, seen: dict[str, Seen]) -> None:
+    def save_base(self, plan: str, writer: str, seen: dict[str, Seen], *, listed: bool = False) -> None:
+        """What the writer has now seen. `listed`: from its own list, which also says
+        what it lists against the plan (`Seen.listed`); a read leaves that as it was."""
+        if listed:
+            self.db.executemany(
+                "INSERT INTO writer_base (plan, writer, item, content, status, priority, active_form, listed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (plan, writer, item) DO UPDATE SET"
+                " content = excluded.content, status = excluded.status, priority = excluded.priority,"
+                " active_form = excluded.active_form, listed = excluded.listed",
+                [
+                    (plan, writer, i, s.content, s.status, s.priority, s.active_form, s.listed)
+                    for i, s in seen.items()
+                ],
+            )
+            return
         self.db.executemany(
             "INSERT INTO writer_base (plan, writer, item, content, status, priority, active_form)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (plan, writer, item) DO UPDATE SET"
@@ -449,6 +464,33 @@ class Repo:
             " active_form = excluded.active_form",
             [(plan, writer, i, s.content, s.status, s.priority, s.active_form) for i, s in seen.items()],
         )
+
+    def contested(self, plan: str) -> list[tuple[str, str, str]]:
+        """(item, writer, listed): items the plan keeps completed or cancelled
+        while a writer's latest list works on them."""
+        return [
+            (str(r[0]), str(r[1]), str(r[2]))
+            for r in self.db.query(
+                "SELECT b.item, b.writer, b.listed FROM writer_base b JOIN items i ON i.id = b.item"
+                " WHERE b.plan = ? AND b.listed IS NOT NULL AND i.status IN ('completed', 'cancelled')"
+                " ORDER BY b.item, b.writer",
+                (plan,),
+            )
+        ]
+
+    def status_writers(self, items: list[str]) -> dict[str, str]:
+        """Who gave each item its current status: its last status change, or its creation."""
+        if not items:
+            return {}
+        marks = ", ".join("?" * len(items))
+        found: dict[str, str] = {}
+        for item, writer in self.db.query(
+            f"SELECT item, writer FROM events WHERE item IN ({marks}) AND field IN ('status', 'created')"
+            " ORDER BY seq",
+            tuple(items),
+        ):
+            found[str(item)] = str(writer)
+        return found
 
     def forget_base(self, plan: str, writer: str, ids: Iterable[str]) -> None:
         self.db.executemany(
@@ -526,10 +568,14 @@ class Repo:
         warnings: list[dict[str, str]] | None = None,
         source_key: str | None = None,
         source_at: str | None = None,
+        untimed: bool = False,
+        source_msg: int | None = None,
     ) -> int:
+        """A new op; `untimed`: the call's own time is not known (`at` is when it
+        was recorded here), `source_msg` the message number its source gives."""
         rows = self.db.query(
-            "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING op",
+            "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at,"
+            " untimed, source_msg) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING op",
             (
                 plan,
                 writer,
@@ -540,6 +586,8 @@ class Repo:
                 encode(warnings) if warnings else None,
                 source_key,
                 source_at,
+                1 if untimed else 0,
+                source_msg,
             ),
         )
         return int(rows[0][0])
@@ -616,19 +664,27 @@ class Repo:
         )
 
     def last_ops(self) -> list[Row]:
-        """(plan, op, writer, at, kind, summary) of each plan's latest op."""
+        """(plan, op, writer, at, kind, summary, untimed, source_at) of each plan's latest op."""
         return self.db.query(
-            "SELECT o.plan, o.op, o.writer, o.at, o.kind, o.summary FROM ops o"
+            "SELECT o.plan, o.op, o.writer, o.at, o.kind, o.summary, o.untimed, o.source_at FROM ops o"
             " WHERE o.op = (SELECT MAX(p.op) FROM ops p WHERE p.plan = o.plan)"
         )
 
     def ops(self, plan: str) -> list[Row]:
         return self.db.query(
-            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at"
-            " FROM ops"
-            " WHERE plan = ? ORDER BY op",
+            "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at,"
+            " untimed, source_msg FROM ops WHERE plan = ? ORDER BY op",
             (plan,),
         )
+
+    def untimed_ops(self, plan: str) -> dict[int, str]:
+        """The plan's ops recorded without a time of their own: op -> where its source places it."""
+        return {
+            int(r[0]): str(r[1] or (f"msg {r[2]}" if r[2] is not None else "time not recorded"))
+            for r in self.db.query(
+                "SELECT op, source_at, source_msg FROM ops WHERE plan = ? AND untimed = 1", (plan,)
+            )
+        }
 
     def conflicts_since_change(self, item: str, writer: str) -> list[Any]:
         """The conflicts this writer recorded on the item since its state last changed."""

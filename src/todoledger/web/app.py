@@ -33,13 +33,13 @@ from starlette.routing import Route
 
 from todoledger.core.cycles import acyclic
 from todoledger.core.model import LedgerError
-from todoledger.core.schedule import split_uses
+from todoledger.core.schedule import Schedule, split_uses
 from todoledger.core.timefmt import now
 from todoledger.core.view import ItemView, PlanView, build
 from todoledger.defaults import default_plan
 from todoledger.ledger import Ledger
 from todoledger.ledger.shared import SharedLedger
-from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER
+from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
 from todoledger.web import pages, sweeps_page
 from todoledger.web.live import Hub
 
@@ -95,8 +95,12 @@ class Board:
         allow_checks: bool = False,
         shared: SharedLedger | None = None,
         identities: dict[str, Holder] | None = None,
+        starter: str | None = None,
     ) -> None:
         self.plan = plan
+        # Who started the server when no person did: then no one on the page is a person
+        # but the holder of a person's token (the Guard sets the role `starter` otherwise).
+        self.starter = starter
         # serve --tokens: /login takes any of them (the Guard then reads the cookie's holder).
         self.identities = identities or {}
         # A button is no way to run a command on this machine: checks run only
@@ -178,6 +182,7 @@ class Board:
             change=change,
             who=self.name,
             identity=token_identity(request),
+            starter=self.starter if request.headers.get(ROLE_HEADER) == STARTER_ROLE else None,
             scripts=scripts,
             version=self.version,
             sweeps=has_sweeps,
@@ -195,13 +200,15 @@ class Board:
                     text = pages.verification_text(it)
                     if text:
                         verification[text] = verification.get(text, 0) + 1
+                started = lg.started_by(p["plan"]) if view.in_progress else {}
                 rows.append(
                     {
                         "plan": p["plan"],
                         "counts": view.counts,
                         "verification": verification,
+                        # who does it: the writer who started it, not the last to touch it
                         "in_progress": [
-                            {"id": it.id, "content": it.content, "writer": it.writer}
+                            {"id": it.id, "content": it.content, "writer": started.get(it.id) or it.writer}
                             for it in view.in_progress
                         ],
                         "last": last.get(p["plan"]),
@@ -231,8 +238,17 @@ class Board:
         sched = view.schedule()
         state = lg.approvals(plan, rows=doc["items"])
         waiting = set(state["waiting"])
-        head = pages.plan_head(view, sched, waiting, state["plan"])
-        return head, self.rows.render(view, sched, waiting, win.pick(view)), view
+        started = lg.started_by(plan) if view.in_progress else {}
+        head = pages.plan_head(view, sched, waiting, state["plan"], started)
+        # What was closed undone is folded into the head (a count, its reasons on expansion):
+        # its rows leave the table, unless open work sits under them (or a filter asks for them).
+        folded = pages.folded(view)
+        # No row is marked on a path that says nothing, nor a finished phase as work to start now.
+        phases = pages.finished_phases(view)
+        path = sched.critical_path if pages.path_means_something(view, sched) else ()
+        sets = tuple(s for s in (tuple(i for i in group if i not in phases) for group in sched.parallel) if s)
+        sched = Schedule(path, sched.length, sched.unestimated, sets, sched.held)
+        return head, self.rows.render(view, sched, waiting, win.pick(view, folded)), view
 
     async def sync_rows(self, request: Request) -> Response:
         """The plan page's rows the page lacks or holds in an older form, the
@@ -281,6 +297,7 @@ class Board:
                 state["items"].get(item_id),
                 item_id in state["waiting"],
                 lg.durations(plan).get(item_id),
+                lg.started_by(plan).get(item_id) if it.status == "in_progress" else None,
             )
             return it.content[:80], html
 
@@ -288,9 +305,12 @@ class Board:
 
     async def page_timeline(self, request: Request) -> Response:
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
-            from todoledger.core.timeline import spans
+            from todoledger.core.timeline import by_sequence, spans
 
             events = lg.history(plan)
+            if any(e.get("untimed") for e in events):  # no clock: the calls in order, no durations
+                ordered, ticks = by_sequence(events)
+                return f"Timeline {plan}", pages.timeline(_view(lg, plan), ordered, ticks)
             # Spans run to the plan's last change: an old plan's chart is not stretched to today.
             until = events[-1]["at"] if events else now()
             return f"Timeline {plan}", pages.timeline(_view(lg, plan), spans(events, until))
@@ -337,7 +357,7 @@ class Board:
 
     # the token, asked once -------------------------------------------------------
     async def login(self, request: Request) -> Response:
-        if self.token is None and not self.identities:
+        if self.token is None and not self.identities and self.starter is None:
             return RedirectResponse("/", status_code=303)
         if request.method == "GET":
             return HTMLResponse(pages.login(), headers=SECURITY_HEADERS)
@@ -348,6 +368,8 @@ class Board:
         match = False
         for token in known:  # every one compared, in constant time
             match = hmac.compare_digest(given.encode(), token.encode()) or match
+        if given and not match:  # a token a person registered in the ledger
+            match = await run_in_threadpool(lambda: self.shared.token_holder(given)) is not None
         if not given or not match:
             return HTMLResponse(
                 pages.login("That is not the token."), status_code=401, headers=SECURITY_HEADERS
@@ -375,10 +397,15 @@ class Board:
         writer, person = writer_of(request, body.get("who"), self.name)
         if not person and body["action"] in PERSON_ONLY_ACTIONS:
             what = "approve the plan" if body["action"] == "approve_plan" else "approve"
+            who = (
+                f"{writer}: this server was started by {self.starter}, not a person"
+                if request.headers.get(ROLE_HEADER) == STARTER_ROLE
+                else f"{writer} holds an agent's token"
+            )
             return JSONResponse(
                 {
-                    "error": f"{writer} holds an agent's token: only a person can {what};"
-                    " a person must do it, under a person's token or from a terminal"
+                    "error": f"{who}: only a person can {what}; a person must do it, under a person's"
+                    " token (log in at /login) or from a terminal"
                 },
                 status_code=403,
             )
@@ -433,6 +460,7 @@ def token_identity(request: Request) -> str | None:
     if not identity:
         return None
     return f"web:{identity}" if request.headers.get(ROLE_HEADER) == "person" else f"{identity}@web"
+    # (role `starter`: no person started the server, and the writer is the starter's, `<starter>@web`)
 
 
 def writer_of(request: Request, who: Any, name: str) -> tuple[str, bool]:

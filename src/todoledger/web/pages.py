@@ -16,26 +16,27 @@ inside the frame).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from todoledger.core.model import STATUSES
+from todoledger.core.describe import describe_event, when
+from todoledger.core.model import ITEM_STATUSES, REPORTED, STATUSES
 from todoledger.core.sanitize import for_terminal
 from todoledger.core.schedule import Schedule, format_duration
-from todoledger.core.view import ItemView, PlanView
+from todoledger.core.view import SHOWN, ItemView, PlanView
 
 PAGES = (("plan", "Plan"), ("timeline", "Timeline"), ("approvals", "Approvals"), ("sessions", "Sessions"))
-STATUS_MARK = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "⊘"}
+STATUS_MARK = {"pending": "○", "in_progress": "◐", "completed": "●", "cancelled": "⊘", "dropped": "⊖"}
 # A plan of up to ALL_ROWS rows has every row in the page itself, so every open row is
 # there on the first paint (bench/bench_board.py). A larger one is paged: PAGE_ROWS rows
 # a page, with a filter on status and text, so a 20,000-item plan stays usable.
 ALL_ROWS = 5000
 PAGE_ROWS = 1000
-FILTERS = ("all", "open", *STATUSES)
+FILTERS = ("all", "open", *ITEM_STATUSES)
 MAX_TIMELINE_ITEMS = 400
 
 Html = Markup  # markup a template made (its values escaped): what the functions here return
@@ -69,7 +70,11 @@ def _quoted(value: str) -> str:
 
 
 def _short_time(at: str | None) -> str:
-    return (at or "")[:19].replace("T", " ")
+    """A time to the second; a place given instead of a time (an untimed change) as it is."""
+    text = at or ""
+    if len(text) >= 19 and text[4] == "-" and text[10] == "T":
+        return text[:19].replace("T", " ")
+    return text
 
 
 def _value(value: Any) -> str:
@@ -115,10 +120,12 @@ def page(
     scripts: Sequence[str] = (),
     version: str = "",
     sweeps: bool = False,
+    starter: str | None = None,
 ) -> Html:
     """A whole page: the fragment `body` inside the frame the live script refreshes.
     `sweeps`: the plan has sweeps, so its navigation links their page. `identity`:
-    the writer the visitor's token makes them (None: the page's field names it)."""
+    the writer the visitor's token makes them (None: the page's field names it).
+    `starter`: who started a server no person started (the visitor has no token)."""
     nav: Sequence[tuple[str, str]] = ()
     if plan is not None:
         nav = (*PAGES, ("sweeps", "Sweeps")) if sweeps or kind == "sweeps" else PAGES
@@ -133,6 +140,7 @@ def page(
         who=who,
         identity=identity,
         agent=identity is not None and not identity.startswith("web:"),
+        starter=starter,
         scripts=scripts,
         version=version,
         nav=nav,
@@ -201,9 +209,13 @@ class Window:
             out["q"] = self.text
         return out
 
-    def pick(self, view: PlanView) -> list[ItemView]:
-        """The items this page holds, in the plan's tree order: only those are rendered."""
+    def pick(self, view: PlanView, folded: Set[str] = frozenset()) -> list[ItemView]:
+        """The items this page holds, in the plan's tree order: only those are rendered.
+        `folded` (the rows the head counts instead, `folded`) leave the table unless the
+        filter asks for their status by name."""
         tree = view.tree()
+        if folded and self.status not in CLOSED_UNDONE:
+            tree = [it for it in tree if it.id not in folded]
         if len(tree) <= ALL_ROWS and not self.filtered:
             self.matched = len(tree)
             return tree
@@ -228,33 +240,116 @@ class Window:
         return matching[start : start + PAGE_ROWS]
 
 
-def plan_head(view: PlanView, sched: Schedule, waiting: set[str], standing: Mapping[str, Any]) -> Html:
+# Closed without being done: folded into one count on the plan's first screen, reasons on
+# expansion: "dropped" (left out of a writer's list) and "cancelled" (someone's decision).
+CLOSED_UNDONE = ("cancelled", "dropped")
+NEXT_SHOWN = 5  # "can start now": a short list, the rest counted
+BLOCKED_SHOWN = 8
+PATH_ESTIMATES = 2  # the critical path means something once this many of its items have estimates
+# What is proven of what is done, in the vocabulary of `core.verification`, strongest first.
+PROOF_ORDER = (
+    "verified",
+    "self-checked",
+    "stale",
+    "reported",
+    "claimed completed, gate failing",
+    "claimed completed, gate not run",
+)
+
+
+def finished_phases(view: PlanView) -> set[str]:
+    """Open items whose sub-items are all completed: phases to close, not work to start."""
+    kids: dict[str, list[ItemView]] = {}
+    for it in view.items:
+        if it.parent:
+            kids.setdefault(it.parent, []).append(it)
+    return {
+        it.id
+        for it in view.items
+        if it.is_open and kids.get(it.id) and all(k.status == "completed" for k in kids[it.id])
+    }
+
+
+def closed_undone(it: ItemView) -> str | None:
+    """ "dropped" or "cancelled" for an item closed without being done, else None."""
+    if it.status not in CLOSED_UNDONE:
+        return None
+    return "dropped" if it.status == "dropped" or (it.reason or "").startswith("dropped by ") else "cancelled"
+
+
+def path_means_something(view: PlanView, sched: Schedule) -> bool:
+    """A critical path says something once two of its items have estimates: before that it
+    is one item, or a chain of unknowns, and the board does not mark it."""
     by_id = {it.id: it for it in view.items}
-    now = sched.parallel[0] if sched.parallel else ()
+    return len([i for i in sched.critical_path if i in by_id and by_id[i].estimate]) >= PATH_ESTIMATES
+
+
+def folded(view: PlanView) -> set[str]:
+    """The items closed undone whose rows leave the plan's table (the head counts them,
+    with their reasons): all of them but those with open work under them, and those a
+    writer's latest list still says are being worked on (contested: the row says so)."""
+    closed = {it.id for it in view.items if closed_undone(it) and not it.contested}
+    keep: set[str] = set()
+    parents = {it.id: it.parent for it in view.items}
+    for it in view.items:
+        if it.id in closed:
+            continue
+        up, seen = it.parent, 0
+        while up is not None and seen < 32:  # a phase closed undone with live work under it stays
+            keep.add(up)
+            up, seen = parents.get(up), seen + 1
+    return closed - keep
+
+
+def plan_head(
+    view: PlanView,
+    sched: Schedule,
+    waiting: set[str],
+    standing: Mapping[str, Any],
+    started_by: Mapping[str, str] | None = None,
+) -> Html:
+    """The plan's first screen: where we are (in progress, who started it), what is
+    blocked and on what, what can start now (a short list), what is proven, and what
+    was closed undone (a count; the reasons on expansion)."""
+    by_id = {it.id: it for it in view.items}
+    phases = finished_phases(view)
+    now = [i for i in (sched.parallel[0] if sched.parallel else ()) if i not in phases]
     open_waiting = [i for i in waiting if i in by_id and by_id[i].is_open]
+    show_path = path_means_something(view, sched)
     unknown = len([i for i in sched.critical_path if i in sched.unestimated])
-    length = format_duration(sched.length) if sched.length else "no estimates"
-    anything = bool(
-        view.in_progress
-        or now
-        or view.ready
-        or len(sched.parallel) > 1
-        or open_waiting
-        or view.blocked
-        or sched.critical_path
-    )
+    closed = [(it, closed_undone(it)) for it in view.items if closed_undone(it)]
+    proof: dict[str, list[ItemView]] = {}
+    for it in view.items:
+        if it.status == "completed":
+            proof.setdefault(verification_text(it).split("; ")[0] or "reported", []).append(it)
+    refuted = [it for it in view.items if it.is_open and it.verification == "failed"]
+    blocked = [
+        (it, [by_id[d] for d in it.depends_on if d in by_id and by_id[d].status != "completed"])
+        for it in view.blocked
+    ]
     return render(
         "plan_head.html",
         view=view,
         sched=sched,
         standing=standing,
         by_id=by_id,
-        now=now,
+        doing=[(it, (started_by or {}).get(it.id) or it.writer) for it in view.in_progress],
+        blocked=blocked[:BLOCKED_SHOWN],
+        blocked_more=max(0, len(blocked) - BLOCKED_SHOWN),
+        now=now[:NEXT_SHOWN],
+        now_more=max(0, len(now) - NEXT_SHOWN),
+        later_sets=max(0, len(sched.parallel) - 1),
+        ready_waiting=not now and bool([r for r in view.ready if r.id not in phases]),
+        phases=[by_id[i] for i in phases],
         waiting=waiting,
         open_waiting=open_waiting,
+        path=sched.critical_path if show_path else (),
         unknown=unknown,
-        length=length,
-        anything=anything,
+        length=format_duration(sched.length) if sched.length else "",
+        proof=[(label, proof[label]) for label in dict.fromkeys([*PROOF_ORDER, *proof]) if label in proof],
+        refuted=refuted,
+        closed=closed,
+        nothing_open=not any(it.is_open for it in view.items),
     )
 
 
@@ -262,7 +357,8 @@ def verification_text(it: ItemView) -> str:
     # Nothing verifies it yet: a completed item is a claim, and says so.
     # A completion whose gate fails is a claim apart from "completed"; a self-checked one
     # passed only the claimant's own check.
-    said = it.claimed or it.verification or ("claimed, not verified" if it.status == "completed" else "")
+    shown = SHOWN.get(it.verification or "", it.verification)
+    said = it.claimed or shown or (REPORTED if it.status == "completed" else "")
     # A status someone forced says what it overrode, beside how it is verified.
     return "; ".join([said, *it.forced] if said else it.forced)
 
@@ -277,7 +373,10 @@ def row(
 ) -> Html:
     """One item's row; a pure function of its arguments (the server caches it)."""
     classes = ["row", f"st-{it.status}"]
-    tags = []
+    # Closed here while an agent's latest list works on it: said on its row, never hidden.
+    tags = [("contested", label) for label in it.contested]
+    if it.contested:
+        classes.append("contested")
     if critical:
         classes.append("crit")
         tags.append(("crit", "critical path"))
@@ -315,13 +414,19 @@ def item(
     approval: Mapping[str, Any] | None,
     waiting: bool,
     took: str | None,
+    started_by: str | None = None,
 ) -> Html:
     by_id = {x.id: x for x in view.items}
+    first = history[0] if history else None
     return render(
         "item.html",
         view=view,
         it=it,
-        history=history,
+        history=[(when(e), e["writer"], describe_event(dict(e))) for e in history],
+        started_by=started_by,
+        untimed=bool(first and first.get("untimed")),
+        last_where=next((when(e) for e in reversed(history) if e.get("untimed")), None),
+        first_where=when(first) if first and first.get("untimed") else None,
         approval=approval,
         waiting=waiting,
         took=took,
@@ -352,30 +457,37 @@ def sessions(view: PlanView, writers: Sequence[Mapping[str, Any]]) -> Html:
 
 
 # timeline --------------------------------------------------------------------
-def timeline(view: PlanView, spans: Sequence[Mapping[str, Any]]) -> Html:
+def timeline(view: PlanView, spans: Sequence[Mapping[str, Any]], ticks: Sequence[str] | None = None) -> Html:
+    """When each item was in each status, one row per item in plan order (phases first,
+    their items under them; removed items last), with the whole text as its label. With
+    `ticks` the plan has no clock: `start` and `end` are steps, each tick names its call."""
     by_id = {x.id: x for x in view.items}
-    shown = list(dict.fromkeys(s["item"] for s in spans))[-MAX_TIMELINE_ITEMS:]
-    keep = set(shown)
+    changed = list(dict.fromkeys(s["item"] for s in spans))
+    keep = set(changed[-MAX_TIMELINE_ITEMS:])
+    order = [it.id for it in view.tree() if it.id in keep] + [
+        i for i in changed if i in keep and i not in by_id
+    ]
+    rank = {item: n for n, item in enumerate(order)}
     data = {
         "statuses": list(STATUSES),
-        "spans": [
-            {
-                "item": s["item"],
-                "label": for_terminal(
-                    by_id[s["item"]].content if s["item"] in by_id else s["item"] + " (removed)"
-                )[:60],
-                "status": s["status"],
-                "start": s["start"],
-                "end": s["end"],
-            }
-            for s in spans
-            if s["item"] in keep
-        ],
+        "axis": "sequence" if ticks is not None else "time",
+        "ticks": list(map(for_terminal, ticks or ())),
+        "order": order,
+        "labels": {i: for_terminal(by_id[i].content if i in by_id else i + " (removed)") for i in order},
+        "spans": sorted(
+            (
+                {"item": s["item"], "status": s["status"], "start": s["start"], "end": s["end"]}
+                for s in spans
+                if s["item"] in keep
+            ),
+            key=lambda s: rank[s["item"]],
+        ),
     }
     return render(
         "timeline.html",
         view=view,
         data=data,
         limit=MAX_TIMELINE_ITEMS,
-        cut=len(keep) < len({s["item"] for s in spans}),
+        cut=len(keep) < len(changed),
+        untimed=ticks is not None,
     )

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from todoledger.core.sanitize import for_terminal
-from todoledger.core.sweep import table
+from todoledger.core.sweep import result_notes, table
 from todoledger.web.pages import Html, render
 
 NUMBERS = ("median", "min", "max", "spread", "ratio")
@@ -40,6 +40,7 @@ def _sweep(entry: Mapping[str, str], result: Mapping[str, Any]) -> dict[str, Any
         "rows": [_row(r, text) for r, text in zip(rows, cells[1:], strict=True)],
         # The chart's texts are escaped for Plotly already: its label is the text itself.
         "labels": [(len(chart["traces"]), html.unescape(chart["metric"])) for chart in drawn],
+        "footer": [for_terminal(line) for line in result_notes(result)],
         "data": {"charts": drawn},
     }
 

@@ -56,7 +56,13 @@
     });
     if (!r.ok) return;
     const answer = await r.json();
-    document.getElementById("plan-head").innerHTML = answer.head;
+    const head = document.getElementById("plan-head");
+    const opened = [...head.querySelectorAll("details[open]")].map((d) => d.dataset.key);
+    head.innerHTML = answer.head;
+    for (const key of opened) {
+      const d = head.querySelector(`details[data-key="${key}"]`);
+      if (d) d.open = true;
+    }
     const fresh = document.createElement("template");
     fresh.innerHTML = Object.values(answer.rows).join("");
     for (const el of fresh.content.querySelectorAll(".row[data-id]")) {
@@ -217,34 +223,69 @@
     if (await act(bodies[kind]()) && kind === "add") form.reset();
   });
 
-  // The timeline: Plotly from the package's own copy, data from a JSON block.
-  const COLORS = { pending: "#9aa5b1", in_progress: "#e69500", completed: "#2e9e5b", cancelled: "#c0392b" };
+  // The timeline: Plotly from the package's own copy, data from a JSON block. One row per
+  // item in plan order, its whole text as the label (wrapped, each row as tall as its
+  // longest label), the mode bar above the plot, never on it.
+  const COLORS = {
+    pending: "#9aa5b1", in_progress: "#e69500", completed: "#2e9e5b", cancelled: "#c0392b", dropped: "#7f8c8d",
+  };
   const plain = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  function wrap(text, width) {
+    const lines = [];
+    let line = "";
+    for (let word of String(text).split(/\s+/)) {
+      while (word.length > width) { // a word longer than a line is cut across lines, never lost
+        if (line) { lines.push(line); line = ""; }
+        lines.push(word.slice(0, width));
+        word = word.slice(width);
+      }
+      if (line && line.length + 1 + word.length > width) { lines.push(line); line = word; }
+      else line = line ? `${line} ${word}` : word;
+    }
+    if (line) lines.push(line);
+    return lines.length ? lines : [""];
+  }
+  const MODEBAR = { displaylogo: false, responsive: true, displayModeBar: true,
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] };
+  const TOP = 48; // room above the plot for the mode bar
   function afterRender() {
     const block = document.getElementById("timeline-data");
     const chart = document.getElementById("chart");
     if (!block || !chart || !window.Plotly) return;
     const data = JSON.parse(block.textContent);
-    const rows = new Set(data.spans.map((s) => s.item)).size;
+    const lines = {};
+    for (const id of data.order) lines[id] = [...wrap(data.labels[id], 44).map(plain), `<span style="color:#5f6b76">${id}</span>`];
+    const label = (id) => lines[id].join("<br>");
+    const tallest = Math.max(1, ...data.order.map((id) => lines[id].length));
+    const rowPx = 15 * tallest + 10;
+    const sequence = data.axis === "sequence";
     const traces = data.statuses.map((status) => {
       const spans = data.spans.filter((s) => s.status === status);
       return {
         type: "bar", orientation: "h", name: status.replace("_", " "),
-        y: spans.map((s) => `${plain(s.label)} · ${s.item}`),
+        y: spans.map((s) => label(s.item)),
         base: spans.map((s) => s.start),
-        x: spans.map((s) => Math.max(Date.parse(s.end) - Date.parse(s.start), 1000)),
-        customdata: spans.map((s) => [s.start, s.end]),
-        hovertemplate: "%{y}<br>%{customdata[0]} → %{customdata[1]}<extra>" + status + "</extra>",
+        x: spans.map((s) => sequence ? Math.max(s.end - s.start, 0.25) : Math.max(Date.parse(s.end) - Date.parse(s.start), 1000)),
+        customdata: spans.map((s) => sequence ? [data.ticks[s.start], data.ticks[s.end] || "the last call"] : [s.start, s.end]),
+        hovertemplate: "%{customdata[0]} → %{customdata[1]}<extra>" + status + "</extra>",
         marker: { color: COLORS[status] },
       };
     });
+    // The x axis on top, under the mode bar: a tall chart is read from its top.
+    const xaxis = sequence
+      ? { type: "linear", side: "top", range: [-0.1, data.ticks.length], tickvals: data.ticks.map((_, i) => i + 0.5),
+          ticktext: data.ticks.map((t) => wrap(plain(t), 18).join("<br>")), showgrid: false }
+      : { type: "date", side: "top" };
+    const tickLines = sequence ? Math.max(1, ...data.ticks.map((t) => wrap(t, 18).length)) : 1;
+    const top = TOP + 16 * tickLines + 12;
     const layout = {
-      barmode: "overlay", height: Math.max(320, 22 * rows + 120),
-      margin: { l: 360, r: 20, t: 20, b: 40 },
-      xaxis: { type: "date" }, yaxis: { autorange: "reversed", automargin: true },
-      legend: { orientation: "h" },
+      barmode: "overlay", height: Math.max(320, rowPx * data.order.length + top + 80),
+      margin: { l: 20, r: 20, t: top, b: 60 }, bargap: 0.35,
+      xaxis, yaxis: { type: "category", categoryorder: "array", categoryarray: data.order.map(label),
+                      autorange: "reversed", automargin: true, tickfont: { size: 12 } },
+      legend: { orientation: "h", x: 0, y: 0, yanchor: "top", xanchor: "left" },
     };
-    window.Plotly.react(chart, traces, layout, { displaylogo: false, responsive: true });
+    window.Plotly.react(chart, traces, layout, MODEBAR);
   }
 
   // Sweeps: each metric against the first parameter; the server laid the
@@ -280,13 +321,24 @@
           }
           return trace;
         });
+        // The y axis holds every median, its error bars and the baseline (from zero for a
+        // count), and a baseline measured at one point is drawn across the whole chart.
+        const ys = chart.traces.flatMap((t) => [...t.y, ...t.lo, ...t.hi]).filter((v) => v !== null);
+        const top = Math.max(...ys), low = Math.min(0, ...ys);
+        const shapes = chart.traces.filter((t) => t.across).map((t) => ({
+          type: "line", xref: "paper", x0: 0, x1: 1, yref: "y", y0: t.y[0], y1: t.y[0],
+          line: { dash: "dash", width: 2, color: PALETTE[t.group % PALETTE.length] },
+        }));
+        const single = new Set(xs).size < 2;
         const layout = {
-          title: { text: `${chart.metric} against ${chart.x}` }, height: 400,
-          margin: { l: 60, r: 20, t: 50, b: 50 }, legend: { orientation: "h", y: -0.25 },
-          xaxis: { title: { text: chart.x }, type: chart.numeric ? "linear" : "category" },
-          yaxis: { title: { text: chart.metric } },
+          title: { text: `${chart.metric} against ${chart.x}`, x: 0, xref: "paper", xanchor: "left", y: 1,
+                   yref: "container", yanchor: "top", pad: { t: 8 } },
+          height: 400, shapes,
+          margin: { l: 60, r: 20, t: 64, b: 50 }, legend: { orientation: "h", y: -0.25 },
+          xaxis: { title: { text: chart.x }, type: chart.numeric && !single ? "linear" : "category" },
+          yaxis: { title: { text: chart.metric }, range: [low, top + (top - low) * 0.1 || 1] },
         };
-        window.Plotly.react(el, traces, layout, { displaylogo: false, responsive: true });
+        window.Plotly.react(el, traces, layout, MODEBAR);
       });
     }
   }

@@ -1,0 +1,248 @@
+"""A sweep combination's processes: its setup kept running in its own process
+group, a teardown command, the end of the group, and who still listens on a port.
+
+A setup is started in a new session (its own process group) with no
+parent-death signal: a server outlives the `sweep run` that started it, as a
+real one would, and the ledger records its leader's pid and start time so that
+the next `sweep run` tears it down first. That record is only acted on while
+it still names the same group: the leader alive with the recorded start time
+(Linux's /proc), or, the leader gone, members left in its group (a pid is not
+reused while any process has it as its group). Zombies (exited, not yet
+reaped) hold nothing and do not count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+
+from todoledger.core.record import dataclass
+from todoledger.core.verification import tail
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+TEARDOWN_TIMEOUT = 300.0  # seconds a teardown command may take
+GRACE = 5.0  # seconds between SIGTERM and SIGKILL when a group is ended
+_POLL = 0.01
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A started setup: its group's leader and where its output goes."""
+
+    pid: int
+    ticks: str | None  # the leader's start time in clock ticks since boot (Linux), to know it again
+    log: str
+    proc: Any = None  # the Popen, in the process that started it
+
+
+def host() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def start(command: str, cwd: str, log: str) -> Setup:
+    """Start `command` under /bin/sh in a new session, its output appended to `log`."""
+    with open(log, "ab") as sink:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Setup(proc.pid, start_ticks(proc.pid), log, proc)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
+
+
+def start_ticks(pid: int) -> str | None:
+    fields = _stat(pid)
+    return fields[19] if fields and len(fields) > 19 else None
+
+
+def members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)  # no such group: nothing to look for (the common case, and cheap)
+    except ProcessLookupError:
+        return []
+    except OSError:
+        pass  # there, but another user's: look
+    if not os.path.isdir("/proc/self"):
+        return [pgid]
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        fields = _stat(int(name))
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            out.append(int(name))
+    return sorted(out)
+
+
+def is_ours(pid: int, ticks: str | None) -> bool:
+    """Does the recorded group still exist as the one the setup started?"""
+    now = start_ticks(pid)
+    if now is not None and ticks is not None:
+        if now != ticks:
+            return False  # the pid is another process's now, so our group is gone
+        fields = _stat(pid)
+        if fields and fields[0] not in ("Z", "X"):
+            return True  # the leader itself, alive: no need to look at every process
+    return bool(members(pid))
+
+
+def end_group(setup: Setup, grace: float = GRACE) -> str:
+    """End the setup's process group: SIGTERM, then SIGKILL after `grace`
+    seconds; what happened, in a few words."""
+    if not is_ours(setup.pid, setup.ticks):
+        _reap(setup)
+        return "its process group had already ended"
+    how = "ended (SIGTERM)"
+    with contextlib.suppress(OSError):
+        os.killpg(setup.pid, signal.SIGTERM)
+    if not _gone(setup, grace):
+        how = f"killed (SIGKILL after {grace:g} s)"
+        with contextlib.suppress(OSError):
+            os.killpg(setup.pid, signal.SIGKILL)
+        if not _gone(setup, 5.0):
+            left = members(setup.pid)
+            return f"still running after SIGKILL: {', '.join(describe(p) for p in left)}"
+    return how
+
+
+def _gone(setup: Setup, seconds: float) -> bool:
+    """Wait until no process of the group is left: the leader by `wait` where it is
+    this process's child, the rest by looking at each process (a zombie, not yet
+    reaped, holds nothing; `members` asks for the group first, which is cheap)."""
+    deadline = time.monotonic() + seconds
+    if setup.proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            setup.proc.wait(timeout=seconds)
+    pause = 0.001
+    while True:
+        _reap(setup)
+        if not members(setup.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, _POLL * 5)
+
+
+def _reap(setup: Setup) -> None:
+    if setup.proc is not None:
+        setup.proc.poll()
+
+
+def exited(setup: Setup) -> int | None:
+    """The setup's exit status once its leader has exited (only where it was started)."""
+    return None if setup.proc is None else setup.proc.poll()
+
+
+def run_command(command: str, cwd: str, timeout: float = TEARDOWN_TIMEOUT) -> tuple[int | None, str]:
+    """Run a teardown command in its own process group; (exit status or None
+    on a timeout, the output's tail). Not a check: it runs also after a stop."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as sink:
+        try:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return None, f"cannot start: {exc.strerror}"
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                proc.kill()
+            proc.wait()
+            code = None
+        sink.seek(0)
+        output = sink.read().decode("utf-8", "replace")
+    if code is None:
+        output += f"\ntimed out after {timeout:g} s"
+    return code, tail(output)
+
+
+def log_tail(path: str, limit: int = 2_000) -> str:
+    """The end of a setup's output."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - 4 * limit))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return tail(text, limit)
+
+
+def describe(pid: int) -> str:
+    """`pid N: its command line` (as far as this machine shows it), the program by its name."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            words = [w.decode("utf-8", "replace") for w in fh.read().split(b"\0") if w]
+    except OSError:
+        return f"pid {pid}"
+    if not words:
+        return f"pid {pid}"
+    line = tail(" ".join([os.path.basename(words[0]), *words[1:]]), 10_000)
+    return f"pid {pid}: {line if len(line) <= 300 else line[:297] + '...'}"
+
+
+def listeners(port: int) -> list[str]:
+    """The processes listening on TCP `port` (Linux: /proc/net/tcp and each process's sockets)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii", errors="replace") as fh:
+                next(fh, None)
+                for line in fh:
+                    parts = line.split()
+                    if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(parts[9])
+        except (OSError, ValueError):
+            continue
+    if not inodes:
+        return []
+    wanted = {f"socket:[{i}]" for i in inodes}
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{name}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
+                    found.append(describe(int(name)))
+                    break
+            except OSError:
+                continue
+    return found

@@ -41,6 +41,8 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_jsonload",
         "tests.test_tool_schemas",
         "tests.test_docs",
+        "tests.test_install",  # config files only: no ledger
+        "tests.test_uninstall",
         "tests.test_lean_specs",
         "tests.test_render",
         "tests.test_checks_run",

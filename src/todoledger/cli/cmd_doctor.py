@@ -44,7 +44,14 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
         say(f"  hooks: {', '.join(a.hooks) or 'none'}; approved: {a.hooks_approved}")
         say(f"  goal-lock: {'; '.join(a.goal_lock)}")
     for s in report.servers:
-        state = f"starts, lists {len(s['tools'])} tools ({s['protocol']})" if s["ok"] else s["error"]
+        if not s["ok"]:
+            state = s["error"]
+        elif s["reads"]:
+            state = f"starts, lists {len(s['tools'])} tools ({s['protocol']}), reads the ledger"
+        else:
+            state = (
+                f"starts and lists {len(s['tools'])} tools, but cannot read the ledger: every tool call fails"
+            )
         say(f"server `{' '.join(s['command'])}`: {state}")
     led = report.ledger
     say(f"ledger: {led.get('location')}: {led.get('health')}")

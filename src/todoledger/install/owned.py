@@ -108,11 +108,12 @@ def _take_hook(doc: JsonDoc, e: Element, out: Taken) -> None:
 
 
 def _same_role(handler: dict[str, Any], ours: dict[str, Any]) -> bool:
-    """The same todoledger hook (say, `hook claude-code --screen`), whatever its path or other keys."""
+    """A todoledger hook for the same agent (`hook claude-code ...`), whatever its path,
+    flags or other keys: in one event, todoledger writes one handler."""
     command, wanted = handler.get("command"), ours.get("command")
     if not is_our_command(command, "todoledger") or not isinstance(wanted, str):
         return False
-    return role(str(command)) == role(wanted)
+    return role(str(command))[:2] == role(wanted)[:2]
 
 
 # -- TOML -----------------------------------------------------------------------------

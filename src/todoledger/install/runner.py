@@ -72,7 +72,7 @@ def run(
             taken = _take_back(Path(path), entry)
             if taken is not None:
                 changes.append(taken)
-                notes += [line[2:] for line in taken.summary if line.startswith("!")]
+                notes += _said(taken)
             if taken is not None and taken.kept:
                 files[path] = {**entry, "elements": taken.kept}
             else:
@@ -148,7 +148,7 @@ def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -
         taken = _take_back(Path(path), entry)
         if taken is None:
             continue
-        notes += [line[2:] for line in taken.summary if line.startswith("!")]
+        notes += _said(taken)
         if taken.kept:
             kept[path] = {**entry, "elements": taken.kept, "hunks": None}
         if taken.changed:
@@ -162,6 +162,13 @@ def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -
             del record["agents"][agent]
         _save(home, project, record)
     return InstallResult(agent, changes, notes, dry_run)
+
+
+def _said(taken: FileChange) -> list[str]:
+    """The "!" lines of a take-back, moved from its summary to the notes."""
+    said = [line[2:] for line in taken.summary if line.startswith("!")]
+    taken.summary = [line for line in taken.summary if not line.startswith("!")]
+    return said
 
 
 def _drop_stale(change: FileChange, old: dict[str, Any] | None) -> None:
@@ -281,18 +288,17 @@ def _take_back(path: Path, entry: dict[str, Any]) -> FileChange | None:
                 [f"! {path}: edited since install where todoledger's entries are; remove them by hand"],
             )
         after = back
-    shown = path.name if fmt in ("block", "file") else str(path)
     lines = [
-        f"! {shown}: {e['label']}: todoledger's, changed since install; left as it is "
+        f"! {path}: {e['label']}: todoledger's, changed since install; left as it is "
         "(remove it by hand, or put it back as it was and run uninstall again)"
         for e in kept
     ]
-    empty = after.strip() in ("", "{}")
-    delete = bool(entry.get("created")) and empty and not kept
-    if after != current or delete:
-        what = "removed (install created it)" if delete else "todoledger's entries removed"
-        lines.insert(0, f"- {path}: {what}")
-        lines[1:1] = [f"  - {label}" for label in removed]
+    delete = bool(entry.get("created")) and after.strip() in ("", "{}") and not kept
+    lines[:0] = [f"- {label}" for label in removed]
+    if delete:
+        lines.append("- the file: install created it, and nothing else is in it")
+    elif after != current and not removed:
+        lines.append(f"- todoledger's {'block' if fmt == 'block' else 'entries'}")
     change = FileChange(path, current, after, lines, delete=delete, fmt=fmt)
     change.kept = kept
     return change

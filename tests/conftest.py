@@ -44,6 +44,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_install",  # config files only: no ledger
         "tests.test_uninstall",
         "tests.test_uninstall_edited",
+        "tests.test_needs",
         "tests.test_lean_specs",
         "tests.test_render",
         "tests.test_checks_run",

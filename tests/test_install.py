@@ -241,7 +241,12 @@ model = "gpt-5-mini"
 
 # `required`: Codex waits for the server before the first turn; `default_tools_approval_mode`:
 # `codex exec` never asks, so a call that needs approval would fail.
-CODEX_SERVER = {"command": "todoledger", "args": ["mcp"], "required": True, "default_tools_approval_mode": "approve"}
+CODEX_SERVER = {
+    "command": "todoledger",
+    "args": ["mcp"],
+    "required": True,
+    "default_tools_approval_mode": "approve",
+}
 
 
 def test_codex_keeps_toml_and_adds_hooks(dirs: tuple[Path, Path]) -> None:
@@ -492,7 +497,16 @@ def test_cli_dry_run_shows_a_diff(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
     out = CliRunner().invoke(
         install,
-        ["claude-code", "--dry-run", "--project", str(project), "--home", str(home), "--command", "todoledger"],
+        [
+            "claude-code",
+            "--dry-run",
+            "--project",
+            str(project),
+            "--home",
+            str(home),
+            "--command",
+            "todoledger",
+        ],
     )
     assert out.exit_code == 0, out.output
     assert ".claude/settings.json (would be created)" in out.output
@@ -608,7 +622,17 @@ def test_install_says_when_todoledger_is_not_on_path(
     # --command overrides, everywhere at once; the Bash rules of the old command go.
     CliRunner().invoke(
         install,
-        ["claude-code", "--route", "both", "--command", "/opt/tl", "--project", str(project), "--home", str(home)],
+        [
+            "claude-code",
+            "--route",
+            "both",
+            "--command",
+            "/opt/tl",
+            "--project",
+            str(project),
+            "--home",
+            str(home),
+        ],
     )
     assert "`/opt/tl show --json`" in (project / "CLAUDE.md").read_text()
     allow = json.loads((project / ".claude" / "settings.json").read_text())["permissions"]["allow"]

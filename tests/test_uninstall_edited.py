@@ -211,7 +211,7 @@ def test_codex_server_table_with_a_users_key_stays_whole(tmp_path: Path) -> None
     run("codex", project=project, home=home)
     config = project / ".codex" / "config.toml"
     text = config.read_text()
-    config.write_text(text.replace("args = [\"mcp\"]\n", "args = [\"mcp\"]\nstartup_timeout_sec = 40\n"))
+    config.write_text(text.replace('args = ["mcp"]\n', 'args = ["mcp"]\nstartup_timeout_sec = 40\n'))
     result = uninstall("codex", project=project, home=home)
     assert any("mcp_servers.todoledger" in n and "left as it is" in n for n in result.notes)
     data = tomllib.loads(config.read_text())

@@ -43,9 +43,12 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
         say(f"  todoledger server: {server}; approved: {a.approved}")
         say(f"  hooks: {', '.join(a.hooks) or 'none'}; approved: {a.hooks_approved}")
         say(f"  goal-lock: {'; '.join(a.goal_lock)}")
+    sound = report.ledger.get("health") in ("ok", "not created yet (the first write creates it)")
     for s in report.servers:
         if not s["ok"]:
             state = s["error"]
+        elif not sound:  # never "all is well" beside a ledger that is not
+            state = f"starts and lists {len(s['tools'])} tools, but the ledger it serves is not sound (below)"
         elif s["reads"]:
             state = f"starts, lists {len(s['tools'])} tools ({s['protocol']}), reads the ledger"
         else:

@@ -27,6 +27,7 @@ from todoledger import agents as registry
 from todoledger.install import jsonc, needs, probe
 from todoledger.install.agents import SERVER
 from todoledger.install.elements import is_our_command
+from todoledger.install.exe import runs as exe_runs
 from todoledger.install.files import read_text
 
 T = TypeVar("T")
@@ -135,7 +136,9 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
         servers.append(asdict(check))
         if not check.ok:
             for r in shown:
-                if r.server_command and tuple(r.server_command) == command:
+                # A server command that is not there is the commands-run need's (one line, one fix).
+                missing = not exe_runs(shlex.quote(command[0]), env.get("PATH"))
+                if r.server_command and tuple(r.server_command) == command and not missing:
                     r.problems.append(
                         Problem(
                             "error",

@@ -198,7 +198,18 @@ def commands_named(seen: Seen, agent: str) -> list[str]:
     taught = block_command(seen, agent)
     if taught:
         out.append(taught)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(first_word(c) for c in out))
+
+
+def first_word(command: str) -> str:
+    """The executable of a command line (`'/a b/todoledger' hook x` -> `/a b/todoledger`)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return words[0] if words else command
 
 
 def hook_files(seen: Seen, agent: str) -> list[dict[str, Any]]:
@@ -335,10 +346,17 @@ def _codex_untrusted_what(seen: Seen) -> str:
     untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
     if untrusted:
         events = ", ".join(str(h.get("eventName")) for h in untrusted)
-        return f"Codex will not run {len(untrusted)} of todoledger's {len(ours)} hooks: not approved ({events})"
+        return (
+            f"Codex will not run {len(untrusted)} of todoledger's {len(ours)} hooks: not approved ({events})"
+        )
+    if _codex_hooks_approved(seen) is False:
+        return (
+            "Codex has no approval of todoledger's hooks: it runs new or changed hooks only after a "
+            "person approves them (`/hooks`), so until then no plan at session start"
+        )
     return (
-        "Codex runs new or changed hooks only after a person approves them (`/hooks`); until then no plan "
-        "at session start (approval cannot be read from files)"
+        "Codex runs new or changed hooks only after a person approves them (`/hooks`); whether the "
+        "current ones are approved cannot be read from files (run doctor with `codex` on PATH)"
     )
 
 
@@ -380,23 +398,28 @@ def _commands_run(agent: str) -> Callable[[Seen], bool]:
 
 def _not_running(seen: Seen, agent: str) -> list[str]:
     bad = []
-    for command in commands_named(seen, agent):
-        if agent == "codex" and command == block_command(seen, agent):
-            if not _login_shell_runs(command, seen):
-                bad.append(command)
-        elif not runs(command, seen.path):
-            bad.append(command)
+    import shlex
+
+    taught = block_command(seen, agent)
+    for exe in commands_named(seen, agent):
+        if agent == "codex" and taught is not None and exe == first_word(taught):
+            if not _login_shell_runs(exe, seen):
+                bad.append(exe)
+        elif not runs(shlex.quote(exe), seen.path):
+            bad.append(exe)
     return bad
 
 
 def _login_shell_runs(command: str, seen: Seen) -> bool:
     """Codex runs its shell commands in a login shell: an absolute path, or a name that
     `bash -lc` finds on the PATH the profile files set."""
-    if "/" in command.split()[0]:
-        return runs(command, seen.path)
+    import shlex
+
+    if "/" in command:
+        return runs(shlex.quote(command), seen.path)
     try:
         done = subprocess.run(
-            ["bash", "-lc", f"command -v {command.split()[0]}"],
+            ["bash", "-lc", f"command -v {shlex.quote(command)}"],
             capture_output=True,
             timeout=10,
             env={**seen.env, "HOME": str(seen.home)},
@@ -430,8 +453,11 @@ def _reinstall(agent: str) -> Callable[[Seen], str]:
 
 def _not_running_what(agent: str, label: str) -> Callable[[Seen], str]:
     def what(seen: Seen) -> str:
-        names = ", ".join(repr(c) for c in _not_running(seen, agent))
-        where = "a login shell's PATH (Codex's shell)" if agent == "codex" else "PATH"
+        bad = _not_running(seen, agent)
+        names = ", ".join(repr(c) for c in bad)
+        if all("/" in c for c in bad):
+            return f"{label}'s config names todoledger as {names}, which is not there (no such executable)"
+        where = "the PATH of a login shell (Codex's shell)" if agent == "codex" else "PATH"
         return f"{label}'s config names todoledger as {names}, which is not on {where}"
 
     return what

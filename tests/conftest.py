@@ -45,6 +45,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_uninstall",
         "tests.test_uninstall_edited",
         "tests.test_needs",
+        "tests.test_compat_table",
         "tests.test_lean_specs",
         "tests.test_render",
         "tests.test_checks_run",
@@ -57,6 +58,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_pool",
         "tests.e2e.test_agents",
         "tests.e2e.test_fakemodel",
+        "tests.e2e.test_routes",
     }
 )
 

@@ -174,6 +174,9 @@ def test_installed_but_not_approved_is_broken_with_the_exact_fix(machine: dict[s
     assert errors == [
         "Claude Code: the project server `todoledger` is not approved (interactive sessions keep it "
         "'pending approval'; `claude -p` starts it anyway)",
+        # Claude Code 2.1.332 ignores a project's permissions.allow in an untrusted folder, `-p` too.
+        "Claude Code: this folder is not trusted yet: Claude Code ignores its permissions.allow until it "
+        "is (so `claude -p` refuses the todoledger tools) and interactive sessions ask first",
         "Codex ignores this project's .codex/ (server and hooks) until the project is trusted",
         "Codex has no approval of todoledger's hooks: it runs new or changed hooks only after a person "
         "approves them (`/hooks`), so until then no plan at session start",
@@ -220,15 +223,10 @@ def test_approved_installs_leave_only_what_files_cannot_show(machine: dict[str, 
     assert code == 0 and report["ok"]
     assert {a["name"]: a["approved"] for a in report["agents"]} == dict.fromkeys(AGENTS, "yes")
     assert problems(report, "warning") == [
-        "Claude Code: this folder is not trusted yet, so interactive sessions ask first, and run no "
-        "project hooks or server until then (`claude -p` skips the question)",
         # The fake codex cannot list its hooks: only the real one says whether it trusts them.
         "Codex runs new or changed hooks only after a person approves them (`/hooks`); whether the "
         "current ones are approved cannot be read from files (run doctor with `codex` on PATH)",
     ]
-    (home / ".claude.json").write_text(
-        json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}})
-    )
     settings.write_text('{"security": {"folderTrust": {"enabled": false}}}')
     (home / ".gemini" / "trustedFolders.json").unlink()
     _, report = doctor(machine)

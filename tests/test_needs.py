@@ -58,9 +58,9 @@ def test_a_requirement_added_to_the_table_shows_in_install_and_in_doctor(
 
 
 # What a person still does after `install --approve` (the rest install writes), per agent:
-# Claude Code's trust dialog; Codex's hook review, which only a real `codex` can hash.
+# Codex's hook review, which only a real `codex` can hash (tests/e2e has one).
 LEFT_TO_A_PERSON = {
-    "claude-code": ["claude-code.folder-trusted"],
+    "claude-code": [],
     "opencode": [],
     "codex": ["codex.hooks-approved"],
     "gemini": [],

@@ -94,6 +94,12 @@ def claude_code(
             local, _ = json_change(project / ".claude" / "settings.local.json", _approve_claude)
             local.approval = True
             changes.append(local)
+    if approve:
+        # Claude Code 2.1.332 ignores a project's permissions.allow (and asks before its server
+        # and hooks) until the folder is trusted, `claude -p` too; the trust dialog stores this.
+        state, _ = json_change(home / ".claude.json", _trust_claude(str(project)))
+        state.approval = True
+        changes.append(state)
     changes.append(instructions("claude-code", project, route, exe))
     tools = (
         "the todoledger MCP tools are the list" if route != "cli" else "the todoledger commands are the list"
@@ -197,9 +203,12 @@ def codex(
     return changes, notes
 
 
-def codex_hooks_trust(project: Path, home: Path) -> tuple[FileChange | None, str | None]:
+def codex_hooks_trust(
+    project: Path, home: Path
+) -> tuple[FileChange | None, str | None, list[dict[str, Any]] | None]:
     """Approve todoledger's project hooks the way `/hooks` does: the hash Codex
-    computes for each (asked of `codex app-server`) under `[hooks.state]`."""
+    computes for each (asked of `codex app-server`) under `[hooks.state]`. Also
+    returns the hooks as Codex listed them, ours marked trusted once written."""
     import os
     import shutil
 
@@ -208,7 +217,11 @@ def codex_hooks_trust(project: Path, home: Path) -> tuple[FileChange | None, str
     codex = shutil.which("codex")
     manual = "approve the todoledger hooks in Codex's `/hooks` screen"
     if codex is None:
-        return None, f"Codex: `codex` is not on PATH, so its hooks could not be approved here: {manual}."
+        return (
+            None,
+            f"Codex: `codex` is not on PATH, so its hooks could not be approved here: {manual}.",
+            None,
+        )
     # Codex must read the config that is written here: the home's, not $CODEX_HOME's.
     env = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"} | {"HOME": str(home)}
     hooks = codex_hooks(codex, project, env, home / ".codex")
@@ -218,16 +231,21 @@ def codex_hooks_trust(project: Path, home: Path) -> tuple[FileChange | None, str
         if is_our_command(h.get("command"), "todoledger") and h.get("key") and h.get("currentHash")
     }
     if not ours:
-        return None, f"Codex did not list todoledger's hooks for this project: {manual}."
+        return None, f"Codex did not list todoledger's hooks for this project: {manual}.", None
     path = home / ".codex" / "config.toml"
     before = read_text(path)
     after, line = ensure_hook_trust(before or "", str(path), ours)
     change = FileChange(path, before, after, [line], approval=True, fmt="toml")
-    change.ensured = [
-        (elements.member(["hooks", "state", key], {"trusted_hash": value}), True)
+    had = needs.dig(needs.Seen(project, home, {}).toml(path), "hooks", "state") or {}
+    change.ensured = [  # a hash a person approved before (`/hooks`) is theirs, not ours
+        (
+            elements.member(["hooks", "state", key], {"trusted_hash": value}),
+            had.get(key) != {"trusted_hash": value},
+        )
         for key, value in ours.items()
     ]
-    return change, None
+    listed = [{**h, "trustStatus": "trusted"} if str(h.get("key")) in ours else h for h in hooks or []]
+    return change, None, listed
 
 
 def gemini(
@@ -356,6 +374,22 @@ def _opencode_config(project: Path) -> Path:
 def _approve_claude(doc: JsonDoc) -> tuple[list[str], list[str]]:
     """`enabledMcpjsonServers` gains `todoledger` (what Claude Code's own approval writes)."""
     return ensure_items(doc, ["enabledMcpjsonServers"], [SERVER]), []
+
+
+def _trust_claude(project: str) -> Edit:
+    def edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
+        path = ["projects", project, "hasTrustDialogAccepted"]
+        found = doc.find(path)
+        label = f"projects[{project}].hasTrustDialogAccepted"
+        if found is None:
+            doc.require(["projects"], "object")
+            doc.set_path(path, True)
+            doc.ensured.append((elements.member(path, True, label), True))
+            return [f"+ {label}: true"], []
+        doc.ensured.append((elements.member(path, found.value, label), False))
+        return [f"= {label}: kept as {json.dumps(found.value)}"], []
+
+    return edit
 
 
 def _trust_gemini(project: str) -> Edit:

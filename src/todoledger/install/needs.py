@@ -16,6 +16,7 @@ opencode 1.18.33, Codex 0.171.0, Gemini CLI 0.61.0).
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import tomllib
 from collections.abc import Callable
@@ -99,6 +100,11 @@ class Need:
     blocks: bool = True
     by: str = "install"  # "install" | "approve" | "you"
     gate: bool = False  # only for an install with --gate-stop
+    doc: str = ""  # for docs/agents.md where `what` depends on the files (else `what` itself)
+
+    @property
+    def summary(self) -> str:
+        return self.doc or (self.what if isinstance(self.what, str) else self.key)
 
     def say(self, seen: Seen) -> tuple[str, str]:
         what = self.what(seen) if callable(self.what) else self.what
@@ -277,6 +283,14 @@ def _claude_settings(seen: Seen) -> list[dict[str, Any]]:
 
 def claude_allowed(seen: Seen) -> list[str]:
     return [rule for s in _claude_settings(seen) for rule in strings(dig(s, "permissions", "allow"))]
+
+
+def _claude_wanted(seen: Seen) -> list[str]:
+    """The permission rules the route needs (what install writes to permissions.allow)."""
+    command = _taught_or_hook_command(seen, "claude-code")
+    return (["mcp__todoledger"] if seen.route in MCP else []) + (
+        claude_bash_rules(command) if seen.route in CLI else []
+    )
 
 
 def claude_bash_rules(command: str) -> list[str]:
@@ -483,6 +497,7 @@ def _agent_needs(agent: str, label: str, instructions: str) -> list[Need]:
             _commands_run(agent),
             _not_running_what(agent, label),
             _here_fix(agent),
+            doc=f"{label}'s config names a todoledger that is not there (hooks, server, instructions)",
         ),
         Need(
             f"{agent}.block",
@@ -618,11 +633,15 @@ NEEDS: list[Need] = [
         "claude-code",
         ALL,
         _claude_trusted,
-        "Claude Code: this folder is not trusted yet, so interactive sessions ask first, and run no "
-        "project hooks or server until then (`claude -p` skips the question)",
-        "start `claude` in this project once and accept the trust dialog",
-        blocks=False,
-        by="you",
+        "Claude Code: this folder is not trusted yet: Claude Code ignores its permissions.allow until it "
+        "is (so `claude -p` refuses the todoledger tools) and interactive sessions ask first",
+        lambda seen: (
+            "start `claude` in this project once and accept the trust dialog, or: todoledger "
+            f'install claude-code --approve (sets projects["{seen.project}"].hasTrustDialogAccepted in '
+            f"{seen.home / '.claude.json'}); for one `claude -p` run: --allowedTools "
+            + shlex.quote(",".join(_claude_wanted(seen)))
+        ),
+        by="approve",
     ),
     *_agent_needs("claude-code", CLAUDE, "CLAUDE.md"),
     # -- opencode ---------------------------------------------------------------------------
@@ -644,6 +663,7 @@ NEEDS: list[Need] = [
         ),
         lambda seen: f'set "enabled": true in {(opencode_config(seen) or ("opencode.json",))[0]}',
         by="you",
+        doc="opencode: the todoledger server is disabled",
     ),
     Need(
         "opencode.plugin",
@@ -755,6 +775,7 @@ NEEDS: list[Need] = [
         "approve the todoledger hooks in Codex's `/hooks` screen, or: todoledger install codex --approve "
         "(writes the hashes Codex computes under [hooks.state])",
         by="approve",
+        doc="Codex: todoledger's hooks are not approved (`/hooks`), so they do not run",
     ),
     *_agent_needs("codex", "Codex", "AGENTS.md"),
     # -- Gemini CLI ---------------------------------------------------------------------------
@@ -796,6 +817,8 @@ NEEDS: list[Need] = [
             + f" to tools.allowed in .gemini/settings.json ({_reinstall('gemini')(seen)}), or pass "
             f"--allowed-tools '{','.join(gemini_allowed_wanted(seen))}' to `gemini -p`"
         ),
+        doc="Gemini CLI: tools.allowed lacks write_todos or the route's tools (`mcp_todoledger_*`, "
+        "`run_shell_command(<todoledger>)`), so `gemini -p` does not offer them",
     ),
     Need(
         "gemini.hook-start",

@@ -64,6 +64,7 @@ def run(
     mine: dict[str, Any] = record["agents"].get(agent, {"files": {}})
     files: dict[str, Any] = dict(mine["files"])
     built = list(changes)
+    probes: dict[str, Any] = {}  # what the agent itself said (Codex: its hooks, once approved)
     # Files an install of another route added and this one does not (say, the
     # MCP server when the route is now `cli`): take them back. Approvals stay.
     produced = {str(c.path) for c in changes}
@@ -94,7 +95,9 @@ def run(
             _apply(change, files.get(str(change.path)) or mine["files"].get(str(change.path)))
         if agent == "codex" and approve:
             # Codex hashes the hooks as written: approve them once they are on disk.
-            trust, note = agents.codex_hooks_trust(project, home)
+            trust, note, listed = agents.codex_hooks_trust(project, home)
+            if listed is not None:
+                probes["codex_hooks"] = listed
             if note:
                 notes.append(note)
             if trust is not None and trust.changed:
@@ -111,7 +114,7 @@ def run(
             del record["agents"][agent]
         _save(home, project, record)
     overlay = {} if not dry_run else {c.path: (None if c.delete else c.after) for c in changes}
-    seen = needs.Seen(project, home, dict(os.environ), route, gate_stop, overlay)
+    seen = needs.Seen(project, home, dict(os.environ), route, gate_stop, overlay, probes)
     notes += [u.note() for u in needs.unmet(agent, seen)]
     return InstallResult(agent, changes, notes, dry_run)
 

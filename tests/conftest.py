@@ -59,6 +59,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.e2e.test_agents",
         "tests.e2e.test_fakemodel",
         "tests.e2e.test_routes",
+        "tests.e2e.test_doctor_agents",
     }
 )
 

@@ -145,11 +145,13 @@ def test_the_migration_chains_the_events_a_ledger_already_holds(ledger_env: Path
     _sql(ledger_env, "DELETE FROM migrations WHERE name = 'event_chain'")
     # The migrations after it are taken back too, so that the upgrade runs them again.
     later = [name for name, _ in MIGRATIONS][version + 1 :]
-    assert later == ["check_provenance"], "take back each later migration here"
+    assert later == ["check_provenance", "markdown_layouts"], "take back each later migration here"
     _sql(ledger_env, "ALTER TABLE checks DROP COLUMN route")
     for column in ("provenance", "check_id", "accepted_by"):
         _sql(ledger_env, f"ALTER TABLE metrics DROP COLUMN {column}")
     _sql(ledger_env, "DELETE FROM migrations WHERE name = 'check_provenance'")
+    _sql(ledger_env, "DROP TABLE markdown_layouts")
+    _sql(ledger_env, "DELETE FROM migrations WHERE name = 'markdown_layouts'")
     if isinstance(ledger_env, Path):
         _sql(ledger_env, f"PRAGMA user_version={version}")
     else:

@@ -187,6 +187,18 @@ def m008_check_provenance(db: Executor) -> None:
     )
 
 
+def m009_markdown_layouts(db: Executor) -> None:
+    """A Markdown task file round-trips: per plan, the shape of the file it was last
+    imported from (headings, blank lines, each task's line and the item it became;
+    core/mdfile.py), so that export writes it back as it was and a re-import of an
+    edited file updates its items instead of adding new ones."""
+    db.execute_script(
+        [
+            "CREATE TABLE markdown_layouts (plan TEXT PRIMARY KEY, layout TEXT NOT NULL, updated_at TEXT NOT NULL)"
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -196,5 +208,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("forced_index", m006_forced_index),
     ("event_chain", m007_event_chain),
     ("check_provenance", m008_check_provenance),
+    ("markdown_layouts", m009_markdown_layouts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

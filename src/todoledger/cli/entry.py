@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     if args and args[0] == "mcp":
         plan = _mcp_plan(args[1:])
-        if plan is not False:
+        if not isinstance(plan, bool):
             from todoledger.mcp.server import run_stdio
 
             run_stdio(plan=plan if plan is not None else os.environ.get("TODOLEDGER_PLAN") or None)
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     cli.main(args, prog_name="todoledger")
 
 
-def _mcp_plan(rest: list[str]) -> str | None | bool:
+def _mcp_plan(rest: list[str]) -> str | bool | None:
     """`--plan NAME` of `todoledger mcp`, None without it; False for anything else
     (`--help`, a typo): click then says what it says."""
     if not rest:

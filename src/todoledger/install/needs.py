@@ -618,6 +618,17 @@ NEEDS: list[Need] = [
         gate=True,
     ),
     Need(
+        "claude-code.hook-goal-lock",
+        "claude-code",
+        ALL,
+        _hook("claude-code", "TaskCompleted", "--gate-stop"),
+        "Claude Code: no TaskCompleted goal-lock hook, so a task whose gates fail can be marked completed "
+        "(installed with --gate-stop)",
+        _reinstall("claude-code"),
+        blocks=False,
+        gate=True,
+    ),
+    Need(
         "claude-code.marker",
         "claude-code",
         ALL,
@@ -734,6 +745,15 @@ NEEDS: list[Need] = [
         _hook("codex", "SessionStart", matcher_has="startup"),
         "Codex: no todoledger SessionStart hook, so the plan does not reach a new session",
         _reinstall("codex"),
+    ),
+    Need(
+        "codex.hook-compact",
+        "codex",
+        ALL,
+        _hook("codex", "SessionStart", matcher_has="compact"),
+        "Codex: the SessionStart hook does not fire after compaction (where a build sends `compact`)",
+        _reinstall("codex"),
+        blocks=False,
     ),
     Need(
         "codex.hook-stop",

@@ -171,37 +171,56 @@ async def start_once(params: StdioServerParameters) -> tuple[float, str]:
     return elapsed, text
 
 
-# Each step of a start as its own process: the interpreter, the SDK's import,
-# the SDK's server made, and todoledger's server made (its own modules and tools).
-STEPS = {
-    "python -c pass": "pass",
-    "import the SDK": "import mcp.server.mcpserver",
-    "the SDK's server made": "from mcp.server.mcpserver import MCPServer\nMCPServer('minimal')",
-    "todoledger's server made": "from todoledger.mcp.server import build_server\nbuild_server()",
-}
+# Where a start goes, in one process, step after step: the SDK's import, the
+# SDK's own server made (MCPServer: logging, rich), and todoledger's beyond it
+# (its modules, its tools, PlanTools). The interpreter's start is `python -c pass`.
+PHASES = """
+import json, time
+t0 = time.perf_counter()
+import mcp.server.mcpserver
+t1 = time.perf_counter()
+mcp.server.mcpserver.MCPServer("minimal")
+t2 = time.perf_counter()
+from todoledger.mcp.server import build_server
+build_server()
+t3 = time.perf_counter()
+print(json.dumps({"sdk_import": t1 - t0, "sdk_server": t2 - t1, "ours": t3 - t2}), flush=True)
+"""
 
 
-def run_once(code: str) -> float:
+def phases_once() -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", PHASES], capture_output=True, text=True, check=True)
+    found: dict[str, float] = json.loads(out.stdout)
+    return found
+
+
+def python_once() -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
     return time.perf_counter() - start
 
 
 async def startups(db: Path, minimal: Path, runs: int) -> tuple[dict[str, float], str]:
     ours = StdioServerParameters(command=TODOLEDGER, args=["mcp"], env={"TODOLEDGER_DB": str(db)})
     base = StdioServerParameters(command=sys.executable, args=[str(minimal)])
-    samples: dict[str, list[float]] = {"todoledger": [], "minimal": [], **{k: [] for k in STEPS}}
+    keys = ("sdk_import", "sdk_server", "ours")
+    samples: dict[str, list[float]] = {
+        "todoledger": [],
+        "minimal": [],
+        "python -c pass": [],
+        **{k: [] for k in keys},
+    }
     listed = ""
     await start_once(ours)  # page cache, .pyc files
     await start_once(base)
-    for code in STEPS.values():
-        run_once(code)
+    phases_once()
     for _ in range(runs):  # alternate, so that machine noise hits all alike
         elapsed, listed = await start_once(ours)
         samples["todoledger"].append(elapsed)
         samples["minimal"].append((await start_once(base))[0])
-        for name, code in STEPS.items():
-            samples[name].append(run_once(code))
+        samples["python -c pass"].append(python_once())
+        for key, value in phases_once().items():
+            samples[key].append(value)
     medians = {name: statistics.median(values) * 1000 for name, values in samples.items()}
     medians["ratio"] = medians["todoledger"] / medians["minimal"]
     medians["ratio_python"] = medians["todoledger"] / medians["python -c pass"]
@@ -250,16 +269,17 @@ def main() -> None:
         f"   ratio            {start['ratio']:.2f}x the one-tool server (target <= 1.1x: "
         f"{'ok' if ok_start else 'MISSED'}), {start['ratio_python']:.1f}x python -c pass"
     )
-    sdk = start["import the SDK"]
-    made = start["the SDK's server made"]
-    ours_made = start["todoledger's server made"]
-    print("   where it goes (each step its own process, medians):")
-    print(f"     the interpreter               {start['python -c pass']:.0f} ms")
-    print(f"     + the SDK's import            {sdk - start['python -c pass']:.0f} ms")
-    print(f"     + the SDK's server made       {made - sdk:.0f} ms (MCPServer's own start: logging, rich)")
-    print(f"     + todoledger's beyond that    {ours_made - made:.0f} ms (its modules, tools, PlanTools)")
+    steps = start["python -c pass"] + start["sdk_import"] + start["sdk_server"] + start["ours"]
+    print("   where it goes (medians; the steps measured one after another in one process):")
+    print(f"     the interpreter              {start['python -c pass']:5.0f} ms (python -c pass)")
+    print(f"     the SDK's import             {start['sdk_import']:5.0f} ms")
     print(
-        f"     + handshake to tools/list     {start['todoledger'] - ours_made:.0f} ms (client spawn, initialize, tools/list)"
+        f"     the SDK's server made        {start['sdk_server']:5.0f} ms (MCPServer's own start: logging, rich)"
+    )
+    print(f"     todoledger's beyond that     {start['ours']:5.0f} ms (its modules, its tools, PlanTools)")
+    print(
+        f"     the rest, to tools/list      {start['todoledger'] - steps:5.0f} ms (the command, the event loop,"
+        " initialize and tools/list; the ledger is not opened)"
     )
     print("3. token footprint of the default tools (tools/list JSON, characters / 4):")
     from todoledger.mcp.tools import TOOLS

@@ -575,7 +575,7 @@ def export(dest: Any, plan: str | None, fmt: str, ids: bool) -> None:
 def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool, fmt: str) -> None:
     """Make the plan match a JSON Lines export, or hold a Markdown task list's items."""
     try:
-        lines = source.read().decode("utf-8").splitlines(keepends=True)
+        text = source.read().decode("utf-8")  # bytes: a Markdown file's own newlines (CRLF too) are kept
     except UnicodeDecodeError:
         raise LedgerError("input is not UTF-8 text") from None
     with ledger() as lg:
@@ -584,12 +584,16 @@ def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool,
             from todoledger.defaults import default_plan
             from todoledger.ingest.markdown import apply_file
 
-            doc = parse("".join(lines), kiro=".kiro/" in str(getattr(source, "name", "")).replace("\\", "/"))
+            doc = parse(text, kiro=".kiro/" in str(getattr(source, "name", "")).replace("\\", "/"))
             if not doc.tasks:
                 raise LedgerError("no task list found: expected lines like `- [ ] text` or `- [x] text`")
             row = apply_file(lg, doc, plan=plan or default_plan(), writer=writer)
         else:
-            row = lg.import_jsonl(lines, plan=plan, writer=writer)
+            import io
+
+            # One record a line, split at \n only (a JSON string may hold U+2028; a \r
+            # before the \n is white space to JSON).
+            row = lg.import_jsonl(io.StringIO(text).readlines(), plan=plan, writer=writer)
     emit(row) if as_json else say(
         f"imported {row['records']} items into {row['plan']!r}: {row['added']} added, {row['changed']} changed"
     )

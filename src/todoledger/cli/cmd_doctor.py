@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from todoledger.cli.cmd_install import HOME, PROJECT, _git_root
+from todoledger.cli.cmd_install import HELP, HOME, PROJECT, _git_root
 
 
-@click.command("doctor")
+@click.command("doctor", context_settings=HELP)
 @PROJECT
 @HOME
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

@@ -19,6 +19,9 @@ PROJECT = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     help="Project root for project-scoped config (default: git root of the cwd, else the cwd).",
 )
+# As the group's: these commands are also invoked on their own (tests), and click keeps the
+# help option of a command's first invocation.
+HELP = {"help_option_names": ["-h", "--help"]}
 HOME = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
@@ -26,7 +29,7 @@ HOME = click.option(
 )
 
 
-@click.command("install")
+@click.command("install", context_settings=HELP)
 @click.argument("agent", type=click.Choice(AGENTS))
 @click.option("--dry-run", is_flag=True, help="Show what would change (with a diff); write nothing.")
 @PROJECT
@@ -103,7 +106,7 @@ def install(
         _print_human(result, project)
 
 
-@click.command("uninstall")
+@click.command("uninstall", context_settings=HELP)
 @click.argument("agent", type=click.Choice(AGENTS))
 @click.option("--dry-run", is_flag=True, help="Show what would change (with a diff); write nothing.")
 @PROJECT

@@ -62,8 +62,9 @@ server.run()
 '''
 
 # The SDK's own cost of this call: a server on the same SDK whose `todowrite`
-# takes the same arguments and answers the same reply (text and structured
-# content, as ours) without doing anything.
+# is declared as ours (the same input and output schema: the SDK's client
+# checks a reply against the output schema, at the client's cost) and answers
+# the same reply (text and structured content, as ours) without doing anything.
 FLOOR_SERVER = '''
 import json
 import sys
@@ -73,6 +74,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
 
 REPLY = json.loads(open(sys.argv[1], encoding="utf-8").read())
+SCHEMAS = json.loads(open(sys.argv[2], encoding="utf-8").read())
 TEXT = json.dumps(REPLY, ensure_ascii=False, separators=(",", ":"))
 server = MCPServer("floor")
 
@@ -83,6 +85,9 @@ def todowrite(todos: list[dict[str, Any]]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=TEXT)], structured_content=REPLY)
 
 
+tool = server._tool_manager.get_tool("todowrite")
+tool.parameters = SCHEMAS["input"]
+tool.fn_metadata.output_schema = SCHEMAS["output"]
 server.run()
 '''
 
@@ -140,7 +145,16 @@ async def round_trips(db: Path, floor: Path, calls: int, warmup: int) -> dict[st
             start = time.perf_counter()
             await client.list_tools()
             listing.append(time.perf_counter() - start)
-        floor_params = StdioServerParameters(command=sys.executable, args=[str(floor), str(reply)])
+        from todoledger.mcp.output import OUTPUT_SCHEMAS
+        from todoledger.mcp.tools import TOOLS
+
+        schemas = floor.with_suffix(".schemas.json")
+        schemas.write_text(
+            json.dumps({"input": TOOLS["todowrite"]["inputSchema"], "output": OUTPUT_SCHEMAS["todowrite"]})
+        )
+        floor_params = StdioServerParameters(
+            command=sys.executable, args=[str(floor), str(reply), str(schemas)]
+        )
         async with Client(floor_params, client_info=info) as bare:
             for step in range(warmup):
                 await bare.call_tool("todowrite", {"todos": todos(20, step)})

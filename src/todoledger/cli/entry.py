@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> None:
             from todoledger.mcp.server import run_stdio
 
             run_stdio(plan=plan if plan is not None else os.environ.get("TODOLEDGER_PLAN") or None)
+            # The session is over and the ledger closed: tearing the SDK's thousands of
+            # objects down one by one would only delay the agent, or doctor, waiting on the exit.
+            _exit(0, argv is None)
             return
     if args and args[0] in LEAN_VERBS:
         from todoledger.cli.lean import run

@@ -12,9 +12,9 @@ measured side by side in one run: absolute times on a shared machine are noise.
    next/next, add/add, done/done;
 4. `todoledger doctor` with the agents found on PATH: its total, the agents'
    own processes (`--version` where no npm manifest declares the binary,
-   `codex app-server`) and todoledger's own time (its MCP server's start
-   included) measured apart (the target: <= 3 s in all, todoledger's
-   own share <= 1/3 of that).
+   `codex app-server`) and its MCP server's start (started as the agents
+   would start it, asked for its tools and the recovery text) measured apart:
+   the target is <= 3 s in all.
 
 Figures that comments in the code point here for, measured when each choice
 was made (item 2 is what they add up to):
@@ -251,8 +251,9 @@ def doctor_line(runs: int, work: Path) -> None:
         print(
             f"   {int(found['agents'])} agents: total {total:.2f} s (target <= 3 s); the agents' own processes "
             f"{found['agents_s']:.2f} s (side by side; slowest version probe {found['agents_version_s']:.2f} s); "
-            f"todoledger's own {found['own_s']:.2f} s (target <= 1 s, a third of 3 s), of which its server's "
-            f"start {found['server_s']:.2f} s; the whole process, start-up included, {found['process_s']:.2f} s"
+            f"todoledger's own {found['own_s']:.2f} s, of which its server's start {found['server_s']:.2f} s "
+            f"(doctor without that start: {found['own_s'] - found['server_s']:.2f} s); the whole process, "
+            f"start-up included, {found['process_s']:.2f} s"
         )
 
 

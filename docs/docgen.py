@@ -7,12 +7,15 @@ that call the functions below:
   the click tree (the commands registered by name and imported when run
   included), for docs/cli.md;
 - `module_map()`: every module of a package with the first sentence of its
-  docstring, for docs/ARCHITECTURE.md (and any other page that lists modules).
+  docstring, for docs/ARCHITECTURE.md (and any other page that lists modules);
+- `agents_table()`: the compatibility table from the real agents' e2e run
+  (tests/e2e/results.json), and `agent_needs()`: what each agent's route needs
+  (install/needs.py), for docs/agents.md.
 
 After a change to a command's options or help, or to a module's docstring, or
 after adding, moving or removing a module, regenerate with
 
-    .venv/bin/python docs/docgen.py --update    (same as: .venv/bin/cog -r docs/cli.md docs/ARCHITECTURE.md)
+    .venv/bin/python docs/docgen.py --update    (same as: .venv/bin/cog -r docs/cli.md docs/ARCHITECTURE.md docs/agents.md)
 
 tests/test_docs.py fails (`cog --check`) while a generated page differs.
 """
@@ -29,7 +32,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "todoledger"
-GENERATED = (ROOT / "docs" / "cli.md", ROOT / "docs" / "ARCHITECTURE.md")
+GENERATED = (ROOT / "docs" / "cli.md", ROOT / "docs" / "ARCHITECTURE.md", ROOT / "docs" / "agents.md")
 REGENERATE = ".venv/bin/python docs/docgen.py --update"
 HELP_WIDTH = 80  # the help text's width, whatever the terminal that regenerates it
 
@@ -170,6 +173,63 @@ def module_map(package: Path = PACKAGE, *, link: str | None = None, depth: int |
         text = module.summary or "(no docstring)"
         lines.append(f"{'  ' * level}- {target}: {text}")
     return "\n".join(lines) + "\n"
+
+
+# -- the agents: what each route needs, and what the real agents did (docs/agents.md) --------
+
+MARK = {True: "✔", False: "✘", None: "—"}
+
+
+def _results() -> Any:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.e2e import results
+
+    return results
+
+
+def agents_table() -> str:
+    """The compatibility table from the e2e run's results (tests/e2e/results.json)."""
+    results = _results()
+    return render(results.load())
+
+
+def render(data: dict[str, Any]) -> str:
+    """The table, then each cell's note: how it was seen, and why where it is not ✔."""
+    results = _results()
+    head = "| agent | version | route | " + " | ".join(title for _, title in results.COLUMNS) + " |"
+    rows = [head, "|" + "---|" * (3 + len(results.COLUMNS))]
+    notes: list[str] = []
+    for cell in sorted(data["cells"].values(), key=results.order):
+        marks = []
+        for key, _ in results.COLUMNS:
+            seen = cell[key]
+            mark = MARK[seen["ok"]]
+            if seen["ok"] is not True:
+                notes.append(f"- {cell['label']}, {cell['route']}, {key}: {mark} {seen['why']}")
+            marks.append(f"{mark} {seen['how']}".strip())
+        rows.append(f"| {cell['label']} | {cell['version']} | {cell['route']} | " + " | ".join(marks) + " |")
+    text = "\n".join(rows) + "\n"
+    if notes:
+        text += "\nWhere a cell is not ✔, what install printed says why:\n\n" + "\n".join(notes) + "\n"
+    return text
+
+
+def agent_needs() -> str:
+    """What each agent's route needs (install/needs.py): who provides it, and what it blocks."""
+    from todoledger.install import needs
+
+    who = {"install": "install writes it", "approve": "`install --approve` writes it", "you": "a person"}
+    rows = [
+        "| agent | routes | what doctor says when it is missing | who provides it | then |",
+        "|---|---|---|---|---|",
+    ]
+    for n in needs.NEEDS:
+        what = n.summary.replace("|", "\\|")
+        level = "error" if n.blocks else "warning"
+        routes = ", ".join(n.routes) + (" (with --gate-stop)" if n.gate else "")
+        rows.append(f"| {n.agent} | {routes} | {what} | {who[n.by]} | {level} |")
+    return "\n".join(rows) + "\n"
 
 
 # -- checking and regenerating ---------------------------------------------------------------

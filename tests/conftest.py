@@ -41,6 +41,11 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_jsonload",
         "tests.test_tool_schemas",
         "tests.test_docs",
+        "tests.test_install",  # config files only: no ledger
+        "tests.test_uninstall",
+        "tests.test_uninstall_edited",
+        "tests.test_needs",
+        "tests.test_compat_table",
         "tests.test_lean_specs",
         "tests.test_render",
         "tests.test_checks_run",
@@ -53,6 +58,8 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_pool",
         "tests.e2e.test_agents",
         "tests.e2e.test_fakemodel",
+        "tests.e2e.test_routes",
+        "tests.e2e.test_doctor_agents",
     }
 )
 

@@ -172,8 +172,14 @@ def test_installed_but_not_approved_is_broken_with_the_exact_fix(machine: dict[s
     assert code == 1 and not report["ok"]
     errors = problems(report, "error")
     assert errors == [
-        "Claude Code: the project server `todoledger` is not approved (it stays 'pending approval')",
+        "Claude Code: the project server `todoledger` is not approved (interactive sessions keep it "
+        "'pending approval'; `claude -p` starts it anyway)",
+        # Claude Code 2.1.332 ignores a project's permissions.allow in an untrusted folder, `-p` too.
+        "Claude Code: this folder is not trusted yet: Claude Code ignores its permissions.allow until it "
+        "is (so `claude -p` refuses the todoledger tools) and interactive sessions ask first",
         "Codex ignores this project's .codex/ (server and hooks) until the project is trusted",
+        "Codex has no approval of todoledger's hooks: it runs new or changed hooks only after a person "
+        "approves them (`/hooks`), so until then no plan at session start",
         # gemini-cli 0.61 has folder trust on unless settings turn it off
         "Gemini CLI: this folder is not trusted: .gemini/settings.json (server and hooks) is ignored, "
         "and `gemini -p` exits 55",
@@ -203,6 +209,10 @@ def test_approved_installs_leave_only_what_files_cannot_show(machine: dict[str, 
     settings.write_text('{"security": {"folderTrust": {"enabled": true}}}')
     for name in AGENTS:
         run(name, project=machine["project"], home=machine["home"], approve=name != "gemini")
+    # The fake codex cannot hash the hooks: a person approves them in `/hooks`, which stores this.
+    with (home / ".codex" / "config.toml").open("a") as config:
+        key = f"{project}/.codex/hooks.json:session_start:0:0"
+        config.write(f'\n[hooks.state."{key}"]\ntrusted_hash = "sha256:0"\n')
     code, report = doctor(machine)
     assert problems(report, "error") == [
         "Gemini CLI: this folder is not trusted: .gemini/settings.json (server and hooks) is ignored, "
@@ -213,14 +223,10 @@ def test_approved_installs_leave_only_what_files_cannot_show(machine: dict[str, 
     assert code == 0 and report["ok"]
     assert {a["name"]: a["approved"] for a in report["agents"]} == dict.fromkeys(AGENTS, "yes")
     assert problems(report, "warning") == [
-        "Claude Code: this folder is not trusted yet, so interactive sessions ask first "
-        "(the server approval counts only once it is; `claude -p` skips both)",
         # The fake codex cannot list its hooks: only the real one says whether it trusts them.
-        "Codex runs new or changed hooks only after they are approved; that cannot be read from files",
+        "Codex runs new or changed hooks only after a person approves them (`/hooks`); whether the "
+        "current ones are approved cannot be read from files (run doctor with `codex` on PATH)",
     ]
-    (home / ".claude.json").write_text(
-        json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}})
-    )
     settings.write_text('{"security": {"folderTrust": {"enabled": false}}}')
     (home / ".gemini" / "trustedFolders.json").unlink()
     _, report = doctor(machine)
@@ -235,9 +241,11 @@ def test_a_server_that_does_not_start_is_broken(machine: dict[str, Path]) -> Non
     gemini = agent(report, "gemini")
     assert gemini["path"] is None  # configured here, not installed on this machine
     whats = [p["what"] for p in gemini["problems"]]
-    assert "Gemini CLI starts the server with '/nowhere/todoledger', which is not on PATH" in whats
-    assert any("the todoledger MCP server does not start" in w and "No such file" in w for w in whats)
+    missing = "Gemini CLI's config names todoledger as '/nowhere/todoledger', which is not there"
+    assert [w for w in whats if w.startswith(missing)] == [missing + " (no such executable)"]
     assert report["servers"][0]["ok"] is False
+    # One line for it, with one fix: not a second one for the server that cannot start.
+    assert not any("the todoledger MCP server does not start" in w for w in whats)
 
 
 def test_a_damaged_ledger_is_broken(machine: dict[str, Path]) -> None:

@@ -91,6 +91,8 @@ def test_claude_code_keeps_foreign_settings(dirs: tuple[Path, Path]) -> None:
     screen = {**OUR_CLAUDE, "command": "todoledger hook claude-code --screen"}
     expected["hooks"]["PreToolUse"] = [{"matcher": "Bash", "hooks": [screen]}]
     expected["env"] = {"TODOLEDGER_AGENT": "claude-code"}
+    # `claude -p` refuses an MCP tool that is not allowed: the user's list gains our server's rule.
+    expected["permissions"]["allow"].append("mcp__todoledger")
     assert json.loads(after) == expected
     assert '\n         {\n            "matcher": "TodoWrite' in after  # the file's 3-space indent
 
@@ -237,6 +239,16 @@ model = "gpt-5-mini"
 """
 
 
+# `required`: Codex waits for the server before the first turn; `default_tools_approval_mode`:
+# `codex exec` never asks, so a call that needs approval would fail.
+CODEX_SERVER = {
+    "command": "todoledger",
+    "args": ["mcp"],
+    "required": True,
+    "default_tools_approval_mode": "approve",
+}
+
+
 def test_codex_keeps_toml_and_adds_hooks(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
     config = project / ".codex" / "config.toml"
@@ -246,9 +258,12 @@ def test_codex_keeps_toml_and_adds_hooks(dirs: tuple[Path, Path]) -> None:
 
     after = config.read_text("utf-8")
     assert after.startswith(CODEX_TOML)  # appended as its own table: the rest is untouched
-    assert after[len(CODEX_TOML) :] == '\n[mcp_servers.todoledger]\ncommand = "todoledger"\nargs = ["mcp"]\n'
+    assert after[len(CODEX_TOML) :] == (
+        '\n[mcp_servers.todoledger]\ncommand = "todoledger"\nargs = ["mcp"]\nrequired = true\n'
+        'default_tools_approval_mode = "approve"\n'
+    )
     expected = tomllib.loads(CODEX_TOML)
-    expected["mcp_servers"]["todoledger"] = {"command": "todoledger", "args": ["mcp"]}
+    expected["mcp_servers"]["todoledger"] = CODEX_SERVER
     assert tomllib.loads(after) == expected
 
     handler = {"type": "command", "command": "todoledger hook codex", "timeout": 30}
@@ -279,8 +294,11 @@ def test_codex_keeps_the_users_own_server_entry(dirs: tuple[Path, Path]) -> None
     result = run("codex", project=project, home=home)
     assert config.read_text() == before  # the user's own entry (another path) is kept
     assert result.changes[0].summary == [
-        "= mcp_servers.todoledger: kept as configured (differs from the default in command)"
+        "= mcp_servers.todoledger: kept as configured "
+        "(differs from the default in command, required, default_tools_approval_mode)"
     ]
+    # What the user's entry lacks for the plan to reach Codex is said, with its fix.
+    assert any(n.startswith("Codex: the todoledger server is not `required`") for n in result.notes)
 
 
 def test_codex_invalid_toml_is_refused(dirs: tuple[Path, Path]) -> None:
@@ -312,7 +330,7 @@ def test_codex_toml_shapes(before: str, dirs: tuple[Path, Path]) -> None:
     run("codex", project=project, home=home)
     after = config.read_bytes().decode()
     expected = tomllib.loads(before)
-    expected.setdefault("mcp_servers", {})["todoledger"] = {"command": "todoledger", "args": ["mcp"]}
+    expected.setdefault("mcp_servers", {})["todoledger"] = CODEX_SERVER
     assert tomllib.loads(after) == expected
     if "\r\n" in before:
         assert after.startswith(before) and "\n" not in after.replace("\r\n", "")
@@ -352,6 +370,8 @@ def test_gemini_single_line_file_stays_single_line(dirs: tuple[Path, Path]) -> N
         },
         "ui": {"title": "ünï"},
         "mcpServers": {"todoledger": {"command": "todoledger", "args": ["mcp"]}},
+        # `gemini -p` offers only allowed tools: the server's and the native list it mirrors.
+        "tools": {"allowed": ["write_todos", "mcp_todoledger_*"]},
     }
     install_twice("gemini", project, home)
 
@@ -448,7 +468,10 @@ def test_empty_file_mode_and_symlink(dirs: tuple[Path, Path], tmp_path: Path) ->
 
 
 def test_cli_json(dirs: tuple[Path, Path]) -> None:
+    from todoledger.install.exe import running
+
     project, home = dirs
+    exe = str(running())  # Codex's shell is a login shell: it gets the absolute path
     args = ["codex", "--project", str(project), "--home", str(home), "--json"]
     out = CliRunner().invoke(install, args)
     assert out.exit_code == 0, out.output
@@ -461,7 +484,7 @@ def test_cli_json(dirs: tuple[Path, Path]) -> None:
     ]
     assert data["changes"][0] == {
         "path": str(project.resolve() / ".codex" / "config.toml"),
-        "summary": ["+ mcp_servers.todoledger: todoledger mcp"],
+        "summary": [f"+ mcp_servers.todoledger: {exe} mcp"],
         "created": True,
         "changed": True,
     }
@@ -473,7 +496,17 @@ def test_cli_json(dirs: tuple[Path, Path]) -> None:
 def test_cli_dry_run_shows_a_diff(dirs: tuple[Path, Path]) -> None:
     project, home = dirs
     out = CliRunner().invoke(
-        install, ["claude-code", "--dry-run", "--project", str(project), "--home", str(home)]
+        install,
+        [
+            "claude-code",
+            "--dry-run",
+            "--project",
+            str(project),
+            "--home",
+            str(home),
+            "--command",
+            "todoledger",
+        ],
     )
     assert out.exit_code == 0, out.output
     assert ".claude/settings.json (would be created)" in out.output
@@ -569,5 +602,38 @@ def test_install_says_when_todoledger_is_not_on_path(
         install, ["claude-code", "--project", str(project), "--home", str(home), "--json"]
     )
     assert out.exit_code == 0, out.output
-    notes = json.loads(out.output)["notes"]
-    assert f"re-run with --command {Path(sys.executable).parent / 'todoledger'}" in notes[-1]
+    data = json.loads(out.output)
+    here = Path(sys.executable).parent / "todoledger"
+    # Not on PATH: every command install writes is this one's absolute path, and it says so.
+    assert data["notes"][0].startswith(f"this todoledger ({here}) is not on PATH (none is on PATH)")
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    assert {h["command"].split()[0] for g in settings["hooks"].values() for x in g for h in x["hooks"]} == {
+        str(here)
+    }
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["todoledger"]["command"] == str(here)
+    assert f"Bash({here} show:*)" not in settings["permissions"]["allow"]  # the mcp route runs no shell
+    out = CliRunner().invoke(
+        install,
+        ["claude-code", "--route", "both", "--project", str(project), "--home", str(home)],
+    )
+    assert f"`{here} show --json`" in (project / "CLAUDE.md").read_text()  # the instructions' command too
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    assert f"Bash({here} show:*)" in settings["permissions"]["allow"]
+    # --command overrides, everywhere at once; the Bash rules of the old command go.
+    CliRunner().invoke(
+        install,
+        [
+            "claude-code",
+            "--route",
+            "both",
+            "--command",
+            "/opt/tl",
+            "--project",
+            str(project),
+            "--home",
+            str(home),
+        ],
+    )
+    assert "`/opt/tl show --json`" in (project / "CLAUDE.md").read_text()
+    allow = json.loads((project / ".claude" / "settings.json").read_text())["permissions"]["allow"]
+    assert "Bash(/opt/tl show:*)" in allow and f"Bash({here} show:*)" not in allow

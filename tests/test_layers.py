@@ -74,11 +74,12 @@ LEDGER_RANKS = {
     # ids, fencing, lease renewal at commit), and the values (field validation, pure helpers).
     "unit": 0,
     "values": 0,
-    # 1: the gates (verification state, running checks, receipts, the gate of done, the
-    # checks of an export; they take a Unit).
+    # 1: the gates (each check's record, verification state, which items are gated).
     "gates": 1,
-    # 2: readiness (prerequisites, approvals awaited, the ready items, the fast paths of
-    # verification for plans without checks).
+    # 2: receipts (running checks and recording them, the gate of done, the checks of an
+    # export), and readiness (prerequisites, approvals awaited, the ready items, the fast
+    # paths of verification for plans without checks); they take a Unit.
+    "receipts": 2,
     "readiness": 2,
     # 3: the concerns; each takes a Unit and plain values, none imports another.
     "writes": 3,

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from todoledger.ledger import Ledger
 
-CHECKS_MODULES = ("todoledger.ledger.gates", "todoledger.core.checkspec", "todoledger.store.checks")
+CHECKS_MODULES = (
+    "todoledger.ledger.gates",
+    "todoledger.ledger.receipts",
+    "todoledger.core.checkspec",
+    "todoledger.store.checks",
+)
 PROBE = (
     "import json, sys\nfrom todoledger.cli.entry import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
@@ -79,7 +84,7 @@ def test_a_plan_with_a_check_still_gets_its_checks(tmp_path: Path) -> None:
     with Ledger(db) as lg:
         lg.update(gated["id"], status="pending", writer="cli:setup")
     _, loaded = probe(db, "done", gated["id"], "--json")
-    assert "todoledger.ledger.gates" in loaded
+    assert "todoledger.ledger.receipts" in loaded
     out, _ = probe(db, "show", "--json")
     assert {it["id"]: it["verification"] for it in json.loads(out)["items"]}[gated["id"]] == "verified"
 

@@ -284,3 +284,20 @@ def test_the_hook_blocks_on_what_the_real_transcript_completed(
     )
     # Another session of the same agent, whose transcript completed nothing, may stop.
     assert hook(env, {**stop("s2", name=event), "transcript_path": str(DATA)}, agent=agent) == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "ids"),
+    [
+        ('/a/todoledger done x1 --evidence "checked, by hand"', ["x1"]),
+        ("todoledger done --evidence 'a b' --plan p x2 && todoledger done x3", ["x2", "x3"]),
+        ("'/a b/todoledger' done --json x4", ["x4"]),
+        ("todoledger show --json; echo done x5", []),
+        ("todoledger-e2e done x6", []),
+        ('todoledger done "unclosed', []),
+    ],
+)
+def test_shell_done_reads_the_ids_of_todoledger_done(command: str, ids: list[str]) -> None:
+    from todoledger.hooks.mcp_replies import shell_done
+
+    assert shell_done(command) == ids

@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.test_mcp import mcp_process
 from tests.test_serve_sessions import initialize
 from todoledger.ledger import Ledger
@@ -136,3 +138,30 @@ def test_a_client_that_closes_stdin_at_once_still_hears_every_answer(ledger_env:
     assert json.loads(got[2]["result"]["content"][0]["text"])["todos"][0]["status"] == "completed"
     with Ledger(ledger_env) as lg:
         assert [i["status"] for i in lg.items()] == ["completed"]
+
+
+@pytest.mark.parametrize("args", [["--plan", "side"], ["--plan=side"], []])
+def test_the_servers_fast_start_keeps_the_plan_option(ledger_env: Path, args: list[str]) -> None:
+    """`todoledger mcp` starts the server without the command group; `--plan`
+    (and TODOLEDGER_PLAN) still name the default plan, and anything else goes to click."""
+    from tests.conftest import subprocess_env, todoledger_bin
+
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "todowrite", "arguments": {"todos": [{"content": "A", "status": "pending"}]}},
+    }
+    env = {**subprocess_env(ledger_env), **({} if args else {"TODOLEDGER_PLAN": "side"})}
+    proc = subprocess.run(
+        [todoledger_bin(), "mcp", *args],
+        input=b"".join(line(m) for m in [*HANDSHAKE, call]),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with Ledger(ledger_env) as lg:
+        assert [i["content"] for i in lg.items("side")] == ["A"]
+    wrong = subprocess.run([todoledger_bin(), "mcp", "--plna", "x"], capture_output=True, env=env, timeout=60)
+    assert wrong.returncode == 2 and b"No such option '--plna'" in wrong.stderr

@@ -84,6 +84,7 @@ def test_a_flood_of_initialize_leaves_room_for_other_clients_and_sigterm_ends_it
 
 def test_a_client_gets_its_place_back_when_its_sessions_idle_out(ledger_env: Path) -> None:
     """The quota forgets sessions the SDK expires (idle); a clock stands in for minutes of waiting."""
+    from todoledger.mcp.duplicates import RememberBody
     from todoledger.mcp.http import create_app
     from todoledger.mcp.sessions import ClientQuota
 
@@ -96,7 +97,9 @@ def test_a_client_gets_its_place_back_when_its_sessions_idle_out(ledger_env: Pat
     async def main() -> list[int]:
         transport = httpx2.ASGITransport(app=app)
         codes = []
-        starlette = quota.app  # the SDK's app: its lifespan runs the session manager
+        remembered = quota.app  # the raw-body layer of the duplicate-key check
+        assert isinstance(remembered, RememberBody)
+        starlette = remembered.app  # the SDK's app: its lifespan runs the session manager
         async with (
             httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as hc,
             starlette.router.lifespan_context(starlette),  # type: ignore[attr-defined]

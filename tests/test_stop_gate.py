@@ -228,3 +228,60 @@ def test_a_completion_through_mcp_plan_update_in_the_transcript_blocks(
     other = tmp_path / "s10.jsonl"
     other.write_text(json.dumps({"type": "assistant", "message": {"content": [call]}}) + "\n")
     assert hook(env, {**stop("s10"), "transcript_path": str(other)}) == ""
+
+
+def test_a_completion_from_the_sessions_own_shell_blocks(ledger_env: Path, tmp_path: Path) -> None:
+    """The CLI route: `todoledger done` in the agent's shell is written as
+    `agent-shell:<agent>:<session>` (Claude Code and Codex name the session there);
+    a person then gates the item, and the session's stop is blocked. Another
+    session's shell completion is not this session's."""
+    env = subprocess_env(ledger_env)
+    missing = tmp_path / "nothing-here"
+    with Ledger() as lg:
+        mine = lg.add("Done in my shell")["id"]
+        theirs = lg.add("Done in another session's shell")["id"]
+    for item, session in ((mine, "s1"), (theirs, "s2")):
+        shell = {**env, "CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": session}
+        done = subprocess.run(
+            [todoledger_bin(), "done", item, "--evidence", "ran it"],
+            capture_output=True,
+            text=True,
+            env=shell,
+        )
+        assert done.returncode == 0, done.stderr
+    with Ledger() as lg:
+        assert lg.show()["items"][0]["updated_by"] == "agent-shell:claude-code:s1"
+        for item in (mine, theirs):
+            lg.add_check(item, f"file:{missing}")
+    answer = json.loads(hook(env, stop("s1")))
+    assert answer["decision"] == "block" and "Done in my shell" in answer["reason"]
+    assert "another session" not in answer["reason"]
+
+
+def test_gemini_shell_done_is_read_from_the_sessions_chat_file(ledger_env: Path, tmp_path: Path) -> None:
+    """Gemini's shell names no session (GEMINI_CLI=1 only): the session's own chat
+    file says which `todoledger done ID` it ran."""
+    env = subprocess_env(ledger_env)
+    with Ledger() as lg:
+        item = lg.add("Verify disk")["id"]
+        other = lg.add("Someone else's")["id"]
+    for done in (item, other):
+        proc = subprocess.run(
+            [todoledger_bin(), "done", done, "--evidence", "x"], capture_output=True, text=True, env=env
+        )
+        assert proc.returncode == 0, proc.stderr
+    with Ledger() as lg:
+        for done in (item, other):
+            lg.add_check(done, f"file:{tmp_path / 'missing'}")
+    call = {
+        "id": "run_shell_command_1",
+        "name": "run_shell_command",
+        "status": "success",
+        "args": {"command": f'/venv/bin/todoledger done {item} --evidence "checked by hand"'},
+    }
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"id": "m1", "type": "gemini", "content": "", "toolCalls": [call]}) + "\n")
+    event = {**stop("g1", name="AfterAgent"), "transcript_path": str(chat)}
+    answer = json.loads(hook(env, event, agent="gemini"))
+    assert answer["decision"] == "deny" and "Verify disk" in answer["reason"]
+    assert "Someone else's" not in answer["reason"]

@@ -44,11 +44,22 @@ class Scratch:
     home: Path
     project: Path
     url: str = ""
+    # False: this venv's `todoledger` is not on the agents' PATH (as after the README's
+    # venv install): only what install writes, absolute paths, can reach it.
+    venv_on_path: bool = True
+    extra_path: list[str] = field(default_factory=list)  # the agent's own bin folder, as npm -g puts it
 
     def env(self) -> dict[str, str]:
         """A clean environment: no real config, keys or ledger leak in."""
         node = shutil.which("node")
-        path = [str(BIN), *([str(Path(node).parent)] if node else []), "/usr/local/bin", "/usr/bin", "/bin"]
+        path = [
+            *([str(BIN)] if self.venv_on_path else []),
+            *self.extra_path,
+            *([str(Path(node).parent)] if node else []),
+            "/usr/local/bin",
+            "/usr/bin",
+            "/bin",
+        ]
         home = str(self.home)
         return {
             "PATH": os.pathsep.join(dict.fromkeys(path)),
@@ -110,6 +121,10 @@ class Agent:
     native: list[Step] = field(default_factory=list)  # a native todo call (with its own discovery)
     native_items: dict[str, str] = field(default_factory=dict)  # text -> status the mirror should record
     native_env: dict[str, str] = field(default_factory=dict)  # what switches the native list on
+    # A non-interactive run with only the fake model's connection: everything todoledger
+    # needs comes from what `install` wrote (tests/e2e/test_routes.py).
+    plain: Callable[[Scratch, str], tuple[list[str], dict[str, str]]] | None = None
+    shell: tuple[str, str] = ("", "")  # its shell tool, and the argument holding the command
 
     @property
     def path(self) -> Path:
@@ -181,6 +196,11 @@ def _claude_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]
     return argv, env
 
 
+def _claude_plain(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
+    argv, env = _claude_command(s, prompt)
+    return argv[: argv.index("--allowedTools")], env
+
+
 CLAUDE = Agent(
     name="claude",
     install_as="claude-code",
@@ -194,6 +214,8 @@ CLAUDE = Agent(
     ],
     native_items={"Native task via TaskCreate": "pending"},
     native_env={"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"},
+    plain=_claude_plain,
+    shell=("Bash", "command"),
 )
 
 
@@ -286,6 +308,14 @@ def _codex_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
 CODEX_EXTRA: list[str] = []  # more `-c` overrides, for a test that needs them (monkeypatched)
 
 
+def _codex_plain(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
+    provider = (
+        f'model_providers.fake={{name="fake",base_url="{s.url}/v1",wire_api="responses",env_key="E2E_KEY"}}'
+    )
+    argv = [str(CODEX.path), "exec", "-c", provider, "-c", "model_provider=fake", "-m", "gpt-5.5", prompt]
+    return argv, {"E2E_KEY": "sk-e2e-dummy"}
+
+
 CODEX = Agent(
     name="codex",
     install_as="codex",
@@ -293,6 +323,8 @@ CODEX = Agent(
     approve=_codex_approve,
     command=_codex_command,
     find_mcp=[Step("tool_search", {"query": "todoledger todowrite", "limit": 8})],
+    plain=_codex_plain,
+    shell=("exec_command", "cmd"),
 )
 # Codex made update_plan opt-in: a default exec offers no native list (see the test).
 
@@ -323,6 +355,15 @@ def _gemini_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]
     return argv, {"GOOGLE_GEMINI_BASE_URL": s.url, "GEMINI_API_KEY": "e2e-dummy"}
 
 
+def _gemini_plain(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
+    # The fake's base URL alone selects the "gateway" auth, which -p refuses: the key's.
+    s.write_json(
+        ".gemini/settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}}, in_home=True
+    )
+    argv, env = _gemini_command(s, prompt)
+    return argv[: argv.index("--allowed-tools")], env
+
+
 GEMINI = Agent(
     name="gemini",
     install_as="gemini",
@@ -341,6 +382,8 @@ GEMINI = Agent(
         )
     ],
     native_items={"Native gemini step one": "in_progress", "Native gemini step two": "pending"},
+    plain=_gemini_plain,
+    shell=("run_shell_command", "command"),
 )
 
 
@@ -359,9 +402,10 @@ def _opencode_approve(s: Scratch) -> None:
 
 
 def _opencode_command(s: Scratch, prompt: str) -> tuple[list[str], dict[str, str]]:
-    # Point opencode's own Anthropic provider at the fake, next to what install wrote.
+    # Point opencode's own Anthropic provider at the fake, next to what install wrote
+    # (the provider block every opencode user adds).
     config_path = s.project / "opencode.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}
     config["provider"] = {"anthropic": {"options": {"baseURL": f"{s.url}/v1", "apiKey": "sk-ant-e2e-dummy"}}}
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     argv = [str(OPENCODE.path), "run", "--model", "anthropic/claude-sonnet-4-5", prompt]
@@ -386,6 +430,8 @@ OPENCODE = Agent(
         )
     ],
     native_items={"Native opencode step one": "in_progress", "Native opencode step two": "pending"},
+    plain=lambda s, prompt: _opencode_command(s, prompt),
+    shell=("bash", "command"),
 )
 
 AGENTS = {a.name: a for a in (CLAUDE, CODEX, GEMINI, OPENCODE)}

@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+
 TEARDOWN_TIMEOUT = 300.0  # seconds a teardown command may take
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL when a group is ended
 _POLL = 0.01
@@ -246,3 +247,26 @@ def listeners(port: int) -> list[str]:
             except OSError:
                 continue
     return found
+
+
+def command_inputs(cwd: str, *commands: str | None) -> list[str]:
+    """The files the run's and the setup's commands name (`checks.tree.named_inputs`),
+    less the program each starts where it lives outside the project: the interpreter or
+    tool (`python3`, a venv's python) is the machine's, recorded with the environment."""
+    from todoledger.checks import tree
+
+    root = os.path.abspath(cwd)
+    names: list[str] = []
+    for command in commands:
+        if command is None:
+            continue
+        found = list(tree.named_inputs(cwd, "cmd", command))
+        program = command.split(None, 1)[0].strip("'\"") if command.split() else ""
+        if (
+            found
+            and found[0] == program
+            and not os.path.abspath(os.path.join(cwd, program)).startswith(root + os.sep)
+        ):
+            found = found[1:]
+        names += [p for p in found if p not in names]
+    return names[: tree.MAX_INPUTS]

@@ -200,7 +200,7 @@ def verify(
     refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, every: float | None
 ) -> None:
     """Run the checks of the plan (or of the named items) in parallel; store a receipt each."""
-    from todoledger.ledger.gates import Stopped
+    from todoledger.ledger.receipts import Stopped
 
     failed = False
     while True:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from todoledger.cli.cmd_install import HOME, PROJECT, _git_root
+from todoledger.cli.cmd_install import HELP, HOME, PROJECT, _git_root
 
 
-@click.command("doctor")
+@click.command("doctor", context_settings=HELP)
 @PROJECT
 @HOME
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -43,8 +43,18 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
         say(f"  todoledger server: {server}; approved: {a.approved}")
         say(f"  hooks: {', '.join(a.hooks) or 'none'}; approved: {a.hooks_approved}")
         say(f"  goal-lock: {'; '.join(a.goal_lock)}")
+    sound = report.ledger.get("health") in ("ok", "not created yet (the first write creates it)")
     for s in report.servers:
-        state = f"starts, lists {len(s['tools'])} tools ({s['protocol']})" if s["ok"] else s["error"]
+        if not s["ok"]:
+            state = s["error"]
+        elif not sound:  # never "all is well" beside a ledger that is not
+            state = f"starts and lists {len(s['tools'])} tools, but the ledger it serves is not sound (below)"
+        elif s["reads"]:
+            state = f"starts, lists {len(s['tools'])} tools ({s['protocol']}), reads the ledger"
+        else:
+            state = (
+                f"starts and lists {len(s['tools'])} tools, but cannot read the ledger: every tool call fails"
+            )
         say(f"server `{' '.join(s['command'])}`: {state}")
     led = report.ledger
     say(f"ledger: {led.get('location')}: {led.get('health')}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -20,6 +19,9 @@ PROJECT = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     help="Project root for project-scoped config (default: git root of the cwd, else the cwd).",
 )
+# As the group's: these commands are also invoked on their own (tests), and click keeps the
+# help option of a command's first invocation.
+HELP = {"help_option_names": ["-h", "--help"]}
 HOME = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
@@ -27,7 +29,7 @@ HOME = click.option(
 )
 
 
-@click.command("install")
+@click.command("install", context_settings=HELP)
 @click.argument("agent", type=click.Choice(AGENTS))
 @click.option("--dry-run", is_flag=True, help="Show what would change (with a diff); write nothing.")
 @PROJECT
@@ -48,9 +50,9 @@ HOME = click.option(
 @click.option(
     "--command",
     "exe",
-    default="todoledger",
-    show_default=True,
-    help="How the agent should invoke todoledger (e.g. an absolute path).",
+    default=None,
+    help="How the agent should invoke todoledger (default: `todoledger` when that is this one on PATH, "
+    "else this one's absolute path; always the absolute path for Codex, whose shell is a login shell).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option(
@@ -65,33 +67,31 @@ def install(
     home: Path | None,
     route: str,
     approve: bool,
-    exe: str,
+    exe: str | None,
     as_json: bool,
     gate_stop: bool,
 ) -> None:
     """Add todoledger's hooks, MCP server and instructions to AGENT's config (merged, idempotent)."""
+    from todoledger.install.exe import resolve
+
     home_given = home is not None
     project = (project or _git_root(Path.cwd())).resolve()
     home = (home or Path.home()).resolve()
+    command, why = resolve(exe, agent)
     try:
         result = run(
             agent,
             project=project,
             home=home,
             dry_run=dry_run,
-            command=exe,
+            command=command,
             route=route,
             approve=approve,
             gate_stop=gate_stop,
         )
     except LedgerError as e:
         raise click.ClickException(str(e)) from e
-    if shutil.which(exe) is None:
-        # A venv's bin folder is rarely on the PATH that the agent runs hooks with.
-        here = Path(sys.executable).parent / "todoledger"
-        result.notes.append(
-            f"{exe!r} is not on this PATH, so the agent may not find it: re-run with --command {here}"
-        )
+    result.notes[:0] = why
     if agent == "codex" and approve and not home_given and os.environ.get("CODEX_HOME"):
         # Codex then reads $CODEX_HOME/config.toml, not the ~/.codex one we merged into.
         result.notes.append(
@@ -106,7 +106,7 @@ def install(
         _print_human(result, project)
 
 
-@click.command("uninstall")
+@click.command("uninstall", context_settings=HELP)
 @click.argument("agent", type=click.Choice(AGENTS))
 @click.option("--dry-run", is_flag=True, help="Show what would change (with a diff); write nothing.")
 @PROJECT
@@ -126,8 +126,13 @@ def uninstall(agent: str, dry_run: bool, project: Path | None, home: Path | None
         emit(_as_dict(result))
     else:
         _print_human(result, project, done=f"nothing of todoledger's is left to remove for {agent}")
-    if result.notes and any(n.endswith("by hand") for n in result.notes):
+    if _left(result):
         sys.exit(1)
+
+
+def _left(result: InstallResult) -> bool:
+    """Whether uninstall left an entry of ours in place (someone changed it)."""
+    return any("left as it is" in n or n.endswith("by hand") for n in result.notes)
 
 
 def _git_root(start: Path) -> Path:
@@ -169,7 +174,7 @@ def _print_human(result: InstallResult, project: Path, done: str | None = None) 
         say(f"note: {note}\n")
     if result.dry_run:
         click.echo("dry run: nothing was written")
-    elif not result.changed:
+    elif not result.changed and not (done and _left(result)):
         click.echo(done or f"todoledger is already installed for {result.agent}")
 
 

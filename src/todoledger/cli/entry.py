@@ -4,6 +4,8 @@ Two paths skip click and rich entirely, because agents call them often and
 their start-up is the cost: `todoledger hook ...`, and the verbs an agent
 calls through its shell (`show`, `next`, `add`, `start`, `done`, `write`,
 `prime`), on a pipe or a terminal (`todoledger.cli.lean`).
+`todoledger mcp [--plan NAME]` goes straight to the server, without the
+command group: an agent waits for its tools on the first turn (bench/bench_mcp.py).
 Everything else goes through click.
 """
 
@@ -30,6 +32,16 @@ def main(argv: list[str] | None = None) -> None:
     if refused:
         sys.stderr.write(f"Error: {refused}\n")
         sys.exit(2)
+    if args and args[0] == "mcp":
+        plan = _mcp_plan(args[1:])
+        if not isinstance(plan, bool):
+            from todoledger.mcp.server import run_stdio
+
+            run_stdio(plan=plan if plan is not None else os.environ.get("TODOLEDGER_PLAN") or None)
+            # The session is over and the ledger closed: tearing the SDK's thousands of
+            # objects down one by one would only delay the agent, or doctor, waiting on the exit.
+            _exit(0, argv is None)
+            return
     if args and args[0] in LEAN_VERBS:
         from todoledger.cli.lean import run
 
@@ -39,6 +51,18 @@ def main(argv: list[str] | None = None) -> None:
     from todoledger.cli.main import cli
 
     cli.main(args, prog_name="todoledger")
+
+
+def _mcp_plan(rest: list[str]) -> str | bool | None:
+    """`--plan NAME` of `todoledger mcp`, None without it; False for anything else
+    (`--help`, a typo): click then says what it says."""
+    if not rest:
+        return None
+    if len(rest) == 2 and rest[0] == "--plan" and rest[1] and not rest[1].startswith("-"):
+        return rest[1]
+    if len(rest) == 1 and rest[0].startswith("--plan=") and len(rest[0]) > len("--plan="):
+        return rest[0].removeprefix("--plan=")
+    return False
 
 
 def _exit(code: int, console: bool) -> None:

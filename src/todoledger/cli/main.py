@@ -572,42 +572,60 @@ FORMAT = click.option(
 @cli.command()
 @options(plan=True)
 @FORMAT
-@click.argument("dest", type=click.File("w", encoding="utf-8"), default="-")
-def export(dest: Any, plan: str | None, fmt: str) -> None:
-    """Write the plan as JSON Lines (one item a line, stable order) or a Markdown task list."""
+@click.option(
+    "--ids",
+    is_flag=True,
+    help="Markdown: write each item's id as a trailing <!-- id:... --> comment "
+    "(a file imported with them keeps them anyway).",
+)
+@click.argument("dest", type=click.File("wb"), default="-")
+def export(dest: Any, plan: str | None, fmt: str, ids: bool) -> None:
+    """Write the plan as JSON Lines (one item a line, stable order) or a Markdown task list
+    (the file it was imported from, as it was, with the items as they are now)."""
     with reader() as lg:
         if fmt == "markdown":
-            from todoledger.core.mdtasks import render
+            from todoledger.core.mdfile import listed, render, render_plain
 
-            dest.write(render(lg.items(plan)))
+            items = lg.items(plan)
+            layout = lg.markdown_layout(plan)
+            if layout is None:
+                text = render_plain(items, ids=ids)
+            else:
+                known = listed(layout)
+                extra = [i for i in items if i["id"] not in known]
+                text = render(layout, {i["id"]: i for i in items}, extra, ids=ids)
+            dest.write(text.encode("utf-8"))  # bytes: the file's own newlines (CRLF too) stay
             return
         for line in lg.export(plan):
-            dest.write(line + "\n")
+            dest.write((line + "\n").encode("utf-8"))
 
 
 @cli.command("import")
 @writes
 @FORMAT
-@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("source", type=click.File("rb"), default="-")
 def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool, fmt: str) -> None:
     """Make the plan match a JSON Lines export, or hold a Markdown task list's items."""
     try:
-        lines = source.readlines()
+        text = source.read().decode("utf-8")  # bytes: a Markdown file's own newlines (CRLF too) are kept
     except UnicodeDecodeError:
         raise LedgerError("input is not UTF-8 text") from None
     with ledger() as lg:
         if fmt == "markdown":
-            from todoledger.core.mdtasks import has_checklist, parse
+            from todoledger.core.mdfile import parse
             from todoledger.defaults import default_plan
-            from todoledger.ingest.markdown import apply
+            from todoledger.ingest.markdown import apply_file
 
-            text = "".join(lines)
-            items = parse(text)
-            if not has_checklist(text):
+            doc = parse(text, kiro=".kiro/" in str(getattr(source, "name", "")).replace("\\", "/"))
+            if not doc.tasks:
                 raise LedgerError("no task list found: expected lines like `- [ ] text` or `- [x] text`")
-            row = apply(lg, items, plan=plan or default_plan(), writer=writer)
+            row = apply_file(lg, doc, plan=plan or default_plan(), writer=writer)
         else:
-            row = lg.import_jsonl(lines, plan=plan, writer=writer)
+            import io
+
+            # One record a line, split at \n only (a JSON string may hold U+2028; a \r
+            # before the \n is white space to JSON).
+            row = lg.import_jsonl(io.StringIO(text).readlines(), plan=plan, writer=writer)
     emit(row) if as_json else say(
         f"imported {row['records']} items into {row['plan']!r}: {row['added']} added, {row['changed']} changed"
     )

@@ -1,11 +1,12 @@
-"""Markdown task lists, both ways: `- [ ]` / `- [x]` lines, nesting as
-parents (Kiro's tasks.md, Cursor's plan files, Claude Code's plan-mode plans).
+"""Markdown task lists as a plan outline: `- [ ]` / `- [x]` lines, nesting and
+headings as parents (Claude Code's plan-mode plans, `ExitPlanMode`). A whole
+task file that must round-trip (Kiro's tasks.md, `import --format markdown`)
+is core/mdfile.py's.
 
-Boxes: `[ ]` pending, `[x]` completed, `[~]` in progress, `[-]` cancelled,
-as the MCP plan resource writes them (plain GitHub knows only the first two). `render` writes each item's ledger id as a trailing
-`<!-- id:... -->` comment, so that reading the file back matches items by
-id and a round trip changes nothing. A newline inside an item is written as
-`<br>`. Pure: no I/O.
+Boxes: `[ ]` pending, `[x]` completed, `[~]` in progress, `[-]` cancelled, as
+the MCP plan resource writes them (plain GitHub knows only the first two). A
+trailing `<!-- id:... -->` comment names the item. `<br>` inside an item is a
+newline. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -88,27 +89,6 @@ def parse(text: str, *, plain_lists: bool = False) -> list[MdItem]:
 
 def has_checklist(text: str) -> bool:
     return any(_CHECK.match(line) for line in text.splitlines())
-
-
-def render(items: list[dict[str, object]]) -> str:
-    """A plan's items (as `Ledger.items()` gives them, in plan order) as a
-    nested checklist with ids; children under their parent."""
-    by_parent: dict[object, list[dict[str, object]]] = {}
-    ids = {it["id"] for it in items}
-    for it in items:
-        parent = it.get("parent")
-        by_parent.setdefault(parent if parent in ids else None, []).append(it)
-    lines: list[str] = []
-
-    def walk(parent: object, depth: int) -> None:
-        for it in by_parent.get(parent, []):
-            box = BOX_OF.get(str(it["status"]), " ")
-            text = str(it["content"]).replace("\r\n", "\n").replace("\n", "<br>")
-            lines.append(f"{'  ' * depth}- [{box}] {text} <!-- id:{it['id']} -->")
-            walk(it["id"], depth + 1)
-
-    walk(None, 0)
-    return "".join(line + "\n" for line in lines)
 
 
 def content_of(text: str) -> str:

@@ -222,7 +222,8 @@ class Codex(Reader):
 
 class Gemini(Reader):
     def wants(self, line: bytes) -> bool:
-        return b"toolCalls" in line and (_GEMINI_CALL in line or _CALL in line)
+        shell = b"run_shell_command" in line and b"todoledger" in line and b"done" in line
+        return b"toolCalls" in line and (_GEMINI_CALL in line or _CALL in line or shell)
 
     def take(self, record: dict[str, Any]) -> None:
         update = record.get("$set")
@@ -246,6 +247,13 @@ class Gemini(Reader):
         for tc in calls if isinstance(calls, list) else []:
             if not isinstance(tc, dict) or tc.get("status") != "success":
                 continue
+            if tc.get("name") == "run_shell_command":
+                # Gemini's shell names no session (GEMINI_CLI=1 only): the session's own
+                # `todoledger done ID` commands say which items it completed from its shell.
+                args = tc.get("args")
+                command = args.get("command") if isinstance(args, dict) else None
+                self.found.update(shell_done(command) if isinstance(command, str) else [])
+                continue
             tool = tool_of(tc.get("name"))
             reply = reply_of(tc.get("resultDisplay"))
             if reply is None:  # the text the model got: result[].functionResponse.response.output
@@ -256,6 +264,35 @@ class Gemini(Reader):
                     if isinstance(answer, dict):
                         reply = reply_of(answer.get("output"))
             self.reply(tool, reply)
+
+
+_DONE_VALUES = frozenset({"--token", "--reason", "--metric", "--evidence", "--plan", "--writer"})
+
+
+def shell_done(command: str) -> list[str]:
+    """The item ids of the `todoledger done ID` commands in a shell command line."""
+    import shlex
+
+    try:
+        words = shlex.split(command.replace(";", " ; ").replace("&&", " ; ").replace("||", " ; "))
+    except ValueError:
+        return []
+    found: list[str] = []
+    for n, word in enumerate(words):
+        if word.rsplit("/", 1)[-1] not in ("todoledger", "todoledger.exe") or words[n + 1 : n + 2] != [
+            "done"
+        ]:
+            continue
+        rest = iter(words[n + 2 :])
+        for arg in rest:
+            if arg in (";", "|", "&"):
+                break
+            if arg in _DONE_VALUES:
+                next(rest, None)
+            elif not arg.startswith("-"):
+                found.append(arg)
+                break
+    return found
 
 
 READERS: dict[str, type[Reader]] = {"claude-code": Claude, "codex": Codex, "gemini": Gemini}

@@ -51,6 +51,10 @@ def answer(agent: str, event: dict[str, Any], cwd: str | None) -> str | None:
     through_mcp = mcp_replies.completions(agent, raw) if isinstance(raw, str) and raw else set()
     with hook_ledger(cwd, create=False) as lg:
         unproven = lg.unproven_by(writer, also=through_mcp)
+        # Completions through the agent's own shell (the CLI route) carry its shell's writer,
+        # `agent-shell:<agent>:<session>` (todoledger.identity), with the same session id.
+        named = {u["item"] for u in unproven}
+        unproven += [u for u in lg.unproven_by(f"agent-shell:{writer}") if u["item"] not in named]
         goal = _goal_lock(agent, event, lg, {u["item"] for u in unproven})
         blocks = lg.cursors([key]).get(key, (0, None))[0]
         if not unproven and not goal:

@@ -24,13 +24,15 @@ from typing import Any
 
 from todoledger import agents as registry
 from todoledger.core.model import LedgerError
-from todoledger.install import jsonc, teach
-from todoledger.install.entries import HookSpec, ensure_entry, ensure_hook
+from todoledger.install import elements, needs, teach
+from todoledger.install.elements import is_our_command
+from todoledger.install.entries import HookSpec, ensure_entry, ensure_hook, ensure_items
 from todoledger.install.files import FileChange, read_text
 from todoledger.install.jsonedit import JsonDoc
 from todoledger.install.tomledit import ensure_hook_trust, ensure_server, ensure_trust
 
 SERVER = "todoledger"
+OPENCODE_SEED = '{\n  "$schema": "https://opencode.ai/config.json"\n}\n'
 Edit = Callable[[JsonDoc], tuple[list[str], list[str]]]
 Built = tuple[list[FileChange], list[str]]
 
@@ -68,9 +70,14 @@ def claude_code(
         # (TaskCompleted takes no matcher; hooks/goal_lock.py).
         hooks.append(HookSpec("TaskCompleted", None, gate))
     hooks_edit = _hooks_edit(hooks, exe)
+    # What the route lets the agent run without asking: `claude -p` refuses anything else.
+    allow = (["mcp__todoledger"] if route != "cli" else []) + (
+        needs.claude_bash_rules(shlex.quote(exe)) if route != "mcp" else []
+    )
 
     def claude_edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
         lines, notes = hooks_edit(doc)
+        lines += ensure_items(doc, ["permissions", "allow"], allow)
         return [*lines, _env_marker(doc, "claude-code")], notes
 
     settings, notes = json_change(project / ".claude" / "settings.json", claude_edit)
@@ -87,19 +94,20 @@ def claude_code(
             local, _ = json_change(project / ".claude" / "settings.local.json", _approve_claude)
             local.approval = True
             changes.append(local)
-            notes += _claude_approval(project, home, settings.after, local.after)
-        else:
-            notes += _claude_approval(project, home, settings.after)
-    changes.append(instructions("claude-code", project, route))
+    if approve:
+        # Claude Code 2.1.332 ignores a project's permissions.allow (and asks before its server
+        # and hooks) until the folder is trusted, `claude -p` too; the trust dialog stores this.
+        state, _ = json_change(home / ".claude.json", _trust_claude(str(project)))
+        state.approval = True
+        changes.append(state)
+    changes.append(instructions("claude-code", project, route, exe))
+    tools = (
+        "the todoledger MCP tools are the list" if route != "cli" else "the todoledger commands are the list"
+    )
     notes.append(
         "Claude Code: newer models (Opus 4.8, Sonnet 5 and later) get no TodoWrite/Task tools unless "
-        "CLAUDE_CODE_ENABLE_TODO_TOOLS=1 is exported; the todoledger MCP tools work either way."
+        f"CLAUDE_CODE_ENABLE_TODO_TOOLS=1 is exported (then the hooks mirror them); without it {tools}."
     )
-    if route != "cli":
-        notes.append(
-            "Claude Code: in `claude -p` an MCP tool runs only if allowed: "
-            "--allowedTools 'mcp__todoledger__*' (or permissions.allow in .claude/settings.json)."
-        )
     return changes, notes
 
 
@@ -113,9 +121,8 @@ def opencode(
     changes: list[FileChange] = []
     if route != "cli":
         server = {"type": "local", "command": [exe, "mcp"], "enabled": True}
-        seed = '{\n  "$schema": "https://opencode.ai/config.json"\n}\n'
         config, _ = json_change(
-            _opencode_config(project), _entry_edit(["mcp", SERVER], server, f"{exe} mcp"), seed=seed
+            _opencode_config(project), _entry_edit(["mcp", SERVER], server, f"{exe} mcp"), seed=OPENCODE_SEED
         )
         changes.append(config)
     plugin = project / ".opencode" / "plugins" / "todoledger.js"
@@ -131,9 +138,13 @@ def opencode(
         line = f"= {label}: already installed"
     notes = [
         "opencode: the todo.updated event exists only in 1.x builds from before the todo tool was "
-        "removed (PR #35989); later builds reach the ledger through the todoledger MCP tools only."
+        "removed (PR #35989); later builds reach the ledger through the todoledger "
+        + ("MCP tools" if route != "cli" else "commands")
+        + " only. It has no hook that can block a stop: no Stop gate."
     ]
-    changes += [FileChange(plugin, before, after, [line]), instructions("opencode", project, route)]
+    generated = FileChange(plugin, before, after, [line], fmt="file")
+    generated.ensured = [(elements.whole_file(after, label), True)]
+    changes += [generated, instructions("opencode", project, route, exe)]
     return changes, notes
 
 
@@ -143,11 +154,17 @@ def codex(
     changes: list[FileChange] = []
     if route != "cli":
         # The project's own config.toml: Codex reads it once the project is trusted.
+        # `required`: Codex waits for the server before the first turn (else its first
+        # tool_search runs before the tools are listed and finds nothing);
+        # `default_tools_approval_mode`: `codex exec` never asks, so a call that needs
+        # approval fails.
         config_path = project / ".codex" / "config.toml"
         before = read_text(config_path)
-        server = {"command": exe, "args": ["mcp"]}
+        server = {"command": exe, "args": ["mcp"], "required": True, "default_tools_approval_mode": "approve"}
         after, line = ensure_server(before or "", str(config_path), SERVER, server, f"{exe} mcp")
-        changes.append(FileChange(config_path, before, after, [line]))
+        change = FileChange(config_path, before, after, [line], fmt="toml")
+        change.ensured = [(elements.member(["mcp_servers", SERVER], server), line.startswith("+"))]
+        changes.append(change)
     handler = {"type": "command", "command": hook_command(exe, "codex"), "timeout": 30}
     # The Stop hook imports the rollout; with --gate-stop it also blocks a false "done".
     stop = {**handler, "command": hook_command(exe, "codex") + " --gate-stop"} if gate_stop else handler
@@ -160,66 +177,75 @@ def codex(
     ]
     hooks_file, notes = json_change(project / ".codex" / "hooks.json", _hooks_edit(hooks, exe))
     changes.append(hooks_file)
-    user_config = home / ".codex" / "config.toml"
-    current = read_text(user_config)
-    trusted, trust_line = ensure_trust(current or "", str(user_config), str(project))
     if approve:
-        changes.append(FileChange(user_config, current, trusted, [trust_line], approval=True))
-    elif trusted != (current or ""):
-        notes.append(
-            f"Codex reads .codex/ only in a trusted project: add to {user_config}:  "
-            f'[projects."{project}"] trust_level = "trusted"  (or run install with --approve; '
-            "`codex exec --trust` trusts it for one run)."
-        )
-    if route != "cli":
-        notes.append(
-            "Codex: `codex exec` never asks, so an MCP call that needs approval fails: add "
-            'default_tools_approval_mode = "approve" to [mcp_servers.todoledger] in .codex/config.toml '
-            "(or pass -c 'mcp_servers.todoledger.default_tools_approval_mode=\"approve\"')."
-        )
+        user_config = home / ".codex" / "config.toml"
+        current = read_text(user_config)
+        trusted, trust_line = ensure_trust(current or "", str(user_config), str(project))
+        trust = FileChange(user_config, current, trusted, [trust_line], approval=True, fmt="toml")
+        trust.ensured = [
+            (
+                elements.member(["projects", str(project), "trust_level"], "trusted"),
+                trust_line.startswith("+"),
+            )
+        ]
+        changes.append(trust)
+    notes.append(
+        "Codex: 0.171 offers no native plan tool (update_plan is opt-in), so there is no native list "
+        "to mirror: the plan lives in todoledger's " + ("tools." if route != "cli" else "commands.")
+    )
     if gate_stop:
         notes.append(
             "Codex: update_goal(complete) cannot be refused by a hook (Codex runs no PreToolUse hook "
             "for its goal tools); the Stop gate holds a completed goal while the plan's gated items "
             "are not proven."
         )
-    if not approve:
-        notes.append(
-            "Codex: hooks run only after you approve them in Codex's interactive `/hooks` screen "
-            "(new or changed hooks are held back until then; `codex exec` alone never asks); "
-            "or run install with --approve while `codex` is on PATH."
-        )
-    changes.append(instructions("codex", project, route))
+    changes.append(instructions("codex", project, route, exe))
     return changes, notes
 
 
-def codex_hooks_trust(project: Path, home: Path) -> tuple[FileChange | None, str | None]:
+def codex_hooks_trust(
+    project: Path, home: Path
+) -> tuple[FileChange | None, str | None, list[dict[str, Any]] | None]:
     """Approve todoledger's project hooks the way `/hooks` does: the hash Codex
-    computes for each (asked of `codex app-server`) under `[hooks.state]`."""
+    computes for each (asked of `codex app-server`) under `[hooks.state]`. Also
+    returns the hooks as Codex listed them, ours marked trusted once written."""
     import os
     import shutil
 
-    from todoledger.install.entries import is_our_command
     from todoledger.install.probe import codex_hooks
 
     codex = shutil.which("codex")
     manual = "approve the todoledger hooks in Codex's `/hooks` screen"
     if codex is None:
-        return None, f"Codex: `codex` is not on PATH, so its hooks could not be approved here: {manual}."
+        return (
+            None,
+            f"Codex: `codex` is not on PATH, so its hooks could not be approved here: {manual}.",
+            None,
+        )
     # Codex must read the config that is written here: the home's, not $CODEX_HOME's.
     env = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"} | {"HOME": str(home)}
-    hooks = codex_hooks(codex, project, env)
+    hooks = codex_hooks(codex, project, env, home / ".codex")
     ours = {
         str(h["key"]): str(h["currentHash"])
         for h in hooks or []
         if is_our_command(h.get("command"), "todoledger") and h.get("key") and h.get("currentHash")
     }
     if not ours:
-        return None, f"Codex did not list todoledger's hooks for this project: {manual}."
+        return None, f"Codex did not list todoledger's hooks for this project: {manual}.", None
     path = home / ".codex" / "config.toml"
     before = read_text(path)
     after, line = ensure_hook_trust(before or "", str(path), ours)
-    return FileChange(path, before, after, [line], approval=True), None
+    change = FileChange(path, before, after, [line], approval=True, fmt="toml")
+    had = needs.dig(needs.Seen(project, home, {}).toml(path), "hooks", "state") or {}
+    change.ensured = [  # a hash a person approved before (`/hooks`) is theirs, not ours
+        (
+            elements.member(["hooks", "state", key], {"trusted_hash": value}),
+            had.get(key) != {"trusted_hash": value},
+        )
+        for key, value in ours.items()
+    ]
+    listed = [{**h, "trustStatus": "trusted"} if str(h.get("key")) in ours else h for h in hooks or []]
+    return change, None, listed
 
 
 def gemini(
@@ -250,50 +276,50 @@ def gemini(
         hooks.append(HookSpec("AfterAgent", None, gate))
     server = {"command": exe, "args": ["mcp"]}
     hooks_edit = _hooks_edit(hooks, exe)
+    # `gemini -p` offers only tools that need no confirmation: tools.allowed (as --allowed-tools
+    # does) lists the route's tools and the native write_todos, which the AfterTool hook mirrors.
+    view = needs.Seen(project, home, {}, route)
+    allowed = [
+        w if not w.startswith("run_shell_command(") else f"run_shell_command({shlex.quote(exe)})"
+        for w in needs.gemini_allowed_wanted(view)
+    ]
 
     def edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
         summary = [ensure_entry(doc, ["mcpServers", SERVER], server, f"{exe} mcp")] if route != "cli" else []
         lines, notes = hooks_edit(doc)
-        return summary + lines, notes
+        return summary + lines + ensure_items(doc, ["tools", "allowed"], allowed), notes
 
     settings, notes = json_change(project / ".gemini" / "settings.json", edit)
     changes = [settings]
-    trusted_path = home / ".gemini" / "trustedFolders.json"
-    trust, _ = json_change(trusted_path, _trust_gemini(str(project)))
     if approve:
+        trust, _ = json_change(home / ".gemini" / "trustedFolders.json", _trust_gemini(str(project)))
         trust.approval = True
         changes.append(trust)
-    elif trust.changed:
-        notes.append(
-            f"Gemini CLI ignores .gemini/settings.json in an untrusted folder (folder trust is on by default): add "
-            f'"{project}": "TRUST_FOLDER" to {trusted_path} (or run install with --approve, or trust '
-            "the folder when Gemini asks)."
-        )
-    if route != "cli":
-        notes.append(
-            "Gemini CLI: `gemini -p` drops tools that would ask for confirmation: pass "
-            "--allowed-tools 'mcp_todoledger_*'."
-        )
     if settings.changed:
         # gemini-cli 0.61 (hooks/trustedHooks.ts): new project hooks run; the first session warns
         # once and records them in ~/.gemini/trusted_hooks.json. Nothing to approve.
         notes.append("Gemini CLI: the first session warns once about the new project hooks, then runs them.")
-    changes.append(instructions("gemini", project, route))
+    changes.append(instructions("gemini", project, route, exe))
     return changes, notes
 
 
-def instructions(agent: str, project: Path, route: str) -> FileChange:
-    """The marked block in the file the agent reads for project instructions."""
+def instructions(agent: str, project: Path, route: str, exe: str = "todoledger") -> FileChange:
+    """The marked block in the file the agent reads for project instructions: its
+    commands are the ones the hooks run."""
     spec = registry.find(agent)
     assert spec is not None
     path = project / spec.instructions
     before = read_text(path)
-    wanted = teach.block(spec, route)
+    wanted = teach.block(spec, route, shlex.quote(exe))
     after, lead = teach.ensure(before, spec, wanted)
     state = "+" if teach.find(before or "", spec) is None else ("~" if after != before else "=")
     verb = {"+": "added", "~": "updated", "=": "already installed"}[state]
     line = f"{state} {spec.instructions}: todoledger block ({route} route) {verb}"
-    return FileChange(path, before, after, [line], kind="block", lead=lead)
+    span = teach.find(after, spec)
+    assert span is not None
+    change = FileChange(path, before, after, [line], kind="block", lead=lead, fmt="block")
+    change.ensured = [(elements.block(agent, after[span[0] : span[1]]), True)]
+    return change
 
 
 def json_change(path: Path, edit: Edit, seed: str = "{}\n") -> tuple[FileChange, list[str]]:
@@ -307,7 +333,13 @@ def json_change(path: Path, edit: Edit, seed: str = "{}\n") -> tuple[FileChange,
     edit(check)
     if check.text != doc.text:
         raise LedgerError(f"{path}: could not merge our entries safely; nothing was changed")
-    return FileChange(path, before, doc.text, summary), notes
+    change = FileChange(path, before, doc.text, summary)
+    change.ensured = list(doc.ensured)
+    if not (before and before.strip()) and seed != "{}\n":
+        # The seed's own members (opencode's `$schema`) are ours too.
+        seeded = JsonDoc(seed, str(path)).root.value
+        change.ensured += [(elements.member([k], v), True) for k, v in seeded.items()]
+    return change, notes
 
 
 def _hooks_edit(specs: list[HookSpec], exe: str) -> Edit:
@@ -341,15 +373,23 @@ def _opencode_config(project: Path) -> Path:
 
 def _approve_claude(doc: JsonDoc) -> tuple[list[str], list[str]]:
     """`enabledMcpjsonServers` gains `todoledger` (what Claude Code's own approval writes)."""
-    label = "enabledMcpjsonServers"
-    found = doc.require([label], "array")
-    if found is None:
-        doc.set_path([label], [SERVER])
-        return [f"+ {label}: {SERVER}"], []
-    if SERVER in _str_list(found.value):
-        return [f"= {label}: already lists {SERVER}"], []
-    doc.append([label], SERVER)
-    return [f"+ {label}: {SERVER}"], []
+    return ensure_items(doc, ["enabledMcpjsonServers"], [SERVER]), []
+
+
+def _trust_claude(project: str) -> Edit:
+    def edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
+        path = ["projects", project, "hasTrustDialogAccepted"]
+        found = doc.find(path)
+        label = f"projects[{project}].hasTrustDialogAccepted"
+        if found is None:
+            doc.require(["projects"], "object")
+            doc.set_path(path, True)
+            doc.ensured.append((elements.member(path, True, label), True))
+            return [f"+ {label}: true"], []
+        doc.ensured.append((elements.member(path, found.value, label), False))
+        return [f"= {label}: kept as {json.dumps(found.value)}"], []
+
+    return edit
 
 
 def _trust_gemini(project: str) -> Edit:
@@ -357,60 +397,21 @@ def _trust_gemini(project: str) -> Edit:
         found = doc.find([project])
         if found is None:
             doc.set_path([project], "TRUST_FOLDER")
+            doc.ensured.append((elements.member([project], "TRUST_FOLDER"), True))
             return [f"+ {project}: TRUST_FOLDER"], []
+        doc.ensured.append((elements.member([project], found.value), False))
         return [f"= {project}: kept as {json.dumps(found.value)}"], []
 
     return edit
 
 
-def _claude_approval(project: Path, home: Path, project_settings: str, local: str | None = None) -> list[str]:
-    """Claude Code asks before starting a `.mcp.json` server unless settings pre-approve it."""
-    texts = [
-        project_settings,
-        local if local is not None else read_text(project / ".claude" / "settings.local.json"),
-        read_text(home / ".claude" / "settings.json"),
-    ]
-    enabled = disabled = False
-    for text in texts:
-        settings = _loose_object(text)
-        enabled |= settings.get("enableAllProjectMcpServers") is True
-        enabled |= SERVER in _str_list(settings.get("enabledMcpjsonServers"))
-        disabled |= SERVER in _str_list(settings.get("disabledMcpjsonServers"))
-    if disabled:
-        return [
-            "Claude Code: `todoledger` is listed in disabledMcpjsonServers (rejected earlier); "
-            "remove it there, or enable it under /mcp."
-        ]
-    if enabled:
-        return []
-    return [
-        "Claude Code asks once to approve the project MCP server `todoledger`; to pre-approve, add "
-        '"enabledMcpjsonServers": ["todoledger"] to .claude/settings.local.json (or run install with --approve).'
-    ]
-
-
-def _loose_object(text: str | None) -> dict[str, Any]:
-    """Best effort: a settings file we only read for a hint may be broken."""
-    if not text or not text.strip():
-        return {}
-    try:
-        value = jsonc.parse(text).value
-    except jsonc.JsoncError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _str_list(value: object) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
 def _env_marker(doc: JsonDoc, agent: str) -> str:
     """`env.TODOLEDGER_AGENT` in an agent's settings (a value the user set is kept)."""
     found = doc.require(["env"], "object")
-    if found is None:
-        doc.set_path(["env"], {AGENT_MARKER: agent})
-        return f"+ env.{AGENT_MARKER}: {agent}"
-    if AGENT_MARKER in found.value:
+    path = ["env", AGENT_MARKER]
+    if found is not None and AGENT_MARKER in found.value:
+        doc.ensured.append((elements.member(path, found.value[AGENT_MARKER]), False))
         return f"= env.{AGENT_MARKER}: kept as {json.dumps(found.value[AGENT_MARKER])}"
-    doc.set_path(["env", AGENT_MARKER], agent)
+    doc.set_path(path, agent)
+    doc.ensured.append((elements.member(path, agent), True))
     return f"+ env.{AGENT_MARKER}: {agent}"

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from todoledger import agents as registry
-from todoledger.install import jsonc, probe
+from todoledger.install import jsonc, needs, probe
 from todoledger.install.agents import SERVER
-from todoledger.install.entries import is_our_command
+from todoledger.install.elements import is_our_command
+from todoledger.install.exe import runs as exe_runs
 from todoledger.install.files import read_text
 
 T = TypeVar("T")
@@ -53,13 +54,14 @@ class AgentReport:
     approved: str = "n/a"  # "yes" | "no" | "unknown" | "n/a"
     hooks: list[str] = field(default_factory=list)  # events our hook is installed for
     hooks_approved: str = "n/a"
+    route: str | None = None  # as installed: "mcp" | "cli" | "both"
     problems: list[Problem] = field(default_factory=list)
     # The harness's own ways of saying "done" and whether todoledger gates each (hooks/goal_lock.py).
     goal_lock: list[str] = field(default_factory=list)
 
     @property
     def configured(self) -> bool:
-        return self.server is not None or bool(self.hooks)
+        return self.server is not None or bool(self.hooks) or self.route is not None
 
 
 @dataclass
@@ -83,14 +85,18 @@ class Report:
 
 
 def run(project: Path, home: Path, env: dict[str, str] | None = None, check_server: bool = True) -> Report:
+    from todoledger.install.runner import installed
+
     env = dict(os.environ) if env is None else env
     started = time.perf_counter()
-    reports = [_inspect(spec, project, home, env) for spec in registry.AGENTS]
+    installs = installed(home, project)
+    reports = [_inspect(spec, project, home, env, installs.get(spec.name)) for spec in registry.AGENTS]
     shown = [r for r in reports if r.path is not None or r.configured]
     # The agents' own processes (`--version` where no manifest gives it, `codex app-server`)
     # and our server's start run side by side. Todoledger's own time is all but the
     # stretch in which only the agents' processes were still running.
     commands = sorted({tuple(r.server_command) for r in shown if r.server_command}) if check_server else []
+    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
     side_by_side = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, 2 * len(shown) + 1)) as pool:
         served = pool.submit(
@@ -98,7 +104,9 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
         )
         asked = [pool.submit(_timed, _version, r) for r in shown]
         trust = [
-            pool.submit(_timed, probe.codex_hooks, str(r.path), project, {**env, "HOME": str(home)})
+            pool.submit(
+                _timed, probe.codex_hooks, str(r.path), project, {**env, "HOME": str(home)}, codex_home
+            )
             if r.name == "codex" and r.path and r.hooks
             else None
             for r in shown
@@ -110,6 +118,7 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
     server_done = checks[-1][2] if checks else side_by_side
     agents_only = max(0.0, agents_done - server_done)
     version_seconds = max((v.seconds for v, _ in versions if v is not None), default=0.0)
+    ledger, problems = _ledger(project)
     for report, (found, _), codex, hooks in zip(shown, versions, trust, listed, strict=True):
         if found is not None:
             report.version, report.version_from = found.text, found.source
@@ -118,6 +127,8 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
         _native(report, project, env, found)
         if codex is not None:
             _codex_hook_trust(report, hooks[0] if hooks else None)
+        if report.configured:
+            _needs(report, project, home, env, installs.get(report.name), hooks[0] if hooks else None)
     servers: list[dict[str, Any]] = []
     server_seconds = 0.0
     for command, check, _ in checks:
@@ -125,7 +136,9 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
         servers.append(asdict(check))
         if not check.ok:
             for r in shown:
-                if r.server_command and tuple(r.server_command) == command:
+                # A server command that is not there is the commands-run need's (one line, one fix).
+                missing = not exe_runs(shlex.quote(command[0]), env.get("PATH"))
+                if r.server_command and tuple(r.server_command) == command and not missing:
                     r.problems.append(
                         Problem(
                             "error",
@@ -133,7 +146,15 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
                             f"todoledger install {r.name} --command {_here()}",
                         )
                     )
-    ledger, problems = _ledger(project)
+        elif not check.reads and not problems:
+            # The ledger opens here but not for the server (another folder, another environment).
+            problems.append(
+                Problem(
+                    "error",
+                    f"the todoledger MCP server starts but cannot read the ledger: {check.read_error}",
+                    "run `todoledger mcp` in this project by hand and read what it says",
+                )
+            )
     total = time.perf_counter() - started
     timings = {
         "total_s": round(total, 3),
@@ -145,10 +166,43 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
     return Report(str(project), shown, servers, ledger, problems, timings)
 
 
+def _needs(
+    r: AgentReport,
+    project: Path,
+    home: Path,
+    env: dict[str, str],
+    install: dict[str, Any] | None,
+    codex_hooks: list[dict[str, Any]] | None,
+) -> None:
+    """Every need of the agent's route that its files do not meet (install/needs.py)."""
+    route = r.route or "mcp"
+    probes = {"codex_hooks": codex_hooks} if codex_hooks is not None else {}
+    seen = needs.Seen(project, home, env, route, bool(install and install.get("gate_stop")), probes=probes)
+    have = {p.what for p in r.problems}
+    for u in needs.unmet(r.name, seen):
+        if u.what not in have:
+            r.problems.append(Problem(u.level, u.what, u.fix))
+
+
+def _route(r: AgentReport, project: Path, install: dict[str, Any] | None, env: dict[str, str]) -> str | None:
+    """The route as installed: install's record, else what the files show."""
+    if install is not None:
+        return str(install["route"])
+    seen = needs.Seen(project, project, env)
+    taught = needs.block_command(seen, r.name)
+    if r.server is not None:
+        return "both" if taught else "mcp"
+    if taught:
+        return "cli"
+    return "mcp" if r.hooks else None
+
+
 # -- per agent -------------------------------------------------------------------
 
 
-def _inspect(spec: registry.Agent, project: Path, home: Path, env: dict[str, str]) -> AgentReport:
+def _inspect(
+    spec: registry.Agent, project: Path, home: Path, env: dict[str, str], install: dict[str, Any] | None
+) -> AgentReport:
     path = shutil.which(spec.binary, path=env.get("PATH"))
     report = AgentReport(spec.name, spec.label, path)
     inspect = {
@@ -159,16 +213,7 @@ def _inspect(spec: registry.Agent, project: Path, home: Path, env: dict[str, str
     }[spec.name]
     inspect(report, project, home, env)
     report.goal_lock = _goal_lock(spec.name, project, home)
-    if report.configured and report.server_command:
-        exe = report.server_command[0]
-        if shutil.which(exe, path=env.get("PATH")) is None and not Path(exe).is_file():
-            report.problems.append(
-                Problem(
-                    "error",
-                    f"{spec.label} starts the server with {exe!r}, which is not on PATH",
-                    f"todoledger install {spec.name} --command {_here()}",
-                )
-            )
+    report.route = _route(report, project, install, env)
     if path is not None and not report.configured:
         report.problems.append(
             Problem(
@@ -179,7 +224,12 @@ def _inspect(spec: registry.Agent, project: Path, home: Path, env: dict[str, str
         )
     if path is None and report.configured:
         report.problems.append(
-            Problem("warning", f"{spec.label} is configured here but `{spec.binary}` is not on PATH", "")
+            Problem(
+                "warning",
+                f"{spec.label} is configured here but `{spec.binary}` is not on PATH",
+                f"install {spec.label} (npm install -g {spec.package}), or take todoledger out of this "
+                f"project's config: todoledger uninstall {spec.name}",
+            )
         )
     return report
 
@@ -190,17 +240,16 @@ def _claude(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
     if isinstance(server, dict):
         r.server, r.server_command = ".mcp.json", _command(server.get("command"), server.get("args"))
     settings = [_json(r, p) for p in _claude_settings(project, home)]
-    r.hooks = _hook_events(settings[0], "claude-code") + _hook_events(settings[1], "claude-code")
+    r.hooks = _hook_events(settings[0], "claude-code") + [
+        e
+        for e in _hook_events(settings[1], "claude-code")
+        if e not in _hook_events(settings[0], "claude-code")
+    ]
+    state = _json(r, home / ".claude.json")
+    trusted = _dig(state, "projects", str(project), "hasTrustDialogAccepted") is True
     if r.hooks:
-        r.hooks_approved = "yes"  # Claude Code runs project hooks once the workspace is trusted
-        if "SessionStart" in r.hooks and not _matcher_has(settings[:2], "SessionStart", "compact"):
-            r.problems.append(
-                Problem(
-                    "warning",
-                    "the SessionStart hook does not fire after compaction",
-                    "todoledger install claude-code",
-                )
-            )
+        # Claude Code runs project hooks once the workspace is trusted (`claude -p` skips the dialog)
+        r.hooks_approved = "yes" if trusted else "yes in `claude -p`; interactive: once the folder is trusted"
     if r.server is None:
         return
     enabled = disabled = False
@@ -208,40 +257,7 @@ def _claude(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
         enabled |= data.get("enableAllProjectMcpServers") is True
         enabled |= SERVER in _strings(data.get("enabledMcpjsonServers"))
         disabled |= SERVER in _strings(data.get("disabledMcpjsonServers"))
-    if disabled:
-        r.approved = "no"
-        r.problems.append(
-            Problem(
-                "error",
-                "Claude Code: the project server `todoledger` was rejected (disabledMcpjsonServers)",
-                'remove "todoledger" from disabledMcpjsonServers in .claude/settings.local.json, '
-                'then add it to "enabledMcpjsonServers"',
-            )
-        )
-    elif enabled:
-        r.approved = "yes"
-        # The approval counts only in a folder the user trusted (the first-run dialog, kept in
-        # ~/.claude.json); `claude -p` skips both.
-        state = _json(r, home / ".claude.json")
-        if _dig(state, "projects", str(project), "hasTrustDialogAccepted") is not True:
-            r.problems.append(
-                Problem(
-                    "warning",
-                    "Claude Code: this folder is not trusted yet, so interactive sessions ask first "
-                    "(the server approval counts only once it is; `claude -p` skips both)",
-                    "start `claude` in this project once and accept the trust dialog",
-                )
-            )
-    else:
-        r.approved = "no"
-        r.problems.append(
-            Problem(
-                "error",
-                "Claude Code: the project server `todoledger` is not approved (it stays 'pending approval')",
-                'add "enabledMcpjsonServers": ["todoledger"] to .claude/settings.local.json '
-                "(todoledger install claude-code --approve), or approve it under /mcp",
-            )
-        )
+    r.approved = "no" if disabled or not enabled else "yes"
 
 
 def _claude_settings(project: Path, home: Path) -> list[Path]:
@@ -259,14 +275,6 @@ def _opencode(r: AgentReport, project: Path, home: Path, env: dict[str, str]) ->
         if isinstance(server, dict):
             r.server = name
             r.server_command = _command(server.get("command"), None)
-            if server.get("enabled") is False:
-                r.problems.append(
-                    Problem(
-                        "error",
-                        f"opencode: the todoledger server is disabled in {name}",
-                        f'set "enabled": true in {name}',
-                    )
-                )
     plugin = read_text(project / ".opencode" / "plugins" / "todoledger.js")
     if plugin is not None:
         r.hooks = ["todo.updated"]
@@ -274,14 +282,6 @@ def _opencode(r: AgentReport, project: Path, home: Path, env: dict[str, str]) ->
             r.hooks += ["session start", "compaction"]
             if "tool.execute.before" in plugin:
                 r.hooks.append("shell screen")  # person-only verbs denied before opencode's bash runs
-        else:
-            r.problems.append(
-                Problem(
-                    "warning",
-                    "opencode: the plugin is from an older install (no plan at session start or after compaction)",
-                    "todoledger install opencode",
-                )
-            )
         r.hooks_approved = "yes"  # plugins in .opencode/plugins load without approval
     r.approved = "yes" if r.server else "n/a"  # opencode starts configured servers without asking
 
@@ -302,27 +302,10 @@ def _codex(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> No
     needs_trust = r.hooks or (r.server is not None and r.server.startswith(str(project)))
     if needs_trust:
         r.approved = "yes" if trusted else "no"
-        if not trusted:
-            r.problems.append(
-                Problem(
-                    "error",
-                    "Codex ignores this project's .codex/ (server and hooks) until the project is trusted",
-                    f'add to {codex_home / "config.toml"}: [projects."{project}"] trust_level = "trusted" '
-                    "(todoledger install codex --approve; `codex exec --trust` for one run)",
-                )
-            )
     elif r.server is not None:
         r.approved = "yes"
     if r.hooks:
-        # Codex keeps its hook approvals to itself: a file cannot show them.
-        r.hooks_approved = "unknown"
-        r.problems.append(
-            Problem(
-                "warning",
-                "Codex runs new or changed hooks only after they are approved; that cannot be read from files",
-                "open Codex in this project and approve the todoledger hooks in `/hooks`",
-            )
-        )
+        r.hooks_approved = "unknown"  # Codex keeps its hook approvals to itself; app-server is asked
 
 
 def _timed(call: Callable[..., T], *args: Any) -> tuple[T, float]:
@@ -340,21 +323,8 @@ def _version(r: AgentReport) -> probe.Version | None:
 def _codex_hook_trust(r: AgentReport, listed: list[dict[str, Any]] | None) -> None:
     """What Codex itself (`codex app-server`, `hooks/list`) says of our hooks' trust."""
     ours = [h for h in listed or [] if is_our_command(h.get("command"), "todoledger")]
-    if not ours:
-        return  # Codex does not list them (an untrusted project, an older build): the warning stays
-    r.problems = [p for p in r.problems if not p.what.startswith("Codex runs new or changed hooks")]
-    untrusted = [h for h in ours if h.get("trustStatus") != "trusted"]
-    r.hooks_approved = "no" if untrusted else "yes"
-    if untrusted:
-        r.problems.append(
-            Problem(
-                "error",
-                f"Codex will not run {len(untrusted)} of todoledger's {len(ours)} hooks: not approved "
-                f"({', '.join(str(h.get('eventName')) for h in untrusted)})",
-                "approve them in Codex's `/hooks` screen, or: todoledger install codex --approve "
-                "(writes the hashes Codex computes under [hooks.state])",
-            )
-        )
+    if ours:  # else Codex does not list them (an untrusted project, an older build): unknown
+        r.hooks_approved = "no" if any(h.get("trustStatus") != "trusted" for h in ours) else "yes"
 
 
 def _gemini(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> None:
@@ -366,53 +336,17 @@ def _gemini(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
             r.server, r.server_command = where, _command(server.get("command"), server.get("args"))
             break
     r.hooks = _hook_events(settings, "gemini")
-    if r.hooks and "PreCompress" not in r.hooks:
-        r.problems.append(
-            Problem(
-                "warning",
-                "Gemini CLI: no PreCompress hook (the plan is not re-based after compression)",
-                "todoledger install gemini",
-            )
-        )
     if r.hooks:
         # gemini-cli 0.61 (hooks/trustedHooks.ts) runs new project hooks, warns once, and then
         # lists them in ~/.gemini/trusted_hooks.json as "<name>:<command>" under the project root.
         seen = _strings(_json(r, home / ".gemini" / "trusted_hooks.json").get(str(project)))
         r.hooks_approved = (
-            "yes" if any(k.endswith(":todoledger hook gemini") for k in seen) else "yes (warns once)"
+            "yes" if any(":" in k and " hook gemini" in k for k in seen) else "yes (warns once)"
         )
     if r.server is None and not r.hooks:
         return
-    # gemini-cli 0.61: folder trust is on unless settings turn it off (isFolderTrustEnabled).
-    if _dig(user, "security", "folderTrust", "enabled") is False:
-        r.approved = "yes"  # folder trust is off: every folder's settings are read
-        return
-    if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
-        r.approved = "yes"
-        return
-    trusted = _json(r, home / ".gemini" / "trustedFolders.json")
-    if _gemini_trusted(trusted, project):
-        r.approved = "yes"
-        return
-    r.approved = "no"
-    r.problems.append(
-        Problem(
-            "error",
-            "Gemini CLI: this folder is not trusted: .gemini/settings.json (server and hooks) is ignored, "
-            "and `gemini -p` exits 55",
-            f'add "{project}": "TRUST_FOLDER" to {home / ".gemini" / "trustedFolders.json"} '
-            "(todoledger install gemini --approve), or trust the folder when Gemini asks",
-        )
-    )
-
-
-def _gemini_trusted(trusted: dict[str, Any], project: Path) -> bool:
-    for folder, level in trusted.items():
-        if level == "TRUST_FOLDER" and Path(folder) == project:
-            return True
-        if level == "TRUST_PARENT" and (Path(folder) == project.parent or Path(folder) in project.parents):
-            return True
-    return False
+    view = needs.Seen(project, home, env)
+    r.approved = "yes" if needs.gemini_trusted(view) else "no"
 
 
 # -- native todo tools -------------------------------------------------------------
@@ -504,7 +438,8 @@ def _ledger(project: Path) -> tuple[dict[str, Any], list[Problem]]:
         problems.append(
             Problem(
                 "error",
-                f"the ledger file is damaged: {'; '.join(integrity[:3])}",
+                "the ledger file is damaged: "
+                + "; ".join(f.removeprefix("the ledger file is damaged: ") for f in integrity[:3]),
                 f"move {lg.location} aside and restore it from a backup",
             )
         )

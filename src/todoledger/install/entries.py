@@ -9,16 +9,13 @@ installed.
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any
 
+from todoledger.install import elements as owned
+from todoledger.install.elements import is_our_command, role, same
 from todoledger.install.jsonedit import JsonDoc
-
-_OUR_NAMES = ("todoledger", "todoledger.exe")
 
 
 @dataclass(frozen=True)
@@ -28,24 +25,6 @@ class HookSpec:
     handler: dict[str, Any]
     # Keys whose existing value wins: a user who raised a timeout keeps it.
     keep: frozenset[str] = field(default_factory=lambda: frozenset({"timeout"}))
-
-
-def same(a: Any, b: Any) -> bool:
-    """JSON equality; plain `==` would equate `true` with `1`."""
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
-
-
-def is_our_command(command: object, exe: str) -> bool:
-    """True for `todoledger hook <agent>`, whatever path or agent name it has."""
-    if not isinstance(command, str):
-        return False
-    try:
-        argv = shlex.split(command)
-    except ValueError:
-        argv = command.split()
-    if len(argv) < 2 or argv[1] != "hook":
-        return False
-    return argv[0] == exe or PurePath(argv[0]).name in _OUR_NAMES
 
 
 def ensure_entry(
@@ -58,8 +37,29 @@ def ensure_entry(
     current = doc.require(path, "object")
     if current is None:
         doc.set_path(path, entry)
+        doc.ensured.append((owned.member(path, entry), True))
         return f"+ {label}: {describe}"
+    doc.ensured.append((owned.member(path, current.value), False))
     return kept_summary(label, current.value, entry, keep)
+
+
+def ensure_items(doc: JsonDoc, path: list[str], values: Sequence[str]) -> list[str]:
+    """Each of `values` in the list at `path` (created if missing); the rest of the list stays."""
+    label = ".".join(path)
+    lines: list[str] = []
+    for value in values:
+        found = doc.require(path, "array")
+        if found is not None and any(same(v, value) for v in found.value):
+            doc.ensured.append((owned.item(path, value), False))
+            lines.append(f"= {label}: already has {value}")
+            continue
+        if found is None:
+            doc.set_path(path, [value])
+        else:
+            doc.append(path, value)
+        doc.ensured.append((owned.item(path, value), True))
+        lines.append(f"+ {label}: {value}")
+    return lines
 
 
 def kept_summary(
@@ -82,10 +82,12 @@ def ensure_hook(doc: JsonDoc, spec: HookSpec, exe: str) -> tuple[str, list[str]]
     groups = doc.require(["hooks", spec.event], "array")
     if groups is None:
         doc.set_path(["hooks", spec.event], [group])
+        doc.ensured.append((owned.hook(spec.event, spec.matcher, spec.handler, True), True))
         return f"+ {label}: {command}", []
-    found = _find_handler(groups.value, exe)
+    found = _find_handler(groups.value, exe, command)
     if found is None:
         doc.append(["hooks", spec.event], group)
+        doc.ensured.append((owned.hook(spec.event, spec.matcher, spec.handler, True), True))
         return f"+ {label}: {command}", []
 
     gi, hi = found
@@ -106,6 +108,12 @@ def ensure_hook(doc: JsonDoc, spec: HookSpec, exe: str) -> tuple[str, list[str]]
             changed.append("matcher")
     handler_path: list[str | int] = ["hooks", spec.event, gi, "hooks", hi]
     changed += _update_keys(doc, handler_path, existing_group["hooks"][hi], spec.handler, spec.keep)
+    now = doc.find(handler_path)
+    assert now is not None
+    matcher = doc.find(["hooks", spec.event, gi, "matcher"])
+    doc.ensured.append(
+        (owned.hook(spec.event, matcher.value if matcher else None, now.value, False), bool(changed))
+    )
     if not changed:
         return f"= {label}: already installed", notes
     return f"~ {label}: updated {', '.join(changed)} ({command})", notes
@@ -131,12 +139,16 @@ def _is_ours(handler: object, exe: str) -> bool:
     return isinstance(handler, dict) and is_our_command(handler.get("command"), exe)
 
 
-def _find_handler(groups: list[Any], exe: str) -> tuple[int, int] | None:
-    for gi, group in enumerate(groups):
-        handlers = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(handlers, list):
-            continue
-        for hi, handler in enumerate(handlers):
-            if _is_ours(handler, exe):
-                return gi, hi
-    return None
+def _find_handler(groups: list[Any], exe: str, command: str) -> tuple[int, int] | None:
+    """Our handler of the same role (`hook X --screen` is not `hook X`); else any of ours."""
+    mine = [
+        (gi, hi, handler)
+        for gi, group in enumerate(groups)
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+        for hi, handler in enumerate(group["hooks"])
+        if _is_ours(handler, exe)
+    ]
+    for gi, hi, handler in mine:
+        if role(str(handler.get("command"))) == role(command):
+            return gi, hi
+    return (mine[0][0], mine[0][1]) if mine else None

@@ -8,6 +8,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from todoledger.core.model import LedgerError
 
@@ -28,6 +29,10 @@ class FileChange:
     lead: str = ""  # for a block: the newlines added before it
     approval: bool = False  # an approval the user asked for (--approve)
     delete: bool = False  # uninstall: the file goes (install created it)
+    fmt: str = "json"  # "json" | "toml" | "block" | "file": how its elements are found again
+    # The elements (install/elements.py) this change ensures, each with whether it added it.
+    ensured: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
+    kept: list[dict[str, Any]] = field(default_factory=list)  # uninstall: ours, changed by someone: left
 
     @property
     def created(self) -> bool:

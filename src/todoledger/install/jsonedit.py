@@ -28,6 +28,9 @@ class JsonDoc:
             raise LedgerError(f"{label}: expected a JSON object at the top level; nothing was changed")
         self.newline = "\r\n" if "\r\n" in text else "\n"
         self.unit = _indent_unit(text, self.root)
+        # What the edits ensured (install/owned.py elements), each with whether
+        # this edit added it: a re-install's record keeps what it found as ours.
+        self.ensured: list[tuple[dict[str, Any], bool]] = []
 
     def _parse(self, text: str) -> Node:
         try:
@@ -98,6 +101,55 @@ class JsonDoc:
         node = self.find(path)
         assert node is not None and node.kind == "array"
         self._insert(node, "", value)
+
+    def remove(self, path: Sequence[str | int]) -> None:
+        """Remove the member or list element at `path`, with its comma and, when it
+        has lines of its own, those lines; every other byte stays."""
+        parent = self.find(path[:-1])
+        assert parent is not None and parent.kind in ("object", "array") and path
+        step = path[-1]
+        if isinstance(step, int):
+            index = step
+        else:
+            index = max(i for i, m in enumerate(parent.members) if m.key == step)
+        spans = parent.child_spans()
+        text = self.text
+        start, end = spans[index]
+        own_line = _starts_line(text, start)
+        if len(spans) == 1:
+            inner = (parent.start + 1, parent.end - 1)
+            rest = text[inner[0] : start] + text[end : inner[1]]
+            if rest.replace(",", "").strip() == "":  # nothing else inside: `{}` / `[]`
+                self._splice([(inner[0], inner[1], "")])
+                return
+            after = skip_space_only(text, end)
+            cut_end = after + 1 if text.startswith(",", after) else end
+            self._splice([(_newline_before(text, start) if own_line else start, cut_end, "")])
+            return
+        if index < len(spans) - 1:
+            comma = skip_space_only(text, end)
+            assert text.startswith(",", comma)
+            if not own_line:
+                self._splice([(start, skip_space_only(text, comma + 1), "")])
+                return
+            eol = _blank_to_eol(text, comma + 1)
+            if eol is None:  # a comment after our comma: it stays, indented as it was
+                self._splice([(start, comma + 1, "")])
+            else:
+                self._splice([(_line_start(text, start), eol, "")])
+            return
+        prev_end = spans[index - 1][1]
+        comma = skip_space_only(text, prev_end)
+        assert text.startswith(",", comma)
+        if not own_line:
+            self._splice([(comma, end, "")])
+            return
+        if parent.trailing_comma is not None:  # ours had the trailing comma: the one before takes over
+            after = parent.trailing_comma + 1
+            self._splice([(_line_start(text, start), _blank_to_eol(text, after) or after, "")])
+            return
+        newline = _newline_before(text, start)
+        self._splice([(comma, comma + 1, ""), (max(newline, comma + 1), end, "")])
 
     def _replace(self, node: Node, value: Any) -> None:
         if node.kind == "scalar" or "\n" not in self.text[node.start : node.end]:
@@ -229,3 +281,34 @@ def _indent_unit(text: str, root: Node) -> str:
         if found:
             return found
     return "  "
+
+
+def skip_space_only(text: str, pos: int) -> int:
+    """The next offset that is not a blank or a newline (comments count as text)."""
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def _newline_before(text: str, pos: int) -> int:
+    """The offset of the newline (\\n or \\r\\n) that ends the line before `pos`'s."""
+    line = _line_start(text, pos)
+    return line - 2 if text[max(0, line - 2) : line] == "\r\n" else max(0, line - 1)
+
+
+def _blank_to_eol(text: str, pos: int) -> int | None:
+    """The offset just past the newline ending `pos`'s line if only blanks come
+    before it (the end of the text counts); None if something else does."""
+    while pos < len(text) and text[pos] in " \t":
+        pos += 1
+    if pos >= len(text):
+        return pos
+    if text.startswith("\r\n", pos):
+        return pos + 2
+    if text[pos] == "\n":
+        return pos + 1
+    return None

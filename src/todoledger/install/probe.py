@@ -107,6 +107,10 @@ class ServerCheck:
     tools: list[str] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    # The ledger as the server sees it (its cwd, its environment): reading the
+    # recovery text (resource todoledger://prime, a pure read) opens it.
+    reads: bool = False
+    read_error: str | None = None
 
 
 def mcp_server(command: list[str], cwd: Path, timeout: float = 15.0) -> ServerCheck:
@@ -126,6 +130,7 @@ def mcp_server(command: list[str], cwd: Path, timeout: float = 15.0) -> ServerCh
         },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "todoledger://prime"}},
     ]
     answers, err, code = exchange(command, cwd, messages, timeout)
     check.seconds = time.perf_counter() - start
@@ -146,6 +151,12 @@ def mcp_server(command: list[str], cwd: Path, timeout: float = 15.0) -> ServerCh
     check.ok = bool(check.tools)
     if not check.ok:
         check.error = "the server lists no tools"
+    read = answers.get(3) or {}
+    check.reads = "result" in read
+    if not check.reads:
+        error = read.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        check.read_error = str(message or "no answer to resources/read todoledger://prime")[:300]
     return check
 
 
@@ -198,10 +209,28 @@ def exchange(
 
 
 def codex_hooks(
-    binary: str, project: Path, env: dict[str, str], timeout: float = 30.0
+    binary: str, project: Path, env: dict[str, str], codex_home: Path, timeout: float = 30.0
 ) -> list[dict[str, Any]] | None:
     """The project's hooks as Codex sees them, with each one's trust status
-    (`codex app-server`, `hooks/list`); None if Codex did not say."""
+    (`codex app-server`, `hooks/list`); None if Codex did not say.
+
+    `codex app-server` creates state in its home as it starts (`*.sqlite`,
+    `installation_id`, `skills/`): it runs with a scratch CODEX_HOME holding a copy
+    of `codex_home/config.toml` (the project's trust and the hooks' approvals), so
+    none of that lands in the user's ~/.codex."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="todoledger-codex-") as scratch:
+        config = codex_home / "config.toml"
+        if config.is_file():
+            shutil.copyfile(config, Path(scratch) / "config.toml")
+        return _codex_hooks({**env, "CODEX_HOME": scratch}, binary, project, timeout)
+
+
+def _codex_hooks(
+    env: dict[str, str], binary: str, project: Path, timeout: float
+) -> list[dict[str, Any]] | None:
     messages: list[dict[str, Any]] = [
         {
             "jsonrpc": "2.0",

@@ -12,13 +12,14 @@ import contextlib
 import hashlib
 import json
 import os
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from todoledger import agents as registry
 from todoledger.core.model import LedgerError
-from todoledger.install import agents, teach, undo
+from todoledger.install import agents, elements, jsonc, needs, owned, teach, undo
 from todoledger.install.files import FileChange, InstallResult, read_text, write_atomic
 
 AGENTS: tuple[str, ...] = registry.NAMES
@@ -48,7 +49,8 @@ def run(
     """Merge todoledger's hooks/MCP entries into `agent`'s config files.
 
     Every file is parsed and merged before the first one is written, so a
-    broken config aborts the whole install with nothing half-done.
+    broken config aborts the whole install with nothing half-done. The notes
+    end with every need of the route (install/needs.py) that is still unmet.
     """
     spec = _spec(agent)
     if not command.strip():
@@ -61,6 +63,8 @@ def run(
     record = _load(home, project)
     mine: dict[str, Any] = record["agents"].get(agent, {"files": {}})
     files: dict[str, Any] = dict(mine["files"])
+    built = list(changes)
+    probes: dict[str, Any] = {}  # what the agent itself said (Codex: its hooks, once approved)
     # Files an install of another route added and this one does not (say, the
     # MCP server when the route is now `cli`): take them back. Approvals stay.
     produced = {str(c.path) for c in changes}
@@ -69,24 +73,31 @@ def run(
             taken = _take_back(Path(path), entry)
             if taken is not None:
                 changes.append(taken)
-            del files[path]
+                notes += _said(taken)
+            if taken is not None and taken.kept:
+                files[path] = {**entry, "elements": taken.kept}
+            else:
+                del files[path]
         elif path not in produced:
             produced.add(path)  # an approval from an earlier --approve: kept, and its record too
-    for change in changes:
+    for change in built:
         key = str(change.path)
-        if change.delete or not change.changed or key not in produced:
-            continue
-        files[key] = {
-            **_remember(change, files.get(key), home, project),
-            "agent": agent,
-            "approval": change.approval,
-        }
+        old = files.get(key)
+        _drop_stale(change, old)
+        if change.changed or (old is None and any(added for _, added in change.ensured)):
+            files[key] = {
+                **_remember(change, old, home, project),
+                "agent": agent,
+                "approval": change.approval or bool(old and old.get("approval")),
+            }
     if not dry_run:
         for change in changes:
             _apply(change, files.get(str(change.path)) or mine["files"].get(str(change.path)))
         if agent == "codex" and approve:
             # Codex hashes the hooks as written: approve them once they are on disk.
-            trust, note = agents.codex_hooks_trust(project, home)
+            trust, note, listed = agents.codex_hooks_trust(project, home)
+            if listed is not None:
+                probes["codex_hooks"] = listed
             if note:
                 notes.append(note)
             if trust is not None and trust.changed:
@@ -98,15 +109,33 @@ def run(
                 }
                 _apply(trust, files[key])
                 changes.append(trust)
-        record["agents"][agent] = {"route": route, "files": files}
+        record["agents"][agent] = {"route": route, "gate_stop": gate_stop, "files": files}
         if not files:
             del record["agents"][agent]
         _save(home, project, record)
+    overlay = {} if not dry_run else {c.path: (None if c.delete else c.after) for c in changes}
+    seen = needs.Seen(project, home, dict(os.environ), route, gate_stop, overlay, probes)
+    notes += [u.note() for u in needs.unmet(agent, seen)]
     return InstallResult(agent, changes, notes, dry_run)
 
 
+def installed(home: Path, project: Path) -> dict[str, dict[str, Any]]:
+    """The agents install recorded for `project`: each one's route and --gate-stop."""
+    try:
+        record = _load(home, project)
+    except LedgerError:
+        return {}
+    return {
+        name: {"route": entry.get("route", "mcp"), "gate_stop": bool(entry.get("gate_stop"))}
+        for name, entry in record["agents"].items()
+        if isinstance(entry, dict)
+    }
+
+
 def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -> InstallResult:
-    """Reverse what `run()` added for `agent` in `project`, and nothing else."""
+    """Reverse what `run()` added for `agent` in `project`, and nothing else. An
+    entry of ours that someone changed since is named and left; its record stays,
+    so a second uninstall says the same."""
     _spec(agent)
     project, home = Path(project), Path(home)
     record = _load(home, project)
@@ -122,11 +151,11 @@ def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -
         taken = _take_back(Path(path), entry)
         if taken is None:
             continue
-        if taken.summary and taken.summary[0].startswith("!"):
-            kept[path] = entry
-            notes.append(taken.summary[0][2:])
-            continue
-        changes.append(taken)
+        notes += _said(taken)
+        if taken.kept:
+            kept[path] = {**entry, "elements": taken.kept, "hunks": None}
+        if taken.changed:
+            changes.append(taken)
     if not dry_run:
         for change in changes:
             _apply(change, mine["files"].get(str(change.path)))
@@ -138,49 +167,122 @@ def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -
     return InstallResult(agent, changes, notes, dry_run)
 
 
+def _said(taken: FileChange) -> list[str]:
+    """The "!" lines of a take-back, moved from its summary to the notes."""
+    said = [line[2:] for line in taken.summary if line.startswith("!")]
+    taken.summary = [line for line in taken.summary if not line.startswith("!")]
+    return said
+
+
+def _drop_stale(change: FileChange, old: dict[str, Any] | None) -> None:
+    """Take out of `change` our elements of an earlier install that this one no
+    longer writes (the Bash rules of a route left, a command that moved)."""
+    if old is None or not old.get("elements") or change.fmt not in ("json", "toml"):
+        return
+    wanted = {elements.identity(e) for e, _ in change.ensured}
+    stale = [e for e in old["elements"] if elements.identity(e) not in wanted]
+    if not stale:
+        return
+    take = owned.take_json if change.fmt == "json" else owned.take_toml
+    taken = take(change.after, str(change.path), stale, [])
+    change.after = taken.text
+    change.summary += [f"- {label}: removed (this install no longer writes it)" for label in taken.removed]
+
+
 def _remember(change: FileChange, old: dict[str, Any] | None, home: Path, project: Path) -> dict[str, Any]:
-    """The record of what install added to one file, merged with an earlier record."""
+    """The record of what install added to one file, merged with an earlier record:
+    its elements (found again by content), the containers it created, and the
+    edit's hunks (an untouched file goes back byte for byte)."""
     created = change.created if old is None else bool(old["created"])
     dirs = old["dirs"] if old is not None else _new_dirs(change.path, (home, project))
-    if change.kind == "block":
-        lead = old["lead"] if old is not None and old.get("kind") == "block" else change.lead
-        return {"kind": "block", "created": created, "lead": lead, "dirs": dirs}
-    original = "" if created else (change.before or "")
-    if old is not None and not created and old.get("kind") == "edit":
-        back = undo.reverse(change.before or "", old["hunks"], old["after"])
-        if back is None:
-            raise LedgerError(
-                f"{change.path}: changed since the last install in ways that overlap ours; "
-                "run `todoledger uninstall` first (nothing was changed)"
-            )
-        original = back
-    return {
-        "kind": "edit",
+    before_elements = {elements.identity(e): e for e in (old or {}).get("elements") or []}
+    merged: dict[str, Any] = {}
+    for e, added in change.ensured:
+        key = elements.identity(e)
+        if added:
+            earlier = before_elements.get(key)
+            if e["type"] == "hook" and earlier is not None:
+                e = {**e, "group_created": bool(e["group_created"] or earlier.get("group_created"))}
+            merged[key] = e
+        elif key in before_elements:
+            merged[key] = before_elements[key]
+    entry: dict[str, Any] = {
+        "fmt": change.fmt,
         "created": created,
-        "after": undo.digest(change.after),
-        "hunks": undo.hunks(original, change.after),
         "dirs": dirs,
+        "elements": list(merged.values()),
+    }
+    if change.fmt == "block":
+        lead = old["lead"] if old is not None and old.get("fmt") == "block" else change.lead
+        return {**entry, "kind": "block", "lead": lead}
+    if change.fmt == "file":
+        return {**entry, "kind": "file"}
+    containers = list((old or {}).get("containers") or [])
+    for path in owned.created_containers(
+        _value(change.fmt, change.before), _value(change.fmt, change.after), entry["elements"]
+    ):
+        if path not in containers:
+            containers.append(path)
+    original: str | None = "" if created else (change.before or "")
+    if old is not None and not created and old.get("hunks"):
+        original = undo.reverse(change.before or "", old["hunks"], old["after"])
+    elif old is not None and not created:
+        original = None  # an earlier uninstall found it edited: no byte-exact way back
+    return {
+        **entry,
+        "kind": "edit",
+        "containers": containers,
+        "after": undo.digest(change.after),
+        "hunks": undo.hunks(original, change.after) if original is not None else None,
     }
 
 
+def _value(fmt: str, text: str | None) -> Any:
+    if not text or not text.strip():
+        return {}
+    if fmt == "toml":
+        try:
+            return tomllib.loads(text.lstrip("\ufeff"))
+        except tomllib.TOMLDecodeError:
+            return {}
+    try:
+        return jsonc.parse(text).value
+    except jsonc.JsoncError:
+        return {}
+
+
 def _take_back(path: Path, entry: dict[str, Any]) -> FileChange | None:
-    """The change that removes what install added to `path`; None if the file
-    is gone; a summary starting with "!" if it cannot be done safely."""
+    """The change that removes what install added to `path`; None if the file is
+    gone. Ours that someone changed since stays: `kept`, and a "!" summary line."""
     current = read_text(path)
     if current is None:
         return None
-    spec_name = entry.get("agent")
-    if entry["kind"] == "block":
-        found = None
-        for spec in registry.AGENTS:
-            if spec_name in (None, spec.name) and teach.find(current, spec) is not None:
-                found = teach.remove(current, spec, entry["lead"])
-                break
+    fmt = entry.get("fmt") or ("block" if entry.get("kind") == "block" else "legacy")
+    ours = list(entry.get("elements") or [])
+    kept: list[dict[str, Any]] = []
+    removed: list[str] = []
+    if fmt == "block":
+        found = _block_back(current, entry, ours)
         if found is None:
             return None
-        after = found
-    else:
-        back = undo.reverse(current, entry["hunks"], entry["after"])
+        after, kept = found
+    elif fmt == "file":
+        if ours and elements.digest(current) != ours[0]["digest"]:
+            after, kept = current, ours
+        else:
+            after = ""
+    elif entry.get("hunks") and undo.digest(current) == entry.get("after"):
+        back = undo.reverse(current, entry["hunks"], entry["after"])  # as install left it: byte for byte
+        after = back if back is not None else current
+    elif fmt in ("json", "toml"):
+        take = owned.take_json if fmt == "json" else owned.take_toml
+        try:
+            taken = take(current, str(path), ours, entry.get("containers") or [])
+        except LedgerError:  # no longer parses: nothing is touched, everything is named
+            taken = owned.Taken(current, changed=ours)
+        after, kept, removed = taken.text, taken.changed, taken.removed
+    else:  # a record from before elements were kept: its hunks, or by hand
+        back = undo.reverse(current, entry.get("hunks") or [], entry.get("after") or "")
         if back is None:
             return FileChange(
                 path,
@@ -189,9 +291,39 @@ def _take_back(path: Path, entry: dict[str, Any]) -> FileChange | None:
                 [f"! {path}: edited since install where todoledger's entries are; remove them by hand"],
             )
         after = back
-    delete = bool(entry["created"]) and not after.strip()
-    line = f"- {path}: " + ("removed (install created it)" if delete else "todoledger's entries removed")
-    return FileChange(path, current, after, [line], delete=delete)
+    lines = [
+        f"! {path}: {e['label']}: todoledger's, changed since install; left as it is "
+        "(remove it by hand, or put it back as it was and run uninstall again)"
+        for e in kept
+    ]
+    delete = bool(entry.get("created")) and after.strip() in ("", "{}") and not kept
+    lines[:0] = [f"- {label}" for label in removed]
+    if delete:
+        lines.append("- the file: install created it, and nothing else is in it")
+    elif after != current and not removed:
+        lines.append(f"- todoledger's {'block' if fmt == 'block' else 'entries'}")
+    change = FileChange(path, current, after, lines, delete=delete, fmt=fmt)
+    change.kept = kept
+    return change
+
+
+def _block_back(
+    current: str, entry: dict[str, Any], ours: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]] | None:
+    spec_name = entry.get("agent")
+    for spec in registry.AGENTS:
+        if spec_name not in (None, spec.name):
+            continue
+        span = teach.find(current, spec)
+        if span is None:
+            continue
+        recorded = next((e["text"] for e in ours if e["type"] == "block"), None)
+        found = current[span[0] : span[1]]
+        if recorded is not None and found.replace("\r\n", "\n") != recorded.replace("\r\n", "\n"):
+            return current, [e for e in ours if e["type"] == "block"]
+        removed = teach.remove(current, spec, entry.get("lead", ""))
+        return (removed if removed is not None else current), []
+    return None
 
 
 def _apply(change: FileChange, entry: dict[str, Any] | None) -> None:

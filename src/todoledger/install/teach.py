@@ -10,11 +10,18 @@ replaces exactly it and an uninstall removes exactly it.
 
 from __future__ import annotations
 
+import re
+
 from todoledger.agents import Agent
 
 ROUTES = ("mcp", "cli", "both")
 
 _TOOLS = ("todowrite", "todoread", "plan_next", "plan_update")
+# The verbs the CLI route teaches an agent, and the read-only ones beside them: what
+# install lets an agent run without asking (Claude Code's permissions.allow, Gemini's
+# tools.allowed). Never a person's verb (approve, trust, gate remove, undo --any).
+AGENT_VERBS = ("show", "next", "add", "start", "done", "prime", "history", "release", "renew")
+_COMMAND = re.compile(r"`([^`]+) prime`")
 
 
 def begin(agent: Agent) -> str:
@@ -29,8 +36,9 @@ def end(agent: Agent) -> str:
     return f"<!-- todoledger:end {agent.name} -->"
 
 
-def block(agent: Agent, route: str) -> str:
-    """The block's lines, markers included, ending with a newline."""
+def block(agent: Agent, route: str, command: str = "todoledger") -> str:
+    """The block's lines, markers included, ending with a newline. `command` is
+    how the agent's shell runs todoledger (the same command its hooks use)."""
     lines = [begin(agent), f"## Todo list: todoledger ({agent.label})", ""]
     lines.append(
         "This project keeps its todo list in todoledger: it survives restarts and compaction, "
@@ -45,14 +53,15 @@ def block(agent: Agent, route: str) -> str:
             "that plan instead of starting anew."
         )
     if route in ("cli", "both"):
+        t = command
         lines.append(
-            "- From the shell: `todoledger show --json` (the plan), `todoledger next --claim --json` "
-            '(take the next ready item), `todoledger add "TEXT"`, `todoledger start ID`, '
-            '`todoledger done ID --evidence "WHAT SHOWS IT"`, `todoledger prime` (where the plan stands).'
+            f"- From the shell: `{t} show --json` (the plan), `{t} next --claim --json` "
+            f'(take the next ready item), `{t} add "TEXT"`, `{t} start ID`, '
+            f'`{t} done ID --evidence "WHAT SHOWS IT"`, `{t} prime` (where the plan stands).'
         )
         if route == "cli":
             lines.append(
-                "- At session start and after a compaction, run `todoledger prime` and continue that plan."
+                f"- At session start and after a compaction, run `{t} prime` and continue that plan."
             )
     lines.append(
         "- Keep exactly one item in progress. Mark an item completed only when it is really done, "
@@ -89,6 +98,12 @@ def remove(text: str, agent: Agent, lead: str) -> str | None:
     if lead and text[:start].endswith(lead):
         start -= len(lead)
     return text[:start] + text[stop:]
+
+
+def command_of(block_text: str) -> str | None:
+    """The todoledger command a CLI-route block teaches, if it teaches one."""
+    found = _COMMAND.search(block_text)
+    return found.group(1) if found else None
 
 
 def find(text: str, agent: Agent) -> tuple[int, int] | None:

@@ -18,7 +18,8 @@ import tomlkit.exceptions
 import tomlkit.items
 
 from todoledger.core.model import LedgerError
-from todoledger.install.entries import kept_summary, same
+from todoledger.install.elements import same
+from todoledger.install.entries import kept_summary
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 

@@ -2,9 +2,10 @@
 that: the edit's hunks (our text, what it replaced, a little context).
 
 If the file is as install left it, the hunks are reversed in place and the
-result is the old file byte for byte. If someone edited it since, each hunk
-is looked up with its context; one that is not found exactly once stops the
-uninstall of that file, which then stays as it is.
+result is the old file byte for byte. If someone edited it since, uninstall
+takes todoledger's elements back by content instead (install/owned.py); a
+re-install over an edited file tries each hunk by its context, and keeps no
+hunks when one is not found exactly once.
 """
 
 from __future__ import annotations

@@ -100,9 +100,9 @@ class CheckMethods(Facade):
         """Run the trusted checks of the plan (or of the named items) in parallel
         and store a receipt for each; untrusted checks are skipped and listed."""
         from todoledger.core.verification import ROLES
-        from todoledger.ledger import gates
+        from todoledger.ledger import receipts
 
-        return gates.verify(
+        return receipts.verify(
             self._unit,
             *self._who(plan, writer),
             refs,

@@ -49,6 +49,18 @@ class HistoryMethods(Facade):
         with self._unit.store.write():
             self._unit.repo.save_cursors(cursors, now())
 
+    def markdown_layout(self, plan: str | None = None) -> str | None:
+        """The shape of the Markdown file the plan was last imported from, if any."""
+        with self._unit.store.read():
+            return self._unit.repo.markdown_layout(self._plan(plan))
+
+    def save_markdown_layout(self, layout: str, plan: str | None = None) -> None:
+        """Keep the shape of the Markdown file just imported into the plan."""
+        from todoledger.core.timefmt import now
+
+        with self._unit.store.write():
+            self._unit.repo.save_markdown_layout(self._plan(plan), layout, now())
+
     def imported_from_others(self, plan: str, source_prefix: str) -> bool:
         """Does the plan hold imported calls whose source key does not start
         with `source_prefix` (another session's calls)?"""

@@ -200,12 +200,12 @@ def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[
 
 
 def _export_checks(u: Unit, plan: str) -> dict[str, list[dict[str, Any]]]:
-    from todoledger.ledger.gates import export_checks
+    from todoledger.ledger.receipts import export_checks
 
     return export_checks(u, plan)
 
 
 def _import_checks(u: Unit, w: Writes, records: list[dict[str, Any]]) -> int:
-    from todoledger.ledger.gates import import_checks
+    from todoledger.ledger.receipts import import_checks
 
     return import_checks(u, w, records)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from todoledger.ledger.gates import GatePassed
+    from todoledger.ledger.receipts import GatePassed
     from todoledger.ledger.unit import Unit
     from todoledger.store.repo import Writes
 
@@ -221,7 +221,7 @@ def _gate(
                 return None  # no gates to run
     else:
         _refuse_force_past_person(u, plan, ref, writer)
-    from todoledger.ledger.gates import gate_before_done
+    from todoledger.ledger.receipts import gate_before_done
 
     try:
         return gate_before_done(u, plan, ref, writer, force_reason)

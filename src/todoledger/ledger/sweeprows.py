@@ -23,7 +23,8 @@ from todoledger.core.model import OPEN_STATUSES, LedgerError
 from todoledger.core.timefmt import now
 from todoledger.core.verification import CheckRow, Receipt
 from todoledger.ledger import items
-from todoledger.ledger.gates import insert_check, receipt_event
+from todoledger.ledger.gates import insert_check
+from todoledger.ledger.receipts import receipt_event
 from todoledger.store.checks import CheckRepo
 
 TYPE_CHECKING = False

@@ -366,55 +366,12 @@ class _Sweep:
 
     def _wait_ready(self, sweep: core.Sweep, ready: Check) -> tuple[bool, dict[str, Any]]:
         """Poll the ready check every `interval` until it holds or the ready timeout runs out."""
-        from todoledger.checks import lifecycle
-        from todoledger.checks import run as runner
-        from todoledger.core.checkspec import parse
+        from todoledger.checks.ready import wait_ready
 
-        start = time.monotonic()
-        polls, last = 0, ""
-        try:
-            while True:
-                if runner.stopping() is not None:
-                    return False, {
-                        "result": "interrupted",
-                        "polls": polls,
-                        "line": "interrupted while waiting",
-                    }
-                if self.live is not None:
-                    code = lifecycle.exited(self.live.setup)
-                    if code is not None:
-                        return False, {
-                            "result": "setup exited",
-                            "polls": polls,
-                            "line": f"the setup exited (status {code}) before {ready.text()} held",
-                        }
-                left = sweep.ready_timeout - (time.monotonic() - start)
-                check = parse(
-                    ready.text(), {**ready.options(), "timeout": max(0.1, min(ready.timeout, left))}
-                )
-                outcome = runner.run(check, runner.Inputs(cwd=self.cwd))
-                polls += 1
-                last = _last(outcome.output)
-                waited = time.monotonic() - start
-                if outcome.result == "holds":
-                    return True, {
-                        "result": "holds",
-                        "polls": polls,
-                        "waited_s": round(waited, 3),
-                        "line": f"ready: {ready.describe()} held after {polls} poll{'s' if polls > 1 else ''}",
-                    }
-                if waited >= sweep.ready_timeout:
-                    return False, {
-                        "result": "timed out",
-                        "polls": polls,
-                        "waited_s": round(waited, 3),
-                        "line": f"not ready after {sweep.ready_timeout:g} s ({polls} polls of {ready.text()}): {last}",
-                    }
-                pause = min(start + polls * self.interval - time.monotonic(), sweep.ready_timeout - waited)
-                if pause > 0:
-                    time.sleep(pause)
-        finally:
-            self.ready_ms += int((time.monotonic() - start) * 1000)
+        setup = self.live.setup if self.live is not None else None
+        ok, found, waited_ms = wait_ready(ready, sweep.ready_timeout, self.interval, self.cwd, setup)
+        self.ready_ms += waited_ms
+        return ok, found
 
     # runs -----------------------------------------------------------------------------------
     def _repeat(self, sweep: core.Sweep, index: int, check: CheckRow, combo: dict[str, str], k: int) -> bool:
@@ -429,7 +386,9 @@ class _Sweep:
         if result == "holds" and missing:
             result, note = "fails", f"\nno {', '.join(missing)} in the output"
         setup = sweep.setup_command(combo)
-        names = _inputs(self.cwd, command, setup)
+        from todoledger.checks import lifecycle
+
+        names = lifecycle.command_inputs(self.cwd, command, setup)
         env = dict(self.base or {}) | {"command": command, "params": combo}
         if setup is not None:
             env["setup"] = setup
@@ -555,29 +514,6 @@ class _Sweep:
                     "elapsed": time.monotonic() - self.started,
                 }
             )
-
-
-def _inputs(cwd: str, *commands: str | None) -> list[str]:
-    """The files the run's and the setup's commands name (`checks.tree.named_inputs`),
-    less the program each starts where it lives outside the project: the interpreter or
-    tool (`python3`, a venv's python) is the machine's, recorded with the environment."""
-    from todoledger.checks import tree
-
-    root = os.path.abspath(cwd)
-    names: list[str] = []
-    for command in commands:
-        if command is None:
-            continue
-        found = list(tree.named_inputs(cwd, "cmd", command))
-        program = command.split(None, 1)[0].strip("'\"") if command.split() else ""
-        if (
-            found
-            and found[0] == program
-            and not os.path.abspath(os.path.join(cwd, program)).startswith(root + os.sep)
-        ):
-            found = found[1:]
-        names += [p for p in found if p not in names]
-    return names[: tree.MAX_INPUTS]
 
 
 def _params(combo: dict[str, str]) -> str:

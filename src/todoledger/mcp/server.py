@@ -239,7 +239,14 @@ async def ask_approval(
     return None
 
 
-def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
+# Over stdio (one client, calls taken in turn on one SQLite connection) these tools
+# run on the event loop itself: they only read and write the ledger, never run a
+# check, and the hop to a worker thread and back is a tenth of a warm call
+# (bench/bench_mcp.py). The others may run a gate's command: they keep their thread.
+INLINE_TOOLS = ("todowrite", "todoread")
+
+
+def _tool(name: str, method: ToolMethod, tools: PlanTools, inline: bool = False) -> Tool:
     async def call(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         args = _raw_arguments(ctx)
         lost = lost_keys(ctx.request_context.params)
@@ -250,7 +257,10 @@ def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
             asked = await ask_approval(ctx, tools, name, args, writer)
             if asked is not None:
                 return asked
-            data = await anyio.to_thread.run_sync(method, args, writer)
+            if inline:
+                data = method(args, writer)
+            else:
+                data = await anyio.to_thread.run_sync(method, args, writer)
         except LedgerError as exc:
             return _error(str(exc))
         except Exception as exc:  # a bug must still answer with one sentence, never a traceback
@@ -276,14 +286,19 @@ def _tool(name: str, method: ToolMethod, tools: PlanTools) -> Tool:
 
 
 def build_server(
-    *, plan: str | None = None, cwd: Path | None = None, shared: SharedLedger | None = None
+    *,
+    plan: str | None = None,
+    cwd: Path | None = None,
+    shared: SharedLedger | None = None,
+    inline: tuple[str, ...] = (),
 ) -> tuple[MCPServer[Any], PlanTools]:
+    """The server and its tools; `inline`: the tools run on the event loop (stdio)."""
     tools = PlanTools(default_plan=plan, cwd=cwd, shared=shared)
     server: MCPServer[Any] = MCPServer(
         "todoledger",
         instructions=INSTRUCTIONS,
         version=__version__,
-        tools=[_tool(name, getattr(tools, name), tools) for name in TOOLS],
+        tools=[_tool(name, getattr(tools, name), tools, name in inline) for name in TOOLS],
         log_level="WARNING",
     )
 
@@ -324,7 +339,7 @@ async def _serve_stdio(server: MCPServer[Any]) -> None:
 
 
 def run_stdio(*, plan: str | None = None) -> None:
-    server, tools = build_server(plan=plan)
+    server, tools = build_server(plan=plan, inline=INLINE_TOOLS)
     try:
         anyio.run(_serve_stdio, server)
     except KeyboardInterrupt:

@@ -298,6 +298,18 @@ def m013_dropped_status(db: Executor) -> None:
         repo.touch_plan(plan, at)
 
 
+def m014_markdown_layouts(db: Executor) -> None:
+    """A Markdown task file round-trips: per plan, the shape of the file it was last
+    imported from (headings, blank lines, each task's line and the item it became;
+    core/mdfile.py), so that export writes it back as it was and a re-import of an
+    edited file updates its items instead of adding new ones."""
+    db.execute_script(
+        [
+            "CREATE TABLE markdown_layouts (plan TEXT PRIMARY KEY, layout TEXT NOT NULL, updated_at TEXT NOT NULL)"
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -312,5 +324,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("tokens", m011_tokens),
     ("sweep_lifecycle", m012_sweep_lifecycle),
     ("dropped_status", m013_dropped_status),
+    ("markdown_layouts", m014_markdown_layouts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

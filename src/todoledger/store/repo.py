@@ -543,6 +543,18 @@ class Repo:
             [(source, position, at, mark) for source, (position, mark) in cursors.items()],
         )
 
+    def markdown_layout(self, plan: str) -> str | None:
+        """The shape of the Markdown file the plan was last imported from (core/mdfile.py)."""
+        rows = self.db.query("SELECT layout FROM markdown_layouts WHERE plan = ?", (plan,))
+        return str(rows[0][0]) if rows else None
+
+    def save_markdown_layout(self, plan: str, layout: str, at: str) -> None:
+        self.db.execute(
+            "INSERT INTO markdown_layouts (plan, layout, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (plan) DO UPDATE SET layout = excluded.layout, updated_at = excluded.updated_at",
+            (plan, layout, at),
+        )
+
     # ops and events --------------------------------------------------------
     @contextmanager
     def savepoint(self, name: str = "ledger_write") -> Iterator[None]:

@@ -1,0 +1,60 @@
+"""The e2e run's results: what each real agent did on each route, one cell per
+agent and route (tests/e2e/test_routes.py writes them into `results.json`).
+
+docs/docgen.py renders them as the compatibility table of docs/agents.md
+(`.venv/bin/python docs/docgen.py --update`); tests/test_docs.py fails while the
+page differs, and tests/test_compat_table.py when a cell that is not a pass is
+not explained by what install printed in that run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = Path(os.environ.get("TODOLEDGER_E2E_RESULTS") or HERE / "results.json")
+COLUMNS = (
+    ("tools", "tools reach the model"),
+    ("plan", "a scripted write lands"),
+    ("recovery", "recovery text in the first request"),
+    ("native", "native list mirrored"),
+    ("gate", "Stop gate blocks once"),
+)
+AGENT_ORDER = ("claude-code", "opencode", "codex", "gemini")
+ROUTE_ORDER = ("mcp", "cli", "both")
+
+
+def load(path: Path = RESULTS) -> dict[str, Any]:
+    if not path.exists():
+        return {"cells": {}}
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def record(cell: dict[str, Any], path: Path = RESULTS) -> None:
+    """Merge one agent × route cell into the results file (one pytest worker runs the e2e tests)."""
+    data = load(path)
+    data["cells"][f"{cell['agent']}/{cell['route']}"] = cell
+    data["cells"] = dict(sorted(data["cells"].items(), key=lambda kv: order(kv[1])))
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def order(cell: dict[str, Any]) -> tuple[int, int]:
+    return AGENT_ORDER.index(cell["agent"]), ROUTE_ORDER.index(cell["route"])
+
+
+def unexplained(data: dict[str, Any]) -> list[str]:
+    """Cells that are not ✔ and whose reason is not in what install printed for that run."""
+    out = []
+    for name, cell in data["cells"].items():
+        printed = "\n".join(cell.get("install_output", []))
+        for key, _ in COLUMNS:
+            seen = cell[key]
+            if seen["ok"] is not True and (
+                not seen.get("explained_by") or seen["explained_by"] not in printed
+            ):
+                out.append(f"{name} {key}: {seen.get('why')}")
+    return out

@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from todoledger.core.describe import describe_event, when
-from todoledger.core.model import ITEM_STATUSES, REPORTED, STATUSES
+from todoledger.core.model import ITEM_STATUSES, REPORTED
 from todoledger.core.sanitize import for_terminal
 from todoledger.core.schedule import Schedule, format_duration
 from todoledger.core.view import SHOWN, ItemView, PlanView
@@ -469,7 +469,7 @@ def timeline(view: PlanView, spans: Sequence[Mapping[str, Any]], ticks: Sequence
     ]
     rank = {item: n for n, item in enumerate(order)}
     data = {
-        "statuses": list(STATUSES),
+        "statuses": list(ITEM_STATUSES),  # dropped spans are drawn too
         "axis": "sequence" if ticks is not None else "time",
         "ticks": list(map(for_terminal, ticks or ())),
         "order": order,

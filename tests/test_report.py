@@ -423,3 +423,34 @@ def test_a_single_run_finding_says_what_the_record_shows_and_what_was_asked_only
         == '"Benchmark best config at C=32, 3 runs" completed after 1 recorded run; 3 were asked for (its text)'
     )
     assert "completed after a single run" in render_md(report)
+
+
+def _report_calls(tmp_path: Path, items: int) -> int:
+    """Python function calls (counted by cProfile, not timed) to load and render the
+    report of a plan built as bench/bench_report.py builds one."""
+    import cProfile
+    import pstats
+
+    db = tmp_path / f"plan{items}.db"
+    with Ledger(db) as lg:
+        lines = [
+            json.dumps({"id": f"t{n:05d}", "content": f"Step {n}", "status": "pending"}) for n in range(items)
+        ]
+        for start in range(0, items, 50):
+            lg.import_jsonl(lines[start : start + 50], plan="bench", writer="bench")
+        for n in range(0, items, 5):
+            lg.start(f"t{n:05d}", plan="bench", writer="bench")
+            lg.done(f"t{n:05d}", plan="bench", writer="bench")
+    with Ledger(db, create=False) as lg:
+        profile = cProfile.Profile()
+        profile.enable()
+        render_md(load(lg, "bench"))
+        profile.disable()
+    return int(pstats.Stats(profile).total_calls)  # type: ignore[attr-defined]
+
+
+def test_a_report_does_work_linear_in_the_plan(tmp_path: Path) -> None:
+    """Four times the items, about four times the calls: a pass over every call
+    asked once per item (`Story.untimed`, `last_list_op`) made it sixteen."""
+    small, large = _report_calls(tmp_path, 150), _report_calls(tmp_path, 600)
+    assert large / small < 5, (small, large)

@@ -135,13 +135,18 @@ class Story:
         return self._calls.get(op)
 
     def __post_init__(self) -> None:
+        # Asked once per item (the report, the findings): worked out once here, not by a pass
+        # over every call each time, which made a report quadratic in the plan (bench_report.py).
         self._calls = {c.op: c for c in self.calls}
+        self._untimed = any(c.untimed for c in self.calls)
+        list_ops = [c.op for c in self.calls if c.is_list]
+        self._last_list_op = list_ops[-1] if list_ops else None
 
     @property
     def untimed(self) -> bool:
         """Some calls have no time of their own (the demo's seeds give message numbers):
         the story is told by sequence, with no durations."""
-        return any(c.untimed for c in self.calls)
+        return self._untimed
 
     def place(self, op: int | None) -> str:
         call = self.call(op) if op is not None else None
@@ -169,8 +174,7 @@ class Story:
         return prev, [c for c in before if c.kind == "refused" and c.op > prev.op]
 
     def last_list_op(self) -> int | None:
-        ops = [c.op for c in self.calls if c.is_list]
-        return ops[-1] if ops else None
+        return self._last_list_op
 
 
 def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) -> Story:

@@ -5,6 +5,7 @@ Pure: takes `Ledger.history(plan)` events and `Ledger.ops(plan)` rows.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -141,6 +142,9 @@ class Story:
         self._untimed = any(c.untimed for c in self.calls)
         list_ops = [c.op for c in self.calls if c.is_list]
         self._last_list_op = list_ops[-1] if list_ops else None
+        self._lists_by: dict[str, list[Call]] = {}  # each writer's lists, in order of op
+        for c in sorted((c for c in self.calls if c.is_list), key=lambda c: c.op):
+            self._lists_by.setdefault(c.writer, []).append(c)
 
     @property
     def untimed(self) -> bool:
@@ -164,7 +168,8 @@ class Story:
         call = self.call(op)
         if call is None or call.msg is None or not call.is_list:
             return None
-        before = [c for c in self.calls if c.is_list and c.op < op and c.writer == call.writer]
+        lists = self._lists_by.get(call.writer, [])
+        before = lists[: bisect_left(lists, op, key=lambda c: c.op)]
         applied = [c for c in before if c.kind == "write"]
         if not applied:
             return (None, before) if call.msg > 1 else None

@@ -1,0 +1,186 @@
+"""Team mode through what a team meets: Debian's real pgbouncer in transaction
+mode, started here in front of the test server, and a role with limited grants."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .pgserver import database, ledger_url
+
+PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def pgbouncer(tmp_path: Path) -> Iterator[int]:
+    """A pgbouncer in transaction pool mode on a free loopback port, trust auth."""
+    if not os.path.exists(PGBOUNCER):
+        if os.environ.get("CI"):
+            pytest.fail("pgbouncer is not installed: .ci/run installs it", pytrace=False)
+        pytest.skip("pgbouncer is not installed (apt-get install pgbouncer)")
+    folder = tmp_path / "pgbouncer"
+    folder.mkdir()
+    port = _free_port()
+    (folder / "users.txt").write_text('"postgres" ""\n"tl_reader" ""\n')
+    (folder / "pgbouncer.ini").write_text(
+        "[databases]\n* = host=127.0.0.1 port=5432\n[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nauth_type = trust\n"
+        f"auth_file = {folder / 'users.txt'}\npool_mode = transaction\nunix_socket_dir =\n"
+        "default_pool_size = 2\nmax_client_conn = 50\nignore_startup_parameters = extra_float_digits,options\n"
+    )
+    command = [PGBOUNCER, str(folder / "pgbouncer.ini")]
+    if os.geteuid() == 0:  # pgbouncer refuses to run as root
+        for p in (tmp_path, folder, *folder.iterdir()):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        for parent in tmp_path.parents:
+            if parent.stat().st_mode & 0o001 == 0 and str(parent).startswith("/tmp/"):
+                parent.chmod(parent.stat().st_mode | 0o001)
+        command[1:1] = ["-u", "nobody"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                proc.kill()
+                pytest.fail(f"pgbouncer did not start: {out[-2000:]}")
+            time.sleep(0.05)
+    yield port
+    proc.terminate()
+    proc.wait(10)
+
+
+def _through(url: str, port: int) -> str:
+    return url.replace("127.0.0.1:5432", f"127.0.0.1:{port}", 1)
+
+
+def test_pgbouncer_transaction_mode_takes_every_call(pgbouncer: int, tmp_path: Path) -> None:
+    """Before: the second call through pgbouncer failed with DuplicatePreparedStatement
+    "_pg3_0"; with ?pgbouncer=transaction each call goes through, fresh schema included."""
+    from todoledger import Ledger
+
+    direct = ledger_url()
+    # search_path through pgbouncer: `options` is not forwarded, so the schema is the role's default
+    schema = direct.rpartition("%3D")[2]
+    import psycopg
+
+    with psycopg.connect(database(), autocommit=True) as conn:
+        conn.execute(
+            f"ALTER ROLE postgres IN DATABASE {database().rpartition('/')[2]} SET search_path = {schema}"
+        )
+    try:
+        url = _through(database(), pgbouncer) + "?pgbouncer=transaction"
+        env = {**os.environ, "TODOLEDGER_DB": url}
+        bin_ = str(Path(os.sys.executable).parent / "todoledger")
+        for n in range(8):
+            done = subprocess.run(
+                [bin_, "add", f"item {n}", "--plan", "p"], env=env, capture_output=True, text=True, timeout=60
+            )
+            assert done.returncode == 0, done.stderr
+        with Ledger(url) as lg:
+            for n in range(
+                6
+            ):  # many statements on one client connection, each may land on another server one
+                lg.add(f"more {n}", plan="p", writer="agent:a")
+            assert len(lg.show("p")["items"]) == 14
+        with Ledger(direct) as lg:
+            assert len(lg.show("p")["items"]) == 14
+        # Without the parameter the same pooler breaks, as before: the test sees the pooler's real behaviour.
+        plain = _through(database(), pgbouncer)
+        failures = 0
+        for n in range(6):
+            r = subprocess.run(
+                [bin_, "add", f"plain {n}", "--plan", "p"],
+                env={**os.environ, "TODOLEDGER_DB": plain},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            failures += r.returncode != 0
+        assert failures, "a pooler in transaction mode without ?pgbouncer=transaction no longer breaks"
+    finally:
+        with psycopg.connect(database(), autocommit=True) as conn:
+            conn.execute(f"ALTER ROLE postgres IN DATABASE {database().rpartition('/')[2]} RESET search_path")
+
+
+def test_bad_pgbouncer_value_is_one_line() -> None:
+    from todoledger import Ledger
+    from todoledger.core.model import LedgerError
+
+    with pytest.raises(LedgerError, match=r"pgbouncer='sometimes': expected one of transaction"):
+        Ledger(ledger_url() + "&pgbouncer=sometimes")
+
+
+def test_a_role_without_grants_reads_one_line(tmp_path: Path) -> None:
+    """Before: `internal error: InsufficientPrivilege`."""
+    import psycopg
+
+    from todoledger import Ledger
+
+    url = ledger_url()
+    schema = url.rpartition("%3D")[2]
+    with Ledger(url) as lg:
+        lg.add("one", plan="p", writer="agent:a")
+    with psycopg.connect(database(), autocommit=True) as conn:
+        conn.execute(
+            "DO $$BEGIN CREATE ROLE tl_reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END$$"
+        )
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO tl_reader")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO tl_reader")
+    reader = url.replace("postgres@", "tl_reader@", 1)
+    env = {**os.environ, "TODOLEDGER_DB": reader}
+    bin_ = str(Path(os.sys.executable).parent / "todoledger")
+    shown = subprocess.run([bin_, "show", "p"], env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    added = subprocess.run(
+        [bin_, "add", "two", "--plan", "p"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert added.returncode == 1
+    line = added.stderr.strip()
+    assert "the role tl_reader may not write to this ledger" in line, line
+    assert len(line.splitlines()) == 1 and "internal error" not in line
+    with Ledger(url) as lg:
+        assert [i["content"] for i in lg.show("p")["items"]] == ["one"]
+    with psycopg.connect(database(), autocommit=True) as conn:
+        conn.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM tl_reader")
+        conn.execute(f"REVOKE USAGE ON SCHEMA {schema} FROM tl_reader")
+
+
+def test_application_name_is_the_writer() -> None:
+    import psycopg
+
+    from todoledger.store.open import open_store
+
+    url = ledger_url()
+    os.environ["PGAPPNAME"] = ""
+    old = os.environ.pop("PGAPPNAME")
+    os.environ["TODOLEDGER_WRITER"] = "agent:builder-7"
+    try:
+        store = open_store(url)
+        with psycopg.connect(database(), autocommit=True) as conn:
+            pid = store.conn.info.backend_pid  # type: ignore[attr-defined]
+            row = conn.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone()
+        store.close()
+        assert row == ("agent:builder-7",)
+    finally:
+        del os.environ["TODOLEDGER_WRITER"]
+        if old:
+            os.environ["PGAPPNAME"] = old

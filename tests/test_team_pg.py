@@ -3,6 +3,8 @@ mode, started here in front of the test server, and a role with limited grants."
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import socket
@@ -24,46 +26,82 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class Bouncer:
+    """Debian's pgbouncer in transaction pool mode on a free loopback port, trust auth;
+    `stop()` and `start()` make an outage and end it on the same port."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        if not os.path.exists(PGBOUNCER):
+            if os.environ.get("CI"):
+                pytest.fail("pgbouncer is not installed: .ci/run installs it", pytrace=False)
+            pytest.skip("pgbouncer is not installed (apt-get install pgbouncer)")
+        folder = tmp_path / "pgbouncer"
+        folder.mkdir()
+        self.port = _free_port()
+        (folder / "users.txt").write_text('"postgres" ""\n"tl_reader" ""\n')
+        (folder / "pgbouncer.ini").write_text(
+            "[databases]\n* = host=127.0.0.1 port=5432\n[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nauth_type = trust\n"
+            f"auth_file = {folder / 'users.txt'}\npool_mode = transaction\nunix_socket_dir =\n"
+            "default_pool_size = 2\nmax_client_conn = 50\nignore_startup_parameters = extra_float_digits,options\n"
+        )
+        self.command = [PGBOUNCER, str(folder / "pgbouncer.ini")]
+        if os.geteuid() == 0:  # pgbouncer refuses to run as root
+            for p in (tmp_path, folder, *folder.iterdir()):
+                p.chmod(0o755 if p.is_dir() else 0o644)
+            for parent in tmp_path.parents:
+                if parent.stat().st_mode & 0o001 == 0 and str(parent).startswith("/tmp/"):
+                    parent.chmod(parent.stat().st_mode | 0o001)
+            self.command[1:1] = ["-u", "nobody"]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.proc = proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    out = proc.stdout.read().decode() if proc.stdout else ""
+                    proc.kill()
+                    pytest.fail(f"pgbouncer did not start: {out[-2000:]}")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+
 @pytest.fixture
-def pgbouncer(tmp_path: Path) -> Iterator[int]:
-    """A pgbouncer in transaction pool mode on a free loopback port, trust auth."""
-    if not os.path.exists(PGBOUNCER):
-        if os.environ.get("CI"):
-            pytest.fail("pgbouncer is not installed: .ci/run installs it", pytrace=False)
-        pytest.skip("pgbouncer is not installed (apt-get install pgbouncer)")
-    folder = tmp_path / "pgbouncer"
-    folder.mkdir()
-    port = _free_port()
-    (folder / "users.txt").write_text('"postgres" ""\n"tl_reader" ""\n')
-    (folder / "pgbouncer.ini").write_text(
-        "[databases]\n* = host=127.0.0.1 port=5432\n[pgbouncer]\n"
-        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nauth_type = trust\n"
-        f"auth_file = {folder / 'users.txt'}\npool_mode = transaction\nunix_socket_dir =\n"
-        "default_pool_size = 2\nmax_client_conn = 50\nignore_startup_parameters = extra_float_digits,options\n"
-    )
-    command = [PGBOUNCER, str(folder / "pgbouncer.ini")]
-    if os.geteuid() == 0:  # pgbouncer refuses to run as root
-        for p in (tmp_path, folder, *folder.iterdir()):
-            p.chmod(0o755 if p.is_dir() else 0o644)
-        for parent in tmp_path.parents:
-            if parent.stat().st_mode & 0o001 == 0 and str(parent).startswith("/tmp/"):
-                parent.chmod(parent.stat().st_mode | 0o001)
-        command[1:1] = ["-u", "nobody"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                proc.kill()
-                pytest.fail(f"pgbouncer did not start: {out[-2000:]}")
-            time.sleep(0.05)
-    yield port
-    proc.terminate()
-    proc.wait(10)
+def bouncer(tmp_path: Path) -> Iterator[Bouncer]:
+    b = Bouncer(tmp_path)
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def pgbouncer(bouncer: Bouncer) -> int:
+    return bouncer.port
+
+
+@contextlib.contextmanager
+def role_search_path(schema: str) -> Iterator[None]:
+    """pgbouncer forwards no `options`: the ledger's schema as the role's default in the test database."""
+    import psycopg
+
+    name = database().rpartition("/")[2]
+    with psycopg.connect(database(), autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE postgres IN DATABASE {name} SET search_path = {schema}")
+    try:
+        yield
+    finally:
+        with psycopg.connect(database(), autocommit=True) as conn:
+            conn.execute(f"ALTER ROLE postgres IN DATABASE {name} RESET search_path")
 
 
 def _through(url: str, port: int) -> str:
@@ -184,3 +222,77 @@ def test_application_name_is_the_writer() -> None:
         del os.environ["TODOLEDGER_WRITER"]
         if old:
             os.environ["PGAPPNAME"] = old
+
+
+def _todowrite(cwd: Path, session: str, todos: list[tuple[str, str]]) -> dict[str, object]:
+    return {
+        "hook_event_name": "PostToolUse",
+        "session_id": session,
+        "cwd": str(cwd),
+        "tool_name": "TodoWrite",
+        "tool_input": {"todos": [{"content": c, "status": st, "activeForm": c} for c, st in todos]},
+    }
+
+
+def test_hook_events_during_an_outage_are_spooled_and_replayed_once(bouncer: Bouncer, tmp_path: Path) -> None:
+    """Before: only a busy ledger was spooled; an outage lost the event. Now the
+    pooler is stopped (connection refused), two events are kept in order, `show`
+    and `doctor` say they wait, and once it is back `flush` applies them once, with
+    their original time; a replay of the same file again changes nothing."""
+    from todoledger import Ledger
+
+    direct = ledger_url()
+    schema = direct.rpartition("%3D")[2]
+    url = _through(database(), bouncer.port) + "?pgbouncer=transaction"
+    bin_ = str(Path(os.sys.executable).parent / "todoledger")
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, "TODOLEDGER_DB": url}
+
+    def hook(event: dict[str, object]) -> None:
+        r = subprocess.run(
+            [bin_, "hook", "claude-code"],
+            input=json.dumps(event),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=project,
+        )
+        assert r.returncode == 0 and not r.stdout, r
+
+    with role_search_path(schema):
+        bouncer.stop()
+        hook(_todowrite(project, "s1", [("Train", "in_progress")]))
+        hook(_todowrite(project, "s1", [("Train", "completed"), ("Deploy", "pending")]))
+        spool = list((Path(os.environ["XDG_STATE_HOME"]) / "todoledger").glob("pending-*"))
+        assert len(spool) == 1 and len(list(spool[0].glob("*.json"))) == 2
+        kept = sorted(spool[0].glob("*.json"))
+        first_at = json.loads(kept[0].read_bytes().partition(b"\n")[0])["at"]
+        saved = {p.name: p.read_bytes() for p in kept}
+        r = subprocess.run([bin_, "flush"], env=env, capture_output=True, text=True, timeout=60, cwd=project)
+        assert r.returncode == 1 and "0 replayed" in r.stdout, r
+        bouncer.start()
+        shown = subprocess.run(
+            [bin_, "show"], env=env, capture_output=True, text=True, timeout=60, cwd=project
+        )
+        assert shown.returncode == 0 and "2 hook events wait in" in shown.stderr, shown
+        doctor = subprocess.run(
+            [bin_, "doctor", "--project", str(project)], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert "2 hook events wait in" in doctor.stdout and "todoledger flush" in doctor.stdout, doctor.stdout
+        r = subprocess.run([bin_, "flush"], env=env, capture_output=True, text=True, timeout=60, cwd=project)
+        assert r.returncode == 0 and "2 replayed, 0 refused" in r.stdout, r
+        with Ledger(direct) as lg:
+            items = {i["content"]: i["status"] for i in lg.show()["items"]}
+            ops = lg.history()
+        assert items == {"Train": "completed", "Deploy": "pending"}
+        assert ops[0]["at"] == first_at if "at" in ops[0] else True
+        # A crash between the commit and the spool file's removal: the same events again.
+        for name, data in saved.items():
+            (spool[0] / name).write_bytes(data)
+        r = subprocess.run([bin_, "flush"], env=env, capture_output=True, text=True, timeout=60, cwd=project)
+        assert r.returncode == 0, r
+        with Ledger(direct) as lg:
+            assert len(lg.history()) == len(ops)
+            assert {i["content"]: i["status"] for i in lg.show()["items"]} == items

@@ -211,6 +211,15 @@ def show(
     from todoledger.cli import render
 
     render.plan(view, location, show_all=show_all, pager=not no_pager)
+    _say_spooled()
+
+
+def _say_spooled() -> None:
+    """On stderr: hook events that wait for the ledger, which this view does not show yet."""
+    from todoledger.store.locate import spooled_line
+
+    if (line := spooled_line(None)) is not None:
+        click.echo(line, err=True)
 
 
 @cli.command()
@@ -801,3 +810,17 @@ def hook(agent: str, gate_stop: bool) -> None:
     from todoledger.hooks import run_hook
 
     sys.exit(run_hook([agent, "--gate-stop"] if gate_stop else [agent]))
+
+
+@cli.command()
+def flush() -> None:
+    """Replay the hook events kept while the ledger was unavailable, oldest first, each
+    with its writer and time (an event applied before is skipped). Exits 1 while some
+    still cannot be written."""
+    from todoledger.hooks import replay, waiting
+
+    done, refused, left = replay(None)
+    folder = waiting(None)[1]
+    say(f"{done} replayed, {refused} refused (see the hook log), {left} still waiting in {folder}")
+    if left:
+        sys.exit(1)

@@ -43,3 +43,35 @@ def _upwards(start: str) -> list[str]:
         if parent == folders[-1]:
             return folders
         folders.append(parent)
+
+
+def spool_dir(cwd: str | None) -> str:
+    """Where hook events wait that the ledger could not take (hooks/__init__.py):
+    beside a ledger file; for a URL, the user's state folder, one per ledger."""
+    where = ledger_file(cwd)
+    if "://" in where:
+        import zlib
+
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        return os.path.join(state, "todoledger", f"pending-{zlib.crc32(where.encode()):08x}")
+    return os.path.join(os.path.dirname(where), "pending")
+
+
+def waiting(cwd: str | None) -> tuple[int, str]:
+    """How many hook events wait in the spool, and its folder."""
+    folder = spool_dir(cwd)
+    try:
+        return sum(1 for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")), folder
+    except OSError:
+        return 0, folder
+
+
+def spooled_line(cwd: str | None) -> str | None:
+    """What `show`, the board and `doctor` say while hook events wait, else None."""
+    count, folder = waiting(cwd)
+    if not count:
+        return None
+    return (
+        f"{count} hook event{'s' if count != 1 else ''} wait in {folder} (the ledger was unavailable):"
+        " todoledger flush"
+    )

@@ -817,7 +817,8 @@ def flush() -> None:
     """Replay the hook events kept while the ledger was unavailable, oldest first, each
     with its writer and time (an event applied before is skipped). Exits 1 while some
     still cannot be written."""
-    from todoledger.hooks import replay, waiting
+    from todoledger.hooks import replay
+    from todoledger.store.locate import waiting
 
     done, refused, left = replay(None)
     folder = waiting(None)[1]

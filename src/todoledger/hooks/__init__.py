@@ -129,7 +129,8 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
     import fcntl
 
     done = refused = 0
-    with open(os.path.join(folder, ".lock"), "a") as lock:
+    lock = os.open(folder, os.O_RDONLY)  # the folder itself: no lock file to leave behind
+    try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # another process replays them now
@@ -154,6 +155,8 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
                 _replaying.clear()
             with contextlib.suppress(OSError):
                 os.remove(path)
+    finally:
+        os.close(lock)  # and with it the lock
     return done, refused, 0
 
 

@@ -296,3 +296,45 @@ def test_hook_events_during_an_outage_are_spooled_and_replayed_once(bouncer: Bou
         with Ledger(direct) as lg:
             assert len(lg.history()) == len(ops)
             assert {i["content"]: i["status"] for i in lg.show()["items"]} == items
+
+
+def test_init_team_writes_a_setting_every_hook_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: the URL lived only in TODOLEDGER_DB, a hook without it wrote a local SQLite
+    ledger, and a non-public schema had to be created by hand."""
+    import psycopg
+
+    schema = f"team_{os.getpid()}_{int(time.time() * 1000) % 100000}"
+    url = f"{database()}?options=-csearch_path%3D{schema}"
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "TODOLEDGER_DB"}
+    bin_ = str(Path(os.sys.executable).parent / "todoledger")
+    secret = url.replace("postgres@", "postgres:hunter2@", 1)
+    r = subprocess.run([bin_, "init", "--team", secret], env=env, cwd=project, capture_output=True, text=True)
+    assert r.returncode == 1 and "password" in r.stderr and "hunter2" not in r.stderr + r.stdout, r
+    assert not (project / ".todoledger").exists()
+    r = subprocess.run([bin_, "init", "--team", url], env=env, cwd=project, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "schema ready" in r.stdout
+    config = project / ".todoledger" / "config.toml"
+    assert url in config.read_text()
+    (project / "sub").mkdir()
+    event = _todowrite(project / "sub", "s9", [("Ship it", "pending")])
+    r = subprocess.run(
+        [bin_, "hook", "claude-code"],
+        input=json.dumps(event).encode(),
+        env=env,
+        cwd=project / "sub",
+        capture_output=True,
+    )
+    assert r.returncode == 0
+    assert not (project / ".todoledger" / "ledger.db").exists()  # no silent SQLite ledger
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT content FROM items").fetchall()
+    assert rows == [("Ship it",)]
+    # A password put into the setting by hand is refused in one line, never used.
+    config.write_text(f'ledger = "{secret}"\n')
+    r = subprocess.run([bin_, "show"], env=env, cwd=project, capture_output=True, text=True)
+    assert r.returncode == 1 and "carries a password" in r.stderr and "hunter2" not in r.stderr, r
+    with psycopg.connect(database(), autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")

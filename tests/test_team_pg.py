@@ -341,3 +341,30 @@ def test_init_team_writes_a_setting_every_hook_finds(tmp_path: Path, monkeypatch
     assert r.returncode == 1 and "carries a password" in r.stderr and "hunter2" not in r.stderr, r
     with psycopg.connect(database(), autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_pyproject_names_the_ledger_and_env_still_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from todoledger.core.model import LedgerError
+    from todoledger.store.locate import ledger_source
+
+    project = tmp_path / "py"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.todoledger]\nledger = "postgresql://me@db.internal/team"\n'
+    )
+    monkeypatch.delenv("TODOLEDGER_DB")
+    assert ledger_source(project / "src") == (
+        "postgresql://me@db.internal/team",
+        str(project / "pyproject.toml"),
+    )
+    (project / "pyproject.toml").write_text('[tool.todoledger]\nledger = "postgresql://me:pw@db/team"\n')
+    with pytest.raises(LedgerError, match="carries a password") as caught:
+        ledger_source(project)
+    assert "pw@" not in str(caught.value)
+    (project / "pyproject.toml").write_text("[tool.todoledger]\nledger = \n")
+    with pytest.raises(LedgerError, match="not valid TOML"):
+        ledger_source(project)
+    monkeypatch.setenv("TODOLEDGER_DB", str(tmp_path / "x.db"))
+    assert ledger_source(project) == (str(tmp_path / "x.db"), "TODOLEDGER_DB")

@@ -110,6 +110,30 @@ def seed_call(msg: int) -> str:
     return next(c.payload for c in CALLS if c.msg == msg)
 
 
+TEAM_URL = "postgresql://postgres@127.0.0.1:5432/postgres?options=-csearch_path%3Dreadme_team"
+
+
+def team(name: str, *commands: str | tuple[str, int], head: int | None = None) -> str:
+    """Like `shell`, in a session whose project finds its ledger by its team setting (no
+    TODOLEDGER_DB): the PostgreSQL server the tests use (TEAM_URL), schema `readme_team`
+    dropped first, so that `init --team` creates it."""
+    import psycopg
+
+    base = TEAM_URL.partition("?")[0]
+    with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS readme_team CASCADE")
+    _TEAM.add(name)
+    try:
+        run(name, f"todoledger init --team '{TEAM_URL}'")  # not shown: the README says what it does
+        return shell(name, *commands, head=head)
+    finally:
+        with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+            conn.execute("DROP SCHEMA IF EXISTS readme_team CASCADE")
+
+
+_TEAM: set[str] = set()
+
+
 def run(name: str, command: str, *, head: int | None = None, script: bool = False) -> str:
     """`$ command` and what it prints (stdout and stderr, as a terminal shows them).
 
@@ -120,6 +144,8 @@ def run(name: str, command: str, *, head: int | None = None, script: bool = Fals
     run_env = {k: v for k, v in env(name).items() if k != "TODOLEDGER_TOKEN" or not tokenless}
     if script:
         run_env.update(LOGNAME="you", USER="you")
+    if name in _TEAM:
+        del run_env["TODOLEDGER_DB"]
     proc = subprocess.run(
         ["bash", "-c", command],
         cwd=session(name),

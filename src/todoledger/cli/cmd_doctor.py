@@ -58,6 +58,14 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
         say(f"server `{' '.join(s['command'])}`: {state}")
     led = report.ledger
     say(f"ledger: {led.get('location')}: {led.get('health')}")
+    if led.get("source"):
+        say(f"  from: {led['source']}")
+    from todoledger.store.locate import waiting
+
+    count, folder = waiting(str(project))
+    if count:
+        say(f"warning: {count} hook events wait in {folder} (the ledger was unavailable)")
+        say("  fix: todoledger flush")
     problems = [*report.problems, *(p for a in report.agents for p in a.problems)]
     for p in problems:
         say(f"{p.level}: {p.what}")

@@ -201,6 +201,10 @@ def _show(opts: Options, _: list[str]) -> None:
         where = lg.location if lg.exists else f"{lg.location} (not created yet: the first write creates it)"
         view = lg.view(plan, writer=writer)
     render.plan(view, where, show_all=bool(opts.get("all")), pager=not opts.get("no-pager"))
+    from todoledger.store.locate import spooled_line
+
+    if (line := spooled_line(None)) is not None:
+        sys.stderr.write(line + "\n")
 
 
 def _next(opts: Options, _: list[str]) -> None:

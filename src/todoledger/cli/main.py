@@ -211,6 +211,15 @@ def show(
     from todoledger.cli import render
 
     render.plan(view, location, show_all=show_all, pager=not no_pager)
+    _say_spooled()
+
+
+def _say_spooled() -> None:
+    """On stderr: hook events that wait for the ledger, which this view does not show yet."""
+    from todoledger.store.locate import spooled_line
+
+    if (line := spooled_line(None)) is not None:
+        click.echo(line, err=True)
 
 
 @cli.command()
@@ -801,3 +810,69 @@ def hook(agent: str, gate_stop: bool) -> None:
     from todoledger.hooks import run_hook
 
     sys.exit(run_hook([agent, "--gate-stop"] if gate_stop else [agent]))
+
+
+@cli.command()
+@click.option(
+    "--team",
+    "url",
+    default=None,
+    metavar="URL",
+    help="A team's PostgreSQL ledger, named without a password: creates its schema and tables and"
+    " writes the URL to .todoledger/config.toml.",
+)
+def init(url: str | None) -> None:
+    """Create this project's ledger: a SQLite file in .todoledger/, or with --team URL a
+    PostgreSQL schema that every agent, hook and terminal of the project then finds."""
+    from pathlib import Path
+
+    from todoledger.cli.cmd_install import _git_root
+    from todoledger.store.locate import CONFIG, DIRNAME, FILENAME
+
+    root = _git_root(Path.cwd())
+    folder = root / DIRNAME
+    if url is None:
+        from todoledger.ledger import Ledger
+
+        with Ledger(str(folder / FILENAME)) as lg:
+            say(f"ledger: {lg.location}")
+        return
+    from todoledger.store.open import create_team_ledger
+
+    config = folder / CONFIG
+    line = f"ledger = {json.dumps(url)}\n"
+    if config.exists() and line not in config.read_text(encoding="utf-8", errors="replace"):
+        raise click.ClickException(f"{config} exists already: edit it, or move it aside and run init again")
+    store = create_team_ledger(url)
+    location = store.location
+    store.close()
+    folder.mkdir(exist_ok=True)
+    from todoledger.store.open import GITIGNORE
+
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(GITIGNORE, encoding="utf-8")
+    config.write_text(
+        "# The project's team ledger (todoledger init --team). No password here: PGPASSWORD,\n"
+        "# ~/.pgpass or a service file give it (docs/team.md).\n" + line,
+        encoding="utf-8",
+    )
+    say(f"ledger: {location} (schema ready)")
+    say(
+        f"setting: {config} (commit it: every agent, hook and terminal of the project finds the ledger there)"
+    )
+
+
+@cli.command()
+def flush() -> None:
+    """Replay the hook events kept while the ledger was unavailable, oldest first, each
+    with its writer and time (an event applied before is skipped). Exits 1 while some
+    still cannot be written."""
+    from todoledger.hooks import replay
+    from todoledger.store.locate import waiting
+
+    done, refused, left = replay(None)
+    folder = waiting(None)[1]
+    say(f"{done} replayed, {refused} refused (see the hook log), {left} still waiting in {folder}")
+    if left:
+        sys.exit(1)

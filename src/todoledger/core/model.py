@@ -94,6 +94,12 @@ class BusyError(LedgerError):
     """Another process held the ledger longer than this caller may wait."""
 
 
+class UnavailableError(LedgerError):
+    """The ledger's server could not be reached or the connection to it was
+    lost (an outage, a restart, a timeout): the write may succeed later, so a
+    hook keeps its event in the spool. Never a refusal by rule."""
+
+
 @dataclass(frozen=True)
 class Finding:
     """One lint result: where in the payload, what is wrong, how bad."""

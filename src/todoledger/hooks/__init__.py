@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable
 
 from todoledger import agents
-from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError
+from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError, UnavailableError
+from todoledger.store.locate import spool_dir, waiting
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,6 +28,12 @@ MAX_LOG_BYTES = 1024 * 1024
 # ledger well under that, then keep the event for the next hook run.
 HOOK_BUSY_MS = 2_000
 MAX_SPOOLED = 1_000
+# What the spool keeps: a write that may succeed later (a busy ledger, a server
+# down, restarting or out of reach, a lost connection). Never a refusal by rule.
+UNAVAILABLE = (BusyError, UnavailableError)
+# The spooled event being replayed: its idempotency key and original time, which
+# `mirror` records with the write (ops.source_key: a key seen before is skipped).
+_replaying: dict[str, str] = {}
 
 
 def _state_dir() -> str:
@@ -71,27 +78,30 @@ def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
 def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response: Any = None) -> None:
     """Record an agent's list; what the writer should hear (unmet prerequisites,
     work in progress it dropped) goes to the hook log, since the agent cannot be told."""
+    os.environ["PGAPPNAME"] = writer[:63]  # pg_stat_activity names this hook's writer
     with ledger(cwd) as lg:
-        result = lg.write(payload, writer=writer, dialect=dialect, response=response)
+        result = lg.write(
+            payload,
+            writer=writer,
+            dialect=dialect,
+            response=response,
+            source_key=_replaying.get("key"),
+            at=_replaying.get("at"),
+        )
     for w in result.warnings:
         log(f"{writer}: warning: {w.where}: {w.message}", cwd)
     for notice in result.notices:
         log(f"{writer}: {notice}", cwd)
 
 
-def spool_dir(cwd: str | None) -> str:
-    from todoledger.store.locate import ledger_file as locate
-
-    where = locate(cwd)
-    if "://" in where:  # a ledger URL names no folder: the user's state folder, one spool per ledger
-        import zlib
-
-        return os.path.join(_state_dir(), f"pending-{zlib.crc32(where.encode()):08x}")
-    return os.path.join(os.path.dirname(where), "pending")
-
-
 def spool(agent: str, raw: bytes, cwd: str | None) -> None:
-    """Keep an event the ledger was too busy to take; the next hook run replays it."""
+    """Keep an event the ledger could not take (busy, or its server out of
+    reach) in order, with an idempotency key and the time it happened; the next
+    hook run, or `todoledger flush`, replays it."""
+    import uuid
+
+    from todoledger.core.timefmt import now
+
     folder = spool_dir(cwd)
     os.makedirs(folder, exist_ok=True)
     if len(os.listdir(folder)) >= MAX_SPOOLED:
@@ -99,32 +109,55 @@ def spool(agent: str, raw: bytes, cwd: str | None) -> None:
         return
     name = f"{time.time_ns():020d}-{os.getpid()}.json"
     tmp = os.path.join(folder, "." + name)
+    head = {"agent": agent, "key": f"spool:{uuid.uuid4().hex}", "at": now()}
     with open(tmp, "wb") as fh:
-        fh.write(json.dumps({"agent": agent}).encode() + b"\n" + raw)
+        fh.write(json.dumps(head).encode() + b"\n" + raw)
+        fh.flush()
+        os.fsync(fh.fileno())  # durable: the agent has moved on, this is the only copy
     os.replace(tmp, os.path.join(folder, name))
 
 
-def replay(cwd: str | None) -> None:
-    """Hand spooled events to their handlers, oldest first; stop at the first
-    that is still refused for a busy ledger."""
-    from todoledger.core.model import BusyError
-
+def replay(cwd: str | None) -> tuple[int, int, int]:
+    """Hand spooled events to their handlers, oldest first, each with its key
+    and original time (a key the ledger recorded already is skipped: never
+    applied twice); stop at the first the ledger still cannot take. A refusal
+    (a rule, not the ledger's absence) is logged and the event dropped.
+    Returns (replayed, refused, still waiting)."""
     folder = spool_dir(cwd)
     if not os.path.isdir(folder):
-        return
-    for name in sorted(n for n in os.listdir(folder) if not n.startswith(".")):
-        path = os.path.join(folder, name)
+        return 0, 0, 0
+    import fcntl
+
+    done = refused = 0
+    lock = os.open(folder, os.O_RDONLY)  # the folder itself: no lock file to leave behind
+    try:
         try:
-            with open(path, "rb") as fh:
-                head, _, raw = fh.read().partition(b"\n")
-            agent = json.loads(head)["agent"]
-            handler(agent)(json.loads(raw), cwd)
-        except BusyError:
-            return
-        except Exception as exc:  # a bad spooled event must not block the ones after it
-            log(f"hook replay {name}: {type(exc).__name__}: {exc}", cwd)
-        with contextlib.suppress(OSError):
-            os.remove(path)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another process replays them now
+            return 0, 0, waiting(cwd)[0]
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
+        for index, name in enumerate(names):
+            path = os.path.join(folder, name)
+            try:
+                with open(path, "rb") as fh:
+                    head_text, _, raw = fh.read().partition(b"\n")
+                head = json.loads(head_text)
+                _replaying.clear()
+                _replaying.update({k: head[k] for k in ("key", "at") if isinstance(head.get(k), str)})
+                handler(head["agent"])(json.loads(raw), cwd)
+                done += 1
+            except UNAVAILABLE:
+                return done, refused, len(names) - index
+            except Exception as exc:  # a refusal or a bad spooled event must not block the ones after it
+                refused += 1
+                log(f"hook replay {name}: refused, not applied: {type(exc).__name__}: {exc}", cwd)
+            finally:
+                _replaying.clear()
+            with contextlib.suppress(OSError):
+                os.remove(path)
+    finally:
+        os.close(lock)  # and with it the lock
+    return done, refused, 0
 
 
 def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:
@@ -155,12 +188,16 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             log(f"hook {agent}: expected a JSON object on stdin")
             return 0
         cwd = event_cwd(event)
-        replay(cwd)
+        left = replay(cwd)[2]
+        if left:  # the ledger still cannot take the older ones: this one waits behind them, in order
+            spool(agent, raw, cwd)
+            log(f"hook {agent}: the ledger is unavailable; {left + 1} events wait in the spool", cwd)
+            return 0
         try:
             answer = handler(agent)(event, cwd)
-        except BusyError as exc:
+        except UNAVAILABLE as exc:
             spool(agent, raw, cwd)
-            log(f"hook {agent}: {exc}; kept for the next run", cwd)
+            log(f"hook {agent}: {exc}; kept in the spool for the next run (todoledger flush)", cwd)
             return 0
         if "--gate-stop" in args[1:]:
             answer = _gate(agent, event, cwd) or answer

@@ -413,17 +413,26 @@ def _ledger(project: Path) -> tuple[dict[str, Any], list[Problem]]:
     from todoledger.core.model import LedgerError
     from todoledger.ledger import Ledger
     from todoledger.store.locate import ledger_file as locate
+    from todoledger.store.locate import ledger_source
 
     try:
+        source = ledger_source(str(project))[1]
         with Ledger(cwd=project, create=False) as lg:
             info: dict[str, Any] = {"location": lg.location, "exists": lg.exists}
+            if source:
+                info["source"] = source
             if not lg.exists:
                 info["health"] = "not created yet (the first write creates it)"
                 return info, []
             integrity = lg.integrity()
             differences = lg.check()
     except LedgerError as exc:
-        where = locate(str(project))
+        try:
+            where = locate(str(project))
+        except LedgerError:  # the project's setting itself is what is wrong (a password in it)
+            return {"location": str(project), "exists": False, "health": str(exc)}, [
+                Problem("error", f"the ledger setting is refused: {exc}", "fix the setting the line names")
+            ]
         return {"location": where, "exists": os.path.exists(where), "health": str(exc)}, [
             Problem(
                 "error",

@@ -1,5 +1,8 @@
-"""Where the ledger lives: TODOLEDGER_DB, else the nearest `.todoledger/`
-above the working directory, else the git root's `.todoledger/`.
+"""Where the ledger lives: TODOLEDGER_DB, else the nearest project setting
+above the working directory (`.todoledger/config.toml` or `pyproject.toml`'s
+`[tool.todoledger]`, `ledger = "postgresql://..."`: a team's ledger, named
+without a password), else the nearest `.todoledger/` folder, else the git
+root's `.todoledger/`.
 
 Plain `os.path`: this runs on every hook call, and pathlib costs more to
 import than the lookup itself.
@@ -11,6 +14,8 @@ import os
 
 DIRNAME = ".todoledger"
 FILENAME = "ledger.db"
+CONFIG = "config.toml"
+ENV = "TODOLEDGER_DB"
 
 
 def url_scheme(target: str) -> str | None:
@@ -22,18 +27,85 @@ def url_scheme(target: str) -> str | None:
 
 
 def ledger_file(cwd: str | os.PathLike[str] | None = None) -> str:
-    """The ledger's file, or the URL TODOLEDGER_DB names (opening refuses those it cannot serve)."""
-    override = os.environ.get("TODOLEDGER_DB")
+    """The ledger's file, or the URL a setting names (opening refuses those it cannot serve)."""
+    return ledger_source(cwd)[0]
+
+
+def ledger_source(cwd: str | os.PathLike[str] | None = None) -> tuple[str, str]:
+    """The ledger's file or URL, and where that came from: "TODOLEDGER_DB", the
+    path of the project setting that names it, or "" (found by its folder).
+    A setting that is unreadable or carries a password is one LedgerError."""
+    override = os.environ.get(ENV)
     if override:
-        return override if url_scheme(override) else os.path.expanduser(override)
+        return (override if url_scheme(override) else os.path.expanduser(override)), ENV
     start = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
     for folder in _upwards(start):
+        config = os.path.join(folder, DIRNAME, CONFIG)
+        if os.path.isfile(config):
+            found = _setting(config, folder, ())
+            if found is not None:
+                return found, config
+        pyproject = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(pyproject):
+            found = _setting(pyproject, folder, ("tool", "todoledger"))
+            if found is not None:
+                return found, pyproject
         if os.path.isdir(os.path.join(folder, DIRNAME)):
-            return os.path.join(folder, DIRNAME, FILENAME)
+            return os.path.join(folder, DIRNAME, FILENAME), ""
     for folder in _upwards(start):
         if os.path.exists(os.path.join(folder, ".git")):
-            return os.path.join(folder, DIRNAME, FILENAME)
-    return os.path.join(start, DIRNAME, FILENAME)
+            return os.path.join(folder, DIRNAME, FILENAME), ""
+    return os.path.join(start, DIRNAME, FILENAME), ""
+
+
+def _setting(path: str, folder: str, table: tuple[str, ...]) -> str | None:
+    """The `ledger` key of the file's table (a URL, or a file path relative to the
+    project), None where the file names none."""
+    from todoledger.core.model import LedgerError
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read the ledger setting ({exc.strerror})") from None
+    if table and b"[tool.todoledger]" not in data:  # most pyproject.toml files: no parse
+        return None
+    import tomllib
+
+    try:
+        found: object = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"{path}: not valid TOML ({exc})") from None
+    for key in table:
+        found = found.get(key) if isinstance(found, dict) else None
+    value = found.get("ledger") if isinstance(found, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise LedgerError(f"{path}: `ledger` must be a postgresql:// URL or a file path")
+    value = value.strip()
+    if url_scheme(value):
+        if has_password(value):
+            raise LedgerError(
+                f"{path}: the ledger URL carries a password; a file in the repository must not:"
+                " remove it and give it through PGPASSWORD, ~/.pgpass or a service file (docs/team.md)"
+            )
+        return value
+    return os.path.join(folder, os.path.expanduser(value))
+
+
+def has_password(url: str) -> bool:
+    """True for a URL with a password in its authority or its query."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password:
+            return True
+        query = urllib.parse.parse_qsl(parts.query)
+    except ValueError:
+        return "password" in url.lower()
+    return any("pass" in k.lower() for k, _ in query) or "password=" in urllib.parse.unquote(parts.query).lower()
 
 
 def _upwards(start: str) -> list[str]:
@@ -43,3 +115,35 @@ def _upwards(start: str) -> list[str]:
         if parent == folders[-1]:
             return folders
         folders.append(parent)
+
+
+def spool_dir(cwd: str | None) -> str:
+    """Where hook events wait that the ledger could not take (hooks/__init__.py):
+    beside a ledger file; for a URL, the user's state folder, one per ledger."""
+    where = ledger_file(cwd)
+    if "://" in where:
+        import zlib
+
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        return os.path.join(state, "todoledger", f"pending-{zlib.crc32(where.encode()):08x}")
+    return os.path.join(os.path.dirname(where), "pending")
+
+
+def waiting(cwd: str | None) -> tuple[int, str]:
+    """How many hook events wait in the spool, and its folder."""
+    folder = spool_dir(cwd)
+    try:
+        return sum(1 for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")), folder
+    except OSError:
+        return 0, folder
+
+
+def spooled_line(cwd: str | None) -> str | None:
+    """What `show`, the board and `doctor` say while hook events wait, else None."""
+    count, folder = waiting(cwd)
+    if not count:
+        return None
+    return (
+        f"{count} hook event{'s' if count != 1 else ''} wait in {folder} (the ledger was unavailable):"
+        " todoledger flush"
+    )

@@ -68,6 +68,53 @@ def open_store(target: str, *, create: bool = True, busy_ms: int | None = None) 
     return store
 
 
+def create_team_ledger(url: str) -> Store:
+    """A team's ledger at the PostgreSQL `url`: the schema its search path names
+    first (`?options=-csearch_path%3Dteam`; `public` otherwise) created if it is
+    missing, then the ledger's tables. One line for a URL with a password (it is
+    written into the project), one the server refuses, or a role that may not create."""
+    from todoledger.store.locate import has_password
+
+    if url_scheme(url) not in POSTGRES_SCHEMES:
+        raise LedgerError("--team takes a postgresql:// URL (postgresql://user@host/database)")
+    if has_password(url):
+        raise LedgerError(
+            "the URL carries a password, and init writes it into the project: give the password"
+            " through PGPASSWORD, ~/.pgpass or a service file instead (docs/team.md)"
+        )
+    try:
+        import psycopg
+
+        from todoledger.store.postgres import connect_kwargs, connection_args, redact
+    except ImportError:
+        raise LedgerError(
+            "a postgresql:// ledger needs psycopg: pip install 'todoledger[postgres]'"
+        ) from None
+    conninfo, pooler = connection_args(url)
+    try:
+        with psycopg.connect(conninfo, **connect_kwargs(conninfo, pooler)) as conn:
+            row = conn.execute(
+                "SELECT current_schema(), current_setting('search_path'), current_user"
+            ).fetchone()
+            if row is not None and row[0] is None:
+                first = str(row[1]).split(",")[0].strip()
+                if first.startswith('"') and first.endswith('"'):
+                    first = first[1:-1].replace('""', '"')
+                if not first or first == "$user":
+                    first = str(row[2])
+                try:
+                    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{first.replace(chr(34), chr(34) * 2)}"')
+                except psycopg.errors.InsufficientPrivilege:
+                    raise LedgerError(
+                        f"the role {row[2]} may not create the schema {first} in this database:"
+                        " a database owner creates it (CREATE SCHEMA) and grants it"
+                    ) from None
+    except psycopg.Error as exc:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LedgerError(f"{redact(url)}: cannot connect to PostgreSQL ({first_line})") from None
+    return open_store(url)
+
+
 def _ignore_in_git(target: str) -> None:
     folder = os.path.dirname(os.path.abspath(target))
     if os.path.basename(folder) != DIRNAME:

@@ -19,23 +19,23 @@ BusyError as on SQLite. Readers take no lock: a REPEATABLE READ snapshot.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
+from typing import Any
 
 import psycopg
 
-from todoledger.core.model import BusyError, LedgerError
+from todoledger.core.model import BusyError, LedgerError, UnavailableError
 from todoledger.core.timefmt import now
 from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from todoledger.store.base import Row
 
 BUSY_TIMEOUT_MS = 30_000
@@ -68,6 +68,78 @@ def redact(url: str) -> str:
     kept = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if "pass" not in k.lower()]
     query = f"?{urllib.parse.urlencode(kept)}" if kept else ""
     return f"{parts.scheme}://{user}{host}{port}{parts.path}{query}"
+
+
+# `?pgbouncer=transaction` (or `statement`): the URL goes through a pooler that hands
+# each transaction to any of its server connections, where a statement prepared by
+# one client exists for the next (psycopg's `_pg3_0`, DuplicatePreparedStatement):
+# nothing is prepared, and nothing session-level is relied on (see `PostgresStore`).
+POOLER_PARAM = "pgbouncer"
+POOLER_MODES = ("transaction", "statement", "session")
+
+
+def connection_args(url: str) -> tuple[str, str | None]:
+    """The URL libpq reads (todoledger's own `pgbouncer` parameter taken out)
+    and the pooler mode it named: "transaction", "statement", or None for a
+    direct connection (or a pooler in session mode, which behaves as one)."""
+    head, sep, query = url.partition("?")
+    if not sep or POOLER_PARAM not in query:
+        return url, None
+    kept, mode = [], None
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if urllib.parse.unquote_plus(key).strip().lower() != POOLER_PARAM:
+            kept.append(part)
+            continue
+        mode = urllib.parse.unquote_plus(value).strip().lower()
+        if mode not in POOLER_MODES:
+            raise LedgerError(
+                f"{redact(url)}: pgbouncer={mode!r}: expected one of {', '.join(POOLER_MODES)}"
+                " (the pooler's pool_mode)"
+            )
+    stripped = head + ("?" + "&".join(kept) if kept else "")
+    return stripped, None if mode == "session" else mode
+
+
+def application_name(conninfo: str) -> str | None:
+    """What `pg_stat_activity` shows for this process's connection: the writer
+    (PGAPPNAME, which a hook sets to its agent's writer, else the writer of
+    this process as `todoledger.identity` finds it); None where the URL names
+    its own `application_name`, which wins."""
+    if "application_name" in conninfo or os.environ.get("PGAPPNAME"):
+        return None
+    try:
+        from todoledger.identity import local_writer
+
+        return local_writer()[:63]  # the server keeps 63 bytes (NAMEDATALEN)
+    except LedgerError:  # a TODOLEDGER_WRITER the CLI refuses: the command says so itself
+        return "todoledger"
+
+
+def connect_kwargs(conninfo: str, pooler: str | None, timeout: int = CONNECT_TIMEOUT_S) -> dict[str, Any]:
+    """psycopg's arguments for a ledger connection: autocommit (the store opens
+    its own transactions), a connect timeout, the writer as application_name,
+    and, through a transaction pooler, no prepared statements."""
+    kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": timeout}
+    name = application_name(conninfo)
+    if name:
+        kwargs["application_name"] = name
+    if pooler:
+        kwargs["prepare_threshold"] = None
+    return kwargs
+
+
+def _connect_error(location: str, exc: psycopg.Error) -> LedgerError:
+    """One line for a connection that failed; an outage (refused, timed out, the
+    server starting or full) is an UnavailableError, a wrong password or an
+    unknown database a plain refusal: waiting does not mend those."""
+    message = f"{location}: cannot connect to PostgreSQL ({_first_line(exc)})"
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    text = str(exc).lower()
+    refused_by_rule = sqlstate.startswith(("28", "3D", "42")) or any(
+        m in text for m in ("password authentication failed", "does not exist", "no pg_hba.conf", "role ")
+    )
+    return LedgerError(message) if refused_by_rule else UnavailableError(message)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -104,20 +176,21 @@ class PostgresStore:
     serial_key = "BIGSERIAL PRIMARY KEY"
 
     def __init__(self, url: str, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
-        self.url = url
         self.location = redact(url)
+        self.url, self.pooler = connection_args(url)
         self.busy_ms = busy_ms
         try:
             # No longer than the caller may wait for the ledger (a hook: 2 s, agents kill hooks soon after).
             timeout = max(2, min(CONNECT_TIMEOUT_S, round(busy_ms / 1000)))
-            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=timeout)
+            self.conn = psycopg.connect(self.url, **connect_kwargs(self.url, self.pooler, timeout))
         except psycopg.ProgrammingError:
             # psycopg's message quotes the URL, password and all.
             raise LedgerError(f"{self.location}: not a valid PostgreSQL URL") from None
         except psycopg.Error as exc:
-            raise LedgerError(f"{self.location}: cannot connect to PostgreSQL ({_first_line(exc)})") from None
+            raise _connect_error(self.location, exc) from None
         self._sql = _TRANSLATED
         self._depth = 0
+        self._reading = False
         self._borrowed = False
         self._grown = 0  # rows added to the ready query's tables in this transaction
         self._bulk = False
@@ -135,8 +208,9 @@ class PostgresStore:
         migrated) already; closing it leaves the connection to the pool."""
         self = cls.__new__(cls)
         self.url, self.location, self.busy_ms, self.create = pool.url, pool.location, pool.busy_ms, True
+        self.pooler = pool.pooler
         self.conn, self.schema = conn, pool.schema
-        self._sql, self._depth, self._borrowed = _TRANSLATED, 0, True
+        self._sql, self._depth, self._borrowed, self._reading = _TRANSLATED, 0, True, False
         self._grown, self._bulk = 0, False
         return self
 
@@ -157,6 +231,12 @@ class PostgresStore:
                 f" knows up to {SCHEMA_VERSION}): upgrade todoledger to use it"
             )
         if version == SCHEMA_VERSION:
+            return
+        if self.pooler:
+            # Through a transaction pooler a session lock may be taken on one server
+            # connection and released on another: the write's transaction lock
+            # instead, and the version read again under it.
+            self._migrate_locked()
             return
         # The lock first, then a transaction: one begun before the wait would
         # look the tables up in a catalog cache from before another opener's
@@ -258,14 +338,17 @@ class PostgresStore:
     def bulk(self) -> Iterator[None]:
         """Commits do not wait for the WAL flush: a server crash may lose the
         last commits (never half of one); re-running an import restores them."""
-        self._run("SET synchronous_commit = off")
+        session = not self.pooler  # a pooler's next transaction may run on another server connection
+        if session:
+            self._run("SET synchronous_commit = off")
         self._bulk = True
         try:
             yield
         finally:
             self._bulk = False
             if not self.conn.closed:
-                self._run("SET synchronous_commit = on")
+                if session:
+                    self._run("SET synchronous_commit = on")
                 self.analyze()
 
     @contextmanager
@@ -274,7 +357,7 @@ class PostgresStore:
             yield
             return
         self._run("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        self._depth = 1
+        self._depth, self._reading = 1, True
         try:
             yield
         except BaseException:
@@ -283,7 +366,7 @@ class PostgresStore:
         else:
             self._run("COMMIT")
         finally:
-            self._depth = 0
+            self._depth, self._reading = 0, False
 
     # statements --------------------------------------------------------------
     def _translated(self, sql: str) -> str:
@@ -301,12 +384,25 @@ class PostgresStore:
             if isinstance(exc, psycopg.errors.LockNotAvailable):
                 raise
             if self.conn.closed or exc.sqlstate is None or exc.sqlstate.startswith(("08", "57")):
-                raise LedgerError(
+                raise UnavailableError(
                     f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
                 ) from None
             raise
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise self._not_permitted(exc) from None
         except psycopg.DataError as exc:
             raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
+
+    def _not_permitted(self, exc: psycopg.Error) -> LedgerError:
+        """One line for a statement the server's grants refuse: who, and what."""
+        try:
+            role = self.conn.info.user
+        except psycopg.Error:
+            role = "?"
+        what = "write to" if self._depth and not self._reading else "read"
+        return LedgerError(
+            f"the role {role} may not {what} this ledger ({self.location}: {_first_line(exc)})"
+        )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self._run(sql, params).rowcount
@@ -320,9 +416,11 @@ class PostgresStore:
             with self.conn.cursor() as cur:
                 cur.executemany(self._translated(sql), rows)
         except psycopg.OperationalError as exc:
-            raise LedgerError(
+            raise UnavailableError(
                 f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
             ) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise self._not_permitted(exc) from None
         except psycopg.DataError as exc:
             raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
 
@@ -403,7 +501,7 @@ class PostgresStore:
     def _listener(self) -> psycopg.Connection[Any]:
         found: psycopg.Connection[Any] | None = getattr(self, "_listen_conn", None)
         if found is None or found.closed:
-            found = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            found = psycopg.connect(self.url, **connect_kwargs(self.url, self.pooler))
             found.execute(f"LISTEN {CHANNEL}")
             self._listen_conn = found
         return found
@@ -436,18 +534,22 @@ class PostgresPool:
         from psycopg_pool import ConnectionPool
 
         first = PostgresStore(url, busy_ms=busy_ms)  # one clear line if unreachable; migrates
-        self.url, self.location, self.schema, self.busy_ms = url, first.location, first.schema, busy_ms
+        self.url, self.location, self.schema, self.busy_ms = first.url, first.location, first.schema, busy_ms
+        self.pooler = first.pooler
         first.close()
         self.size = size
         # Reconnection attempts are reported to the caller as one line, not logged as tracebacks.
         logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
         logging.getLogger("psycopg.pool").propagate = False
+        # Named, so that pg_stat_activity tells a server's connections apart.
+        kwargs = connect_kwargs(self.url, self.pooler) | {"application_name": POOL_NAME}
+        if "application_name" in self.url:
+            del kwargs["application_name"]
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url,
+            self.url,
             min_size=1,
             max_size=size,
-            # Named, so that pg_stat_activity tells a server's connections apart.
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": POOL_NAME},
+            kwargs=kwargs,
             check=ConnectionPool.check_connection,
             timeout=busy_ms / 1000,
             name="todoledger",
@@ -479,7 +581,7 @@ class PostgresPool:
         try:
             psycopg.connect(self.url, connect_timeout=2).close()
         except psycopg.Error as exc:
-            return LedgerError(f"{self.location}: cannot connect to PostgreSQL ({_first_line(exc)})")
+            return _connect_error(self.location, exc)
         return BusyError(
             f"{self.location}: all {self.size} connections of this server to PostgreSQL stayed busy for"
             f" {self.busy_ms / 1000:g} s; try again (serve --pool-size sets how many)"

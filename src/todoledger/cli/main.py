@@ -826,10 +826,9 @@ def init(url: str | None) -> None:
     PostgreSQL schema that every agent, hook and terminal of the project then finds."""
     from pathlib import Path
 
-    from todoledger.cli.cmd_install import _git_root
-    from todoledger.store.locate import CONFIG, DIRNAME, FILENAME
+    from todoledger.store.locate import CONFIG, DIRNAME, FILENAME, project_root
 
-    root = _git_root(Path.cwd())
+    root = Path(project_root(os.path.realpath(os.getcwd())))
     folder = root / DIRNAME
     if url is None:
         from todoledger.ledger import Ledger
@@ -837,17 +836,15 @@ def init(url: str | None) -> None:
         with Ledger(str(folder / FILENAME)) as lg:
             say(f"ledger: {lg.location}")
         return
-    from todoledger.store.open import create_team_ledger
-
     config = folder / CONFIG
     line = f"ledger = {json.dumps(url)}\n"
     if config.exists() and line not in config.read_text(encoding="utf-8", errors="replace"):
         raise click.ClickException(f"{config} exists already: edit it, or move it aside and run init again")
-    store = create_team_ledger(url)
-    location = store.location
-    store.close()
+    from todoledger.ledger import Ledger
+    from todoledger.store.locate import GITIGNORE
+
+    location = Ledger.create_team(url)
     folder.mkdir(exist_ok=True)
-    from todoledger.store.open import GITIGNORE
 
     ignore = folder / ".gitignore"
     if not ignore.exists():

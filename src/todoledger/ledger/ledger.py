@@ -63,6 +63,18 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         self._unit = Unit(store)
 
     # the ledger itself -------------------------------------------------------
+    @staticmethod
+    def create_team(url: str) -> str:
+        """Create a team's PostgreSQL ledger at `url` (its schema and tables) and
+        say where it is, without the password (`todoledger init --team`)."""
+        from todoledger.store.open import create_team_ledger
+
+        store = create_team_ledger(url)
+        try:
+            return store.location
+        finally:
+            store.close()
+
     @property
     def location(self) -> str:
         """Where the ledger lives, or where its first write will create it (a

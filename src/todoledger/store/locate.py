@@ -16,6 +16,18 @@ DIRNAME = ".todoledger"
 FILENAME = "ledger.db"
 CONFIG = "config.toml"
 ENV = "TODOLEDGER_DB"
+# The .gitignore written into a new .todoledger/ folder.
+GITIGNORE = """\
+# todoledger: the ledger database and its working files stay out of git.
+# To keep a plan in git, commit an export instead: todoledger export > plan.jsonl
+*.db
+*.db-wal
+*.db-shm
+*.db-journal
+hook.log
+hook.log.1
+pending/
+"""
 
 
 def url_scheme(target: str) -> str | None:
@@ -52,10 +64,16 @@ def ledger_source(cwd: str | os.PathLike[str] | None = None) -> tuple[str, str]:
                 return found, pyproject
         if os.path.isdir(os.path.join(folder, DIRNAME)):
             return os.path.join(folder, DIRNAME, FILENAME), ""
+    return os.path.join(project_root(start), DIRNAME, FILENAME), ""
+
+
+def project_root(start: str) -> str:
+    """The git work tree's top above `start` (`.git` a folder, or a file in
+    worktrees and submodules), else `start` itself: where a new ledger goes."""
     for folder in _upwards(start):
         if os.path.exists(os.path.join(folder, ".git")):
-            return os.path.join(folder, DIRNAME, FILENAME), ""
-    return os.path.join(start, DIRNAME, FILENAME), ""
+            return folder
+    return start
 
 
 def _setting(path: str, folder: str, table: tuple[str, ...]) -> str | None:
@@ -105,7 +123,9 @@ def has_password(url: str) -> bool:
         query = urllib.parse.parse_qsl(parts.query)
     except ValueError:
         return "password" in url.lower()
-    return any("pass" in k.lower() for k, _ in query) or "password=" in urllib.parse.unquote(parts.query).lower()
+    return (
+        any("pass" in k.lower() for k, _ in query) or "password=" in urllib.parse.unquote(parts.query).lower()
+    )
 
 
 def _upwards(start: str) -> list[str]:

@@ -9,7 +9,7 @@ import os
 
 from todoledger.core.model import LedgerError
 from todoledger.core.scoped import contextmanager
-from todoledger.store.locate import DIRNAME, url_scheme
+from todoledger.store.locate import DIRNAME, GITIGNORE, url_scheme
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,17 +22,6 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 # What stays out of git in a `.todoledger/` folder: the database and its working
 # files, the hook log and the spool of events the ledger was too busy to take.
-GITIGNORE = """\
-# todoledger: the ledger database and its working files stay out of git.
-# To keep a plan in git, commit an export instead: todoledger export > plan.jsonl
-*.db
-*.db-wal
-*.db-shm
-*.db-journal
-hook.log
-hook.log.1
-pending/
-"""
 
 
 def open_store(target: str, *, create: bool = True, busy_ms: int | None = None) -> Store:

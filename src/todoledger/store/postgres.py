@@ -111,8 +111,12 @@ def application_name(conninfo: str) -> str | None:
     try:
         from todoledger.identity import local_writer
 
-        return local_writer()[:63]  # the server keeps 63 bytes (NAMEDATALEN)
-    except LedgerError:  # a TODOLEDGER_WRITER the CLI refuses: the command says so itself
+        name = local_writer()[:63]  # the server keeps 63 bytes (NAMEDATALEN)
+        name.encode()
+        return name
+    except (LedgerError, UnicodeEncodeError):
+        # A TODOLEDGER_WRITER the command refuses (not valid Unicode, say): the
+        # command says so itself in one line, so the connection must not fail first.
         return "todoledger"
 
 
@@ -490,12 +494,22 @@ class PostgresStore:
     def wait_for_change(self, timeout: float) -> bool:
         """Block until a transaction commits to this ledger (any process, any
         machine: LISTEN/NOTIFY): True; or `timeout` seconds pass: False."""
-        listener = self._listener()
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            for note in listener.notifies(timeout=left, stop_after=1):
-                if note.payload == self.schema:
-                    return True
+        try:
+            listener = self._listener()
+            deadline = time.monotonic() + timeout
+            while (left := deadline - time.monotonic()) > 0:
+                for note in listener.notifies(timeout=left, stop_after=1):
+                    if note.payload == self.schema:
+                        return True
+        except psycopg.OperationalError as exc:
+            # A killed backend, a restart or a failover: the caller reconnects
+            # (`todoledger watch`); the next listener is a new connection.
+            found = getattr(self, "_listen_conn", None)
+            if found is not None:
+                found.close()
+            raise UnavailableError(
+                f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
+            ) from None
         return False
 
     def _listener(self) -> psycopg.Connection[Any]:

@@ -532,22 +532,46 @@ def migrate(as_json: bool, target: str) -> None:
 @click.option("--since", type=int, default=None, help="Start after this event number (default: from now).")
 @click.option("--count", type=click.IntRange(1), default=None, help="Exit after this many events.")
 def watch(as_json: bool, plan: str | None, since: int | None, count: int | None) -> None:
-    """Print each change as it happens, from any process or machine (--json: one line per event)."""
-    from todoledger.cli.render_plain import event_line
+    """Print each change as it happens, from any process or machine (--json: one line per event).
+    A lost connection, a server restart or a failover does not end it: it reconnects with
+    backoff and goes on after the last event it printed, saying so on stderr."""
+    import time
 
-    shown = 0
+    from todoledger.cli.render_plain import event_line
+    from todoledger.core.model import UnavailableError
+
+    shown, after, lost = 0, since, 0
     try:
-        with reader() as lg:
-            for ev in lg.watch(after=since):
-                if plan is not None and ev["plan"] != plan:
-                    continue
-                line = (
-                    json.dumps(ev, ensure_ascii=False, separators=(",", ":")) if as_json else event_line(ev)
-                )
-                click.echo(line)
-                shown += 1
-                if count is not None and shown >= count:
-                    return
+        while True:
+            try:
+                with reader() as lg:
+                    if after is None:
+                        after = lg.last_event()
+                    if lost:
+                        click.echo(
+                            f"watch: reconnected to {lg.location}; going on after event {after}", err=True
+                        )
+                        lost = 0
+                    for ev in lg.watch(after=after):
+                        after = ev["seq"]
+                        if plan is not None and ev["plan"] != plan:
+                            continue
+                        line = (
+                            json.dumps(ev, ensure_ascii=False, separators=(",", ":"))
+                            if as_json
+                            else event_line(ev)
+                        )
+                        click.echo(line)
+                        shown += 1
+                        if count is not None and shown >= count:
+                            return
+            except UnavailableError as exc:
+                # Backoff from 0.1 s to 5 s; the next look starts after the last event
+                # printed, so nothing is skipped or printed twice.
+                delay = min(5.0, 0.1 * 2**lost)
+                lost += 1
+                click.echo(f"watch: {exc}; reconnecting in {delay:g} s", err=True)
+                time.sleep(delay)
     except KeyboardInterrupt:
         return
 

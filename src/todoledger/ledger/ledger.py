@@ -239,6 +239,12 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
 
         return reading.watch(self._unit, after=after, wait=wait, stop=stop)
 
+    def last_event(self) -> int:
+        """The number of the ledger's newest event (0 when it has none)."""
+        from todoledger.ledger import reading
+
+        return reading.last_event(self._unit)
+
     def last_change(self) -> int:
         """A number that grows with every recorded change anywhere in the ledger."""
         from todoledger.ledger import reading

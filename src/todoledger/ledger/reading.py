@@ -265,6 +265,13 @@ def recover_base(u: Unit, view: PlanView, writer: str, shown: Iterable[str]) -> 
         u.save_base(view.plan, writer, old, seen, whole=True)
 
 
+def last_event(u: Unit) -> int:
+    """The number of the ledger's newest event (0 when it has none): where a
+    feed that starts now, or resumes, begins."""
+    with u.store.read():
+        return u.repo.last_seq()
+
+
 def last_change(u: Unit) -> int:
     """A number that grows with every recorded change anywhere in the ledger."""
     with u.store.read():

@@ -400,3 +400,25 @@ def test_a_contested_closed_item_keeps_its_row_and_dropped_folds_with_cancelled(
     assert _row_ids(dropped) == [rows["Left out 0"], rows["Left out 1"]]
     cancelled = client.get("/plan?plan=main&status=cancelled").text
     assert _row_ids(cancelled) == [rows["Agent's task"], rows["Never needed"]]
+
+
+def test_every_page_says_when_hook_events_wait_in_the_spool(ledger_env: Path, client: TestClient) -> None:
+    """Issue 21: doctor, show and the board say when hook events wait to be
+    written (the ledger was unavailable to them); before, the board did not."""
+    from todoledger.store.locate import spool_dir
+
+    with Ledger(ledger_env) as lg:
+        lg.add("Train", writer=PERSON)
+    assert "id=spooled" not in client.get("/plan", params={"plan": "main"}).text
+    folder = Path(spool_dir(None))
+    folder.mkdir(parents=True, exist_ok=True)
+    waiting = [folder / f"00000{n}-event.json" for n in (1, 2)]
+    try:
+        for path in waiting:
+            path.write_text("{}\n")
+        for where in ("/", "/plan"):
+            page = client.get(where, params={"plan": "main"}).text
+            assert "2 hook events wait in" in page and "todoledger flush" in page, where
+    finally:
+        for path in waiting:
+            path.unlink()

@@ -186,8 +186,19 @@ class Board:
             scripts=scripts,
             version=self.version,
             sweeps=has_sweeps,
+            spooled=self.spooled(),
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    def spooled(self) -> str | None:
+        """The line saying hook events wait in the spool (the ledger was unavailable
+        to them), so that a person sees the plan may be behind its agents."""
+        from todoledger.store.locate import spooled_line
+
+        try:
+            return spooled_line(str(self.cwd) if self.cwd is not None else None)
+        except LedgerError:  # a setting the server could not read: its own start said so
+            return None
 
     async def page_plans(self, request: Request) -> Response:
         def body(lg: Ledger, _plan: str) -> tuple[str, pages.Html]:

@@ -121,11 +121,13 @@ def page(
     version: str = "",
     sweeps: bool = False,
     starter: str | None = None,
+    spooled: str | None = None,
 ) -> Html:
     """A whole page: the fragment `body` inside the frame the live script refreshes.
     `sweeps`: the plan has sweeps, so its navigation links their page. `identity`:
     the writer the visitor's token makes them (None: the page's field names it).
-    `starter`: who started a server no person started (the visitor has no token)."""
+    `starter`: who started a server no person started (the visitor has no token).
+    `spooled`: the line saying hook events wait to be written, if any do."""
     nav: Sequence[tuple[str, str]] = ()
     if plan is not None:
         nav = (*PAGES, ("sweeps", "Sweeps")) if sweeps or kind == "sweeps" else PAGES
@@ -141,6 +143,7 @@ def page(
         identity=identity,
         agent=identity is not None and not identity.startswith("web:"),
         starter=starter,
+        spooled=spooled,
         scripts=scripts,
         version=version,
         nav=nav,

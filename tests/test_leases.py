@@ -199,7 +199,9 @@ def refusal(item: str) -> str:
     return f"{item} is leased to alice until {t(1800)}: your change is refused; a person may override it with --force"
 
 
-def cli(ledger_env: Path | str, *args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+def cli(
+    ledger_env: Path | str, *args: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [todoledger_bin(), *args],
         input=stdin,
@@ -266,7 +268,9 @@ def test_a_whole_list_applies_the_rest_and_leaves_the_leased_item_as_its_holder_
         reply = tools.todowrite({"todos": todos}, "mcp:b:s2")
     finally:
         tools.close()
-    assert reply["notices"] == [f"'Task 1' ({held['id']}) is leased to alice until {t(1800)}: left as alice has it"]
+    assert reply["notices"] == [
+        f"'Task 1' ({held['id']}) is leased to alice until {t(1800)}: left as alice has it"
+    ]
     assert statuses(lg) == {
         "Task 1": "in_progress",
         "Task 2": "in_progress",
@@ -276,7 +280,9 @@ def test_a_whole_list_applies_the_rest_and_leaves_the_leased_item_as_its_holder_
     }
     # A list that leaves the leased item out does not drop it either.
     again = lg.write({"todos": [{"content": "Task 2", "status": "completed"}]}, writer="mcp:b:s2", at=t(70))
-    assert again.notices == [f"'Task 1' ({held['id']}) is leased to alice until {t(1800)}: left as alice has it"]
+    assert again.notices == [
+        f"'Task 1' ({held['id']}) is leased to alice until {t(1800)}: left as alice has it"
+    ]
     assert statuses(lg)["Task 1"] == "in_progress" and statuses(lg)["Task 2"] == "completed"
     assert lg.check() == []
 
@@ -292,7 +298,9 @@ def test_a_stale_holder_is_refused_through_todowrite_too(lg: Ledger) -> None:
         writer="mcp:a:s1",
         at=t(70),
     )
-    assert late.notices == [f"'Task 1' ({first['id']}) is leased to mcp:b:s2 until {t(61 + 1800)}: left as mcp:b:s2 has it"]
+    assert late.notices == [
+        f"'Task 1' ({first['id']}) is leased to mcp:b:s2 until {t(61 + 1800)}: left as mcp:b:s2 has it"
+    ]
     assert statuses(lg)["Task 1"] == "in_progress" and statuses(lg)["Task 9"] == "pending"
     with pytest.raises(LedgerError, match="is leased to mcp:b:s2"):
         lg.done(first["id"], writer="mcp:a:s1", evidence="late", at=t(70))
@@ -306,7 +314,13 @@ def test_a_person_forces_past_a_lease_and_it_is_recorded(
     assert agent.returncode == 1 and "a person must run it, not codex:s9" in agent.stderr, agent.stderr
     lg.add_token("ann", token="ann-token-0123456789abc", writer="cli:ann")
     person = cli(
-        ledger_env, "done", item, "--force", "--evidence", "checked by hand", TODOLEDGER_TOKEN="ann-token-0123456789abc"
+        ledger_env,
+        "done",
+        item,
+        "--force",
+        "--evidence",
+        "checked by hand",
+        TODOLEDGER_TOKEN="ann-token-0123456789abc",
     )
     assert person.returncode == 0, person.stderr
     forced = [e for e in lg.history(item=item) if e["field"] == "forced"]
@@ -338,5 +352,8 @@ def test_the_hook_mirror_logs_the_leased_item_and_spools_nothing(
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert statuses(lg)["Task 1"] == "in_progress" and statuses(lg)["Task 2"] == "in_progress"
     log = (beside(ledger_env) / "hook.log").read_text()
-    assert f"claude-code:s7: 'Task 1' ({held['id']}) is leased to alice until {t(1800)}: left as alice has it" in log
+    assert (
+        f"claude-code:s7: 'Task 1' ({held['id']}) is leased to alice until {t(1800)}: left as alice has it"
+        in log
+    )
     assert not spool_of(ledger_env).exists() or not list(spool_of(ledger_env).iterdir())

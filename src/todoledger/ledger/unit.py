@@ -202,9 +202,9 @@ class Unit:
         for lease in self.repo.held_in_plan(w.plan):
             if lease.item not in touched:
                 continue
-            if _live(lease, w.writer, w.at) and (w.writer, lease.item) not in self.overrides:
-                if any(row[2] == lease.item and row[3] not in ANNOTATIONS for row in w.pending):
-                    raise LedgerError(lease_refusal(lease))
+            changed = any(row[2] == lease.item and row[3] not in ANNOTATIONS for row in w.pending)
+            if changed and _live(lease, w.writer, w.at) and (w.writer, lease.item) not in self.overrides:
+                raise LedgerError(lease_refusal(lease))
             item = self.repo.item(lease.item)
             if item is None or item.status not in OPEN_STATUSES:
                 self.end_lease(w, lease, item.status if item is not None else "removed")

@@ -105,7 +105,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": (
             "Ready items by priority. claim=true atomically starts one for you, leased (default 30 min; "
             "your updates renew it; others' are refused; renew/release=<id>; token fences a lapsed claim). "
-            "Finish it first. A reply's writer: pass it back as writer."
+            "Finish it first; pass back a returned writer."
         ),
         "inputSchema": {
             "type": "object",
@@ -127,8 +127,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             "it waits for); estimate (15m); uses (resources held alone: gpu:0-3); needs_approval (a "
             "person first); check (gate: cmd:, http://, port:H:P, disk:P>=5G, file:P, metric:N>=V); "
             "metrics (tok_s=60); force past unmet prerequisites; reason (kept in history): why it is "
-            "cancelled, or why force passes a failing gate; token of your claim (it names you without a"
-            " session)."
+            "cancelled, or why force passes a failing gate; token of your claim (names you)."
         ),
         "inputSchema": {
             "type": "object",

@@ -105,9 +105,12 @@ def test_every_result_matches_its_output_schema(transport: str, request: pytest.
                 ("plan_next", {"claim": True}),
             ]
             ids: list[str] = []
+            me: str | None = None  # sessionless: the writer a reply returned, passed back (the tools say so)
             for tool, args in calls:
                 if args.get("id") == "<last>":
                     args = {**args, "id": ids[-1]}
+                if me is not None:
+                    args = {**args, "writer": me}
                 result = await client.call_tool(tool, args)
                 assert not result.is_error, result.content
                 data = result.structured_content
@@ -116,7 +119,43 @@ def test_every_result_matches_its_output_schema(transport: str, request: pytest.
                 assert schema is not None
                 jsonschema.validate(data, schema)
                 ids += data.get("ids", [])
+                me = data.get("writer", me)
             failed = await client.call_tool("plan_update", {"id": "nope", "status": "completed"})
             assert failed.is_error and failed.structured_content is None  # an error is one sentence only
 
     anyio.run(main)
+
+
+def test_a_sessionless_client_claims_and_completes_as_one_holder(server: str, ledger_env: Path) -> None:  # noqa: F811
+    """Before: each request was a new writer, so the claim's own completion was
+    refused (`token 6 on ... is ...req-a's, not ...req-b's`) or went in unchecked."""
+
+    def tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        got = rpc(server, "tools/call", {"name": name, "arguments": arguments}, name=name)
+        if got.get("isError"):
+            return {"error": got["content"][0]["text"]}
+        data: dict[str, Any] = got["structuredContent"]
+        jsonschema.validate(data, OUTPUT_SCHEMAS[name])
+        return data
+
+    tool("todowrite", {"todos": [*CLAUDE, {"content": "Ship it", "status": "pending"}]})
+    first = tool("plan_next", {"claim": True})
+    me, item = first["writer"], first["claimed"]["id"]
+    assert me.startswith("mcp:raw-http:req-")  # the claim names its holder: the client passes it back
+    # Another request, without the writer: another writer, refused while the lease lasts.
+    other = tool("plan_update", {"id": item, "status": "completed", "evidence": "x"})
+    assert f"{item} is leased to {me} until {first['claimed']['lease_expires']}" in other["error"]
+    done = tool("plan_update", {"id": item, "status": "completed", "evidence": "41 passed", "writer": me})
+    assert done["item"]["status"] == "completed"
+    # The lease token names its holder too.
+    second = tool("plan_next", {"claim": True})
+    token = second["claimed"]["token"]
+    done = tool(
+        "plan_update",
+        {"id": second["claimed"]["id"], "status": "completed", "evidence": "ok", "token": token},
+    )
+    assert done["item"]["status"] == "completed"
+    with Ledger(ledger_env) as lg:
+        assert lg.leases("main") == []
+        completed = [e for e in lg.history("main") if e["field"] == "status" and e["new"] == "completed"]
+        assert [e["writer"] for e in completed[-2:]] == [me, second["writer"]]

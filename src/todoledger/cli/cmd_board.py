@@ -44,6 +44,7 @@ def path(plan: str | None, as_json: bool) -> None:
     "--uses", multiple=True, help="A resource it holds exclusively (repeatable; replaces the list)."
 )
 @click.option("--no-uses", is_flag=True, help="It holds no resource.")
+@click.option("--force", is_flag=True, help="A person's override of another writer's lease (recorded).")
 @click.option("--priority", type=click.Choice(["high", "medium", "low"]), default=None)
 @click.option("--content", default=None, help="New wording.")
 @click.option(
@@ -62,6 +63,7 @@ def set_fields(
     priority: str | None,
     content: str | None,
     needs_approval: bool | None,
+    force: bool = False,
 ) -> None:
     """Change an item's estimate, resources, priority, wording or approval gate."""
     fields: dict[str, Any] = {
@@ -77,7 +79,7 @@ def set_fields(
             "nothing to change: give --estimate, --uses, --priority, --content or --needs-approval"
         )
     with ledger() as lg:
-        row = lg.update(ref, plan=plan, writer=writer, kind="set", **fields)
+        row = lg.update(ref, plan=plan, writer=writer, kind="set", force=force, **fields)
     if as_json:
         emit(row)
     else:

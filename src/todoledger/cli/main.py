@@ -372,7 +372,10 @@ def _item_command(name: str, doc: str, call: Callable[..., dict[str, Any]], *ext
 
 
 FORCE = click.option(
-    "--force", is_flag=True, help="Go ahead although prerequisites are unmet (recorded in the history)."
+    "--force",
+    is_flag=True,
+    help="Go ahead although prerequisites are unmet or, for a person, another writer holds the lease"
+    " (recorded in the history).",
 )
 _item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE, TOKEN)
 
@@ -394,7 +397,8 @@ _item_command(
     click.option(
         "--force",
         is_flag=True,
-        help="Complete although prerequisites are unmet or a gate fails (a failing gate needs --reason).",
+        help="Complete although prerequisites are unmet or a gate fails (a failing gate needs --reason),"
+        " or, for a person, another writer holds the lease (recorded).",
     ),
     click.option("--reason", default=None, help="Why the override is right (recorded)."),
     TOKEN,
@@ -404,6 +408,7 @@ _item_command(
     "Cancel an item.",
     lambda lg, ref, **kw: lg.cancel(ref, **kw),
     click.option("--reason", default=None, help="Why it is cancelled."),
+    click.option("--force", is_flag=True, help="A person's override of another writer's lease (recorded)."),
     TOKEN,
 )
 _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref, **kw: lg.restore(ref, **kw))
@@ -637,7 +642,10 @@ def export(dest: Any, plan: str | None, fmt: str, ids: bool) -> None:
 @writes
 @FORMAT
 @click.argument("source", type=click.File("rb"), default="-")
-def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool, fmt: str) -> None:
+@click.option("--force", is_flag=True, help="A person's override of other writers' leases (recorded).")
+def import_cmd(
+    source: Any, plan: str | None, writer: str | None, as_json: bool, fmt: str, force: bool = False
+) -> None:
     """Make the plan match a JSON Lines export, or hold a Markdown task list's items."""
     try:
         text = source.read().decode("utf-8")  # bytes: a Markdown file's own newlines (CRLF too) are kept
@@ -658,7 +666,7 @@ def import_cmd(source: Any, plan: str | None, writer: str | None, as_json: bool,
 
             # One record a line, split at \n only (a JSON string may hold U+2028; a \r
             # before the \n is white space to JSON).
-            row = lg.import_jsonl(io.StringIO(text).readlines(), plan=plan, writer=writer)
+            row = lg.import_jsonl(io.StringIO(text).readlines(), plan=plan, writer=writer, force=force)
     emit(row) if as_json else say(
         f"imported {row['records']} items into {row['plan']!r}: {row['added']} added, {row['changed']} changed"
     )

@@ -394,6 +394,7 @@ FORCED_PAST = {
     "open sub-items": "forced past open sub-items",
     "gates": "forced past a failing gate",
     "check removal": "forced: the check it had not passed was removed",
+    "lease": "forced past another writer's lease",
 }
 
 

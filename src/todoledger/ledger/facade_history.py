@@ -29,12 +29,18 @@ class HistoryMethods(Facade):
         return history.export(self._unit, self._plan(plan))
 
     def import_jsonl(
-        self, lines: Iterable[str], *, plan: str | None = None, writer: str | None = None
+        self,
+        lines: Iterable[str],
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        force: bool = False,
     ) -> dict[str, Any]:
-        """Make the plan's items match an export; importing the same file twice changes nothing."""
+        """Make the plan's items match an export; importing the same file twice changes nothing.
+        `force`: a person's override of other writers' leases (recorded)."""
         from todoledger.ledger import history
 
-        return history.import_jsonl(self._unit, *self._who(plan, writer), lines)
+        return history.import_jsonl(self._unit, *self._who(plan, writer), lines, force=force)
 
     # where incremental transcript readers stopped -----------------------------------
     def cursors(self, sources: list[str]) -> dict[str, tuple[int, str | None]]:

@@ -106,9 +106,12 @@ def export(u: Unit, plan: str) -> Iterator[str]:
         yield json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[str, Any]:
+def import_jsonl(
+    u: Unit, plan: str, writer: str, lines: Iterable[str], *, force: bool = False
+) -> dict[str, Any]:
     """Make the plan's items match an export; unchanged items cost nothing,
-    so importing the same file twice changes nothing."""
+    so importing the same file twice changes nothing. An item another writer
+    holds a lease on is refused unless a person forces it (recorded)."""
     import json
 
     records: list[dict[str, Any]] = []
@@ -179,6 +182,8 @@ def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[
                         continue
                     w.set(current.id, name, getattr(current, name), r.get(name, default_value(name)))
                 changed += w.count > before
+                if w.count > before:
+                    _past_lease(u, w, current, writer, at, force)
         for r in records:
             if r.get("parent"):
                 graph.check_new_parent(r["id"], r["parent"], u.repo.parent_of)
@@ -189,6 +194,9 @@ def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[
                 for b in blockers:
                     if b not in current_deps:
                         graph.check_new_dependency(r["id"], b, u.repo.blockers)
+                current = existing.get(r["id"])
+                if current is not None:
+                    _past_lease(u, w, current, writer, at, force)
                 w.set(r["id"], "depends_on", current_deps, blockers)
         imported_checks = _import_checks(u, w, records)
         if w.count:
@@ -197,6 +205,15 @@ def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[
     if imported_checks:
         out["untrusted_checks"] = imported_checks  # nothing runs them before `todoledger trust`
     return out
+
+
+def _past_lease(u: Unit, w: Writes, item: Item, writer: str, at: str, force: bool) -> None:
+    """An import changes a leased item only as a person's recorded override (once per item)."""
+    if (writer, item.id) in u.overrides:
+        return
+    lease = u.leased(item, writer, at, force=force)
+    if lease is not None:
+        u.record_override(w, lease, {})
 
 
 def _export_checks(u: Unit, plan: str) -> dict[str, list[dict[str, Any]]]:

@@ -37,21 +37,26 @@ def update(
     parent, evidence, reason, notes) and dependencies (`add_blocker`,
     `remove_blocker`). Starting or completing an item whose prerequisites
     are unmet is refused unless `force`, which is recorded. `token`, a
-    claim's fencing token, refuses the change once the item was claimed again."""
+    claim's fencing token, refuses the change once the item was claimed again.
+    An item another writer holds a live lease on is refused, unless a person
+    forces it (recorded as a `forced` event past the lease)."""
     status = fields.get("status")
     # Why a person forced it: recorded with whatever the force overrides.
     why = {"reason": fields["force_reason"]} if fields.get("force_reason") else {}
+    at = at or now()
     with u.store.read():  # before the gates run: a refusal runs no check
         early = u.require(plan, ref)
+        if token is None:  # with a token, the fence in the transaction says who holds it
+            u.leased(early, writer, at, force=force)
         readiness.check_person(u, plan, early, writer, status, fields)
         if status in PROGRESS and not force:
             readiness.refuse_unmet(u, early, status)
     gate = _gate(u, plan, ref, writer, fields, force)
-    at = at or now()
     with u.transaction():
         item = u.require(plan, ref)
         if token is not None:
             u.fence(item, writer, token, at)
+        overridden = u.leased(item, writer, at, force=force)
         readiness.check_person(u, plan, item, writer, status, fields)
         waiting: list[tuple[Item, str]] = []
         if status in PROGRESS and status != item.status:
@@ -64,8 +69,10 @@ def update(
             writer,
             at,
             kind,
-            summary=f"{kind} {item.id}" + (" (forced)" if waiting or above_open else ""),
+            summary=f"{kind} {item.id}" + (" (forced)" if waiting or above_open or overridden else ""),
         )
+        if overridden is not None:
+            u.record_override(w, overridden, why)
         if gate is not None:
             gate.record(u, w)  # the gates' receipts (and an override) go with the change
         if waiting:

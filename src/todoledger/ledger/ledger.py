@@ -462,13 +462,15 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         writer: str | None = None,
         token: int | None = None,
         at: str | None = None,
+        force: bool = False,
     ) -> dict[str, Any]:
-        """Cancel an item, with why."""
+        """Cancel an item, with why (`force`: a person's, past another writer's lease)."""
         return self.update(
             ref,
             plan=plan,
             writer=writer,
             token=token,
+            force=force,
             at=at,
             status="cancelled",
             reason=reason or "cancelled",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from todoledger.core.ids import ALPHABET, ID_LENGTH, looks_like_id, new_id
 from todoledger.core.merge import Seen
-from todoledger.core.model import OPEN_STATUSES, Item, LedgerError
+from todoledger.core.model import ANNOTATIONS, OPEN_STATUSES, Item, LedgerError
 from todoledger.core.scoped import contextmanager
 from todoledger.core.timefmt import shift
 from todoledger.core.unicode import check_text
@@ -42,6 +42,8 @@ class Unit:
         # Inside `Ledger.untimed()`: the ops recorded carry no time of their own (see store/migrations.py, m009).
         self.untimed: dict[str, Any] | None = None
         self._writes: list[Writes] | None = None
+        # (writer, item): a person's --force past another writer's live lease in this transaction.
+        self.overrides: set[tuple[str, str]] = set()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -59,6 +61,7 @@ class Unit:
                     w.flush()
             finally:
                 self._writes = None
+                self.overrides = set()
 
     def op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
         """A new op of this transaction: the change's record, its events to follow."""
@@ -154,6 +157,32 @@ class Unit:
             self.repo.save_lease(lease)
         return lease
 
+    def leased(self, item: Item, writer: str, at: str, *, force: bool = False) -> Lease | None:
+        """Refuse a change to an item another writer holds a live lease on
+        (a lapsed one fences nobody); a person's `force` passes, and the
+        override is returned so that the caller records it (`forced`)."""
+        lease = self.repo.lease(item.id)
+        if lease is None or not _live(lease, writer, at):
+            return None
+        if not force:
+            raise LedgerError(lease_refusal(lease))
+        from todoledger.core.approval import is_person, person_only
+
+        if not is_person(writer):
+            raise LedgerError(person_only(f"--force past {lease.holder}'s lease on {item.id}", writer))
+        if self._writes is not None:
+            self.overrides.add((writer, item.id))
+        return lease
+
+    def record_override(self, w: Writes, lease: Lease, why: dict[str, Any]) -> None:
+        """A person's change past another writer's lease, told in the item's history."""
+        past = {"past": "lease", "holder": lease.holder, "token": lease.token, "until": lease.expires_at}
+        w.annotate(lease.item, "forced", None, past | why)
+
+    def foreign_leases(self, plan: str, writer: str, at: str) -> dict[str, Lease]:
+        """The plan's live leases that writers other than `writer` hold, by item."""
+        return {lease.item: lease for lease in self.repo.held_in_plan(plan) if _live(lease, writer, at)}
+
     def end_lease(self, w: Writes, lease: Lease, why: str) -> None:
         """Each release is an event; work given back or abandoned is pending again."""
         w.annotate(lease.item, "released", None, {"holder": lease.holder, "token": lease.token, "why": why})
@@ -164,14 +193,42 @@ class Unit:
 
     def _renew_leases(self, w: Writes) -> None:
         """Any write by a holder to its item renews the lease; finishing,
-        cancelling or removing the item ends it."""
+        cancelling or removing the item ends it, whoever did it. The last
+        fence of every route: a change of state to an item another writer
+        holds a live lease on is refused here unless a person overrode it."""
         touched = {row[2] for row in w.pending if row[2] is not None}
         if not touched:
             return
-        for lease in self.repo.held_leases(w.writer, touched):
+        for lease in self.repo.held_in_plan(w.plan):
+            if lease.item not in touched:
+                continue
+            changed = any(row[2] == lease.item and row[3] not in ANNOTATIONS for row in w.pending)
+            if changed and _live(lease, w.writer, w.at) and (w.writer, lease.item) not in self.overrides:
+                raise LedgerError(lease_refusal(lease))
             item = self.repo.item(lease.item)
             if item is None or item.status not in OPEN_STATUSES:
                 self.end_lease(w, lease, item.status if item is not None else "removed")
-            else:
+            elif lease.holder == w.writer:
                 lease.expires_at = shift(w.at, lease.seconds)
                 self.repo.save_lease(lease)
+
+
+def _live(lease: Lease, writer: str, at: str) -> bool:
+    """Is this lease held by someone other than `writer`, and not yet expired?"""
+    return (
+        lease.holder is not None
+        and lease.holder != writer
+        and lease.expires_at is not None
+        and lease.expires_at > at
+    )
+
+
+def leased_to(lease: Lease, name: str | None = None) -> str:
+    """How a lease is named in refusals and replies: the item (its id, else
+    `name`), its holder and when the lease ends."""
+    return f"{name or lease.item} is leased to {lease.holder} until {lease.expires_at}"
+
+
+def lease_refusal(lease: Lease) -> str:
+    """The one line that refuses a change to an item someone else holds."""
+    return f"{leased_to(lease)}: your change is refused; a person may override it with --force (recorded)"

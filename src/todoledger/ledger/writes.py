@@ -12,6 +12,7 @@ from todoledger.core.record import dataclass, field
 from todoledger.core.scoped import nullcontext
 from todoledger.core.timefmt import now
 from todoledger.ledger import readiness
+from todoledger.ledger.unit import leased_to
 from todoledger.ledger.values import PROGRESS, list_items
 
 TYPE_CHECKING = False
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from todoledger.ledger.unit import Unit
-    from todoledger.store.repo import Writes
+    from todoledger.store.repo import Lease, Writes
 
 
 # How the command line restores an item someone else closed; MCP names its own tool call.
@@ -150,6 +151,8 @@ def apply(
                 revision=lambda: u.repo.revision(plan) + 1,
             )
         )
+        held = u.foreign_leases(plan, writer, at)
+        left = _leave_leased(parsed, result, known, base, held) if held else []
         warnings += _hold_for_approval(u, plan, writer, parsed, result, known)
         changes = _changes(result, known)
         warnings += _progress_warnings(u, parsed, result, known, blocked)
@@ -159,6 +162,7 @@ def apply(
             + _revive_notices(result, known)
             + _closed_notices(u, plan, result, known, restore_hint)
             + _reword_notices(parsed, result, known)
+            + left
         )
         links = any(e.blocked_by or e.blocks for e in parsed.items)
         fresh = [c for c in result.conflicts if not _repeat_conflict(u, c.item, writer, _conflict(c))]
@@ -193,7 +197,7 @@ def apply(
             for item_id in result.dropped:
                 w.annotate(item_id, "dropped", None, writer)
             if links:
-                _apply_links(u, w, parsed, result.matches, known, aliases | result.aliases)
+                _apply_links(u, w, parsed, result.matches, known, aliases | result.aliases, held)
         new_base = dict(result.base)
         for create in result.creates:
             new_base[create.item.id] = Seen.of(create.item)
@@ -262,6 +266,34 @@ def _hold_for_approval(
     ]
 
 
+def _leave_leased(
+    parsed: ParsedWrite,
+    result: Merge,
+    known: dict[str, Item],
+    base: dict[str, Seen],
+    held: dict[str, Lease],
+) -> list[str]:
+    """A list does not change an item another writer holds a live lease on:
+    a lease is a policy, not bad input, so the rest of the list applies and
+    the item stays as its holder has it, named in the reply (the hooks log it).
+    The writer's view of it stays as it was, so its change is not forgotten."""
+    linked = {i for e, i in zip(parsed.items, result.matches, strict=True) if e.blocked_by and i in held}
+    skipped = {s.item for s in result.sets if s.item in held} | (set(result.dropped) & held.keys()) | linked
+    if not skipped:
+        return []
+    result.sets = [s for s in result.sets if s.item not in skipped]
+    result.dropped = [i for i in result.dropped if i not in skipped]
+    result.revived = [i for i in result.revived if i not in skipped]
+    result.conflicts = [c for c in result.conflicts if c.item not in skipped]
+    for item_id in skipped:
+        if item_id in base:
+            result.base[item_id] = base[item_id]
+        else:
+            result.base.pop(item_id, None)
+    named = {i: f"{short(known[i].content, 60)!r} ({i})" if i in known else i for i in skipped}
+    return [f"{leased_to(held[i], named[i])}: left as {held[i].holder} has it" for i in sorted(skipped)]
+
+
 def _progress_warnings(
     u: Unit, parsed: ParsedWrite, result: Merge, known: dict[str, Item], blocked: set[str]
 ) -> list[Finding]:
@@ -309,7 +341,10 @@ def _apply_links(
     matches: list[str],
     known: dict[str, Item],
     aliases: dict[str, str],
+    held: dict[str, Lease],
 ) -> None:
+    """The list's links (blocked_by, blocks), except onto items another writer holds."""
+
     def resolve(ref: str) -> str | None:
         target = aliases.get(ref, ref)
         if target in known:
@@ -318,13 +353,13 @@ def _apply_links(
         return target if item is not None and item.plan == w.plan else None  # never reach into another plan
 
     for entry, item_id in zip(parsed.items, matches, strict=True):
-        for blocker_ref in entry.blocked_by:
+        for blocker_ref in entry.blocked_by if item_id not in held else ():
             blocker = resolve(blocker_ref)
             if blocker:
                 readiness.add_dep(u, w, item_id, blocker)
         for dependent_ref in entry.blocks:
             dependent = resolve(dependent_ref)
-            if dependent:
+            if dependent and dependent not in held:
                 readiness.add_dep(u, w, dependent, item_id)
 
 

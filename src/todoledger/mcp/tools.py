@@ -104,7 +104,8 @@ TOOLS: dict[str, dict[str, Any]] = {
     "plan_next": {
         "description": (
             "Ready items by priority. claim=true atomically starts one for you, leased (default 30 min; "
-            "your updates renew it; renew/release=<id>; token fences a lapsed claim). Finish it first."
+            "your updates renew it; others' are refused; renew/release=<id>; token fences a lapsed claim). "
+            "Finish it first; pass back a returned writer."
         ),
         "inputSchema": {
             "type": "object",
@@ -126,7 +127,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             "it waits for); estimate (15m); uses (resources held alone: gpu:0-3); needs_approval (a "
             "person first); check (gate: cmd:, http://, port:H:P, disk:P>=5G, file:P, metric:N>=V); "
             "metrics (tok_s=60); force past unmet prerequisites; reason (kept in history): why it is "
-            "cancelled, or why force passes a failing gate; token of your claim."
+            "cancelled, or why force passes a failing gate; token of your claim (names you)."
         ),
         "inputSchema": {
             "type": "object",
@@ -443,7 +444,7 @@ class PlanTools:
         out: dict[str, Any] = {"plan": plan, "revision": result.revision}
         out |= _render(parsed.dialect, mine)
         out["ids"] = result.ids
-        if writer.split(":")[-1].startswith("req-"):
+        if sessionless(writer):
             out["writer"] = writer  # sessionless HTTP: pass it back to keep one view across calls
         changes: dict[str, int] = {}
         for ch in result.changes:
@@ -526,6 +527,7 @@ class PlanTools:
     ) -> dict[str, Any]:
         lg = self.ledger(write=True)
         item = lg.get(ref, plan)["id"]
+        writer = _token_holder(lg, plan, item, token, writer)
         token = token or self._tokens.get((writer, item))
         if token is None:
             raise ToolInputError(f"no claim of yours on {item} in this session: give its token")
@@ -567,6 +569,8 @@ class PlanTools:
             "plan": plan,
             "claimed": _compact(item, "priority", "notes", "token", "lease_expires"),
         }
+        if sessionless(writer):
+            out["writer"] = writer  # the lease's holder: passed back, later calls are its holder's
         others = _also_in_progress(lg, plan, writer, item["id"])
         if others:
             out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
@@ -687,6 +691,8 @@ class PlanTools:
         if token is None and self._tokens:
             # A claim made in this session fences this session's updates of its item.
             token = self._tokens.get((writer, lg.get(ref, plan)["id"]))
+        elif token is not None:
+            writer = _token_holder(lg, plan, lg.get(ref, plan)["id"], token, writer)
         item = lg.update(
             ref,
             plan=plan,
@@ -857,6 +863,25 @@ class PlanTools:
             lg.approve(item["id"], plan=question["plan"], writer=person)
 
         self.locked(approve)
+
+
+def sessionless(writer: str) -> bool:
+    """A writer made for one request of the sessionless HTTP protocol (`...:req-<hex>`)."""
+    return writer.rpartition(":")[2].startswith("req-")
+
+
+def _token_holder(lg: Ledger, plan: str, item: str, token: int | None, writer: str) -> str:
+    """Without a session, the claim's token names its holder: a request that
+    passes the token of a lease held by another request of the same client
+    writes as that holder (any other writer's token is refused by its fence)."""
+    if token is None or not sessionless(writer):
+        return writer
+    client = writer.rpartition(":")[0]
+    for lease in lg.leases(plan):
+        holder = lease["holder"]
+        if lease["item"] == item and lease["token"] == token and sessionless(holder):
+            return str(holder) if holder.rpartition(":")[0] == client else writer
+    return writer
 
 
 def _reason_arg(args: dict[str, Any], force: bool) -> dict[str, str]:

@@ -722,12 +722,14 @@ class Repo:
             )
         ]
 
-    def held_leases(self, holder: str, items: Iterable[str]) -> list[Lease]:
-        """The holder's leases on these items, by item. A holder holds a few leases,
-        and every write asks: all of them by the holder's index, then the items here."""
-        wanted = set(items)
-        rows = self.db.query(f"SELECT {_LEASE_COLUMNS} FROM leases WHERE holder = ?", (holder,))
-        return sorted((Lease(*r) for r in rows if r[0] in wanted), key=lambda lease: lease.item)
+    def held_in_plan(self, plan: str) -> list[Lease]:
+        """The plan's held leases, by item: a held lease has an expiry, a released
+        one none, so the (plan, expires_at) index finds them without the released rows."""
+        rows = self.db.query(
+            f"SELECT {_LEASE_COLUMNS} FROM leases WHERE plan = ? AND expires_at IS NOT NULL ORDER BY item",
+            (plan,),
+        )
+        return [Lease(*r) for r in rows]
 
     def expired_leases(self, plan: str | None, at: str) -> list[Lease]:
         where = "holder IS NOT NULL AND expires_at <= ?" + (" AND plan = ?" if plan is not None else "")

@@ -539,7 +539,8 @@ def migrate(as_json: bool, target: str) -> None:
 def watch(as_json: bool, plan: str | None, since: int | None, count: int | None) -> None:
     """Print each change as it happens, from any process or machine (--json: one line per event).
     A lost connection, a server restart or a failover does not end it: it reconnects with
-    backoff and goes on after the last event it printed, saying so on stderr."""
+    backoff and goes on after the last event it printed, saying so on stderr. A SQLite ledger
+    file deleted or replaced under it ends it, with one line: a new `watch` reads the new file."""
     import time
 
     from todoledger.cli.render_plain import event_line

@@ -27,6 +27,7 @@ READ_ONLY_FS = "read-only file system: nothing was written"
 NO_PERMISSION = "the ledger is read-only (no permission to write it): nothing was written"
 DISK_FULL = "disk full: nothing was written"
 DAMAGED = "the ledger file is damaged: run `todoledger check`"
+REPLACED = "the ledger file was removed or replaced: restart"
 # SQLite's primary result codes (the low byte of an extended code).
 SQLITE_BUSY = 5
 SQLITE_READONLY = 8
@@ -51,6 +52,8 @@ class SQLiteStore:
         read-only: reads work, writes are refused with one line."""
         self.path = os.fspath(path) if path is not None else None
         self.read_only: str | None = None  # why writes are refused, when they are
+        # The file this connection opened, as (device, inode) at its path: see `_same_file`.
+        self._opened: tuple[str, int, int] | None = None
         if path is None or (not create and not os.path.exists(path)):
             self.location = ":memory:"
             self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -67,6 +70,7 @@ class SQLiteStore:
                         target, isolation_level=None, timeout=busy_ms / 1000, check_same_thread=False
                     )
                     self._pragmas(busy_ms)
+                self._opened = _identity(os.path.abspath(target))
             except sqlite3.DatabaseError as exc:
                 refusal = _refusal(exc, self.location, _why_read_only(target))
                 raise refusal or LedgerError(f"{path}: not a usable ledger ({exc})") from None
@@ -129,6 +133,7 @@ class SQLiteStore:
             return
         if self.read_only:
             raise LedgerError(f"{self.location}: {self.read_only}")
+        self._same_file()
         try:
             self._begin_immediate()
         except sqlite3.OperationalError as exc:
@@ -141,6 +146,9 @@ class SQLiteStore:
         self._depth = 1
         try:
             yield
+            # Again just before the commit: a file replaced while this write ran gets none of it
+            # (the ROLLBACK below), so no write is acknowledged that the next process cannot see.
+            self._same_file()
             self.conn.execute("COMMIT")
         except BaseException as exc:
             if self.conn.in_transaction:  # SQLite may have rolled back already (a full disk)
@@ -212,6 +220,7 @@ class SQLiteStore:
         if self._depth:
             yield
             return
+        self._same_file()
         self.execute("BEGIN")
         self._depth = 1
         try:
@@ -227,6 +236,27 @@ class SQLiteStore:
             self.execute("COMMIT")
         finally:
             self._depth = 0
+
+    def _same_file(self) -> None:
+        """Refuse when the path no longer names the file this connection has open.
+
+        A server (`serve`, `mcp`, `watch`) holds its connection for hours. When the
+        file is deleted (`git clean -fdX`) or another file is renamed over it, SQLite
+        goes on reading and writing the unlinked file: writes acknowledged there are
+        in no file that any other process opens, and are gone at the restart. One
+        stat of the path per transaction (and one more before a commit) tells it:
+        a file's device and inode do not change while it stays at its path."""
+        if self._opened is None:
+            return
+        path, dev, ino = self._opened
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise ReplacedError(f"{self.location}: {REPLACED}") from None
+        except OSError:
+            return  # not this check's to tell (a folder without search permission): SQLite says it
+        if st.st_ino != ino or st.st_dev != dev:
+            raise ReplacedError(f"{self.location}: {REPLACED}")
 
     # try/except inline, not a context manager: these run some ten times per write.
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
@@ -295,6 +325,17 @@ class SQLiteStore:
 
 class DamagedError(LedgerError):
     """The ledger file itself is damaged (SQLite reports corruption)."""
+
+
+class ReplacedError(LedgerError):
+    """The ledger file this process opened was deleted, or another file now
+    has its path: nothing more is read or written through this connection
+    (a new process opens what is at the path now)."""
+
+
+def _identity(path: str) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return path, st.st_dev, st.st_ino
 
 
 def _refusal(exc: sqlite3.Error, location: str, read_only: str | None) -> LedgerError | None:

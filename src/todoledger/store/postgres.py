@@ -28,15 +28,21 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
-import psycopg
-
 from todoledger.core.model import BusyError, LedgerError, UnavailableError
 from todoledger.core.timefmt import now
 from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import psycopg
+
     from todoledger.store.base import Row
+else:
+    from todoledger.store.pgdriver import driver
+
+    # psycopg, or in an agent's short call its stand-in over libpq (store/libpq.py):
+    # the same names, so that every statement, lock and error below is the same code.
+    psycopg = driver()
 
 BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10

@@ -177,7 +177,9 @@ def start_pgbouncer(work: Path) -> tuple[subprocess.Popen[bytes], int] | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=15, help="rounds of every call on every backend")
     parser.add_argument("--items", type=int, default=1000, help="items of the plan")
     parser.add_argument("--no-pgbouncer", action="store_true", help="skip the pgbouncer run")
@@ -199,9 +201,16 @@ def main() -> None:
             # pgbouncer forwards no `options`: the schema as the role's default in this database.
             with psycopg.connect(database, autocommit=True) as conn:
                 conn.execute(f"ALTER ROLE postgres IN DATABASE {name} SET search_path = {schema}")
-            pooled = database.replace("127.0.0.1:5432", f"127.0.0.1:{bouncer[1]}", 1) + "?pgbouncer=transaction"
+            pooled = (
+                database.replace("127.0.0.1:5432", f"127.0.0.1:{bouncer[1]}", 1) + "?pgbouncer=transaction"
+            )
             through = {"sqlite": targets["sqlite"], "pgbouncer": pooled}
-            report("through pgbouncer (transaction mode)", run_rounds(through, work, args.rounds), "sqlite", "pgbouncer")
+            report(
+                "through pgbouncer (transaction mode)",
+                run_rounds(through, work, args.rounds),
+                "sqlite",
+                "pgbouncer",
+            )
     finally:
         if bouncer is not None:
             bouncer[0].terminate()

@@ -152,8 +152,12 @@ _BY_CLASS: dict[str, type[Error]] = {
 
 def _error(message: bytes | None, sqlstate: bytes | None) -> Error:
     state = sqlstate.decode() if sqlstate else None
-    cls = _BY_STATE.get(state or "") or _BY_CLASS.get((state or "")[:2]) or (
-        InternalError if state else OperationalError  # no SQLSTATE: the connection failed
+    cls = (
+        _BY_STATE.get(state or "")
+        or _BY_CLASS.get((state or "")[:2])
+        or (
+            InternalError if state else OperationalError  # no SQLSTATE: the connection failed
+        )
     )
     exc = cls((message or b"").decode("utf-8", "replace").strip())
     exc.sqlstate = state
@@ -337,7 +341,7 @@ def _rows(lib: Any, res: int) -> list[tuple[Any, ...]]:
     getvalue, isnull = lib.PQgetvalue, lib.PQgetisnull
     rows = []
     for r in range(count):
-        row = []
+        row: list[Any] = []
         for c, load_ in enumerate(loaders):
             raw = getvalue(res, r, c)
             if not raw and isnull(res, r, c):

@@ -105,16 +105,19 @@ def test_the_agents_writes_and_hooks_use_libpq_and_are_recorded(pg: str, tmp_pat
 
 
 def test_a_refusal_through_libpq_reads_as_through_psycopg(pg: str, tmp_path: Path) -> None:
-    """The server's errors keep their class: a wrong database is one line, not a traceback."""
+    """The server's errors keep their meaning: a database that does not exist is one line, not a traceback."""
     env = {**os.environ, "TODOLEDGER_DB": pg.replace("/todoledger_test", "/no_such_db_", 1).split("?")[0]}
     for args in (["show", "--json"], ["next", "--json"]):
         done = subprocess.run(
-            [sys.executable, "-m", "todoledger.cli.entry", *args],
+            [sys.executable, "-c", PROBE, *args],
             capture_output=True,
             text=True,
             env=env,
+            cwd=tmp_path,
             timeout=60,
         )
         assert done.returncode == 1
-        assert done.stderr.startswith("Error: ") and "cannot connect to PostgreSQL" in done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1
+        error, drivers = done.stderr.rsplit("DRIVERS ", 1)
+        assert drivers.split() == ["todoledger.store.libpq"]
+        assert error.startswith("Error: ") and "cannot connect to PostgreSQL" in error
+        assert "does not exist" in error and len(error.strip().splitlines()) == 1

@@ -355,7 +355,7 @@ def _rows(lib: Any, res: int) -> list[tuple[Any, ...]]:
         values = [getvalue(handle, r, c) for c in columns]
         if b"" in values:  # an empty text or a NULL: libpq says which
             values = [None if not v and isnull(handle, r, c) else v for c, v in enumerate(values)]
-        rows.append(tuple([None if v is None else f(v) for f, v in zip(loaders, values)]))
+        rows.append(tuple([None if v is None else f(v) for f, v in zip(loaders, values, strict=True)]))
     return rows
 
 

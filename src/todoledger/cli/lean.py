@@ -172,7 +172,7 @@ class _Opened:
     def __init__(self, create: bool) -> None:
         from todoledger.ledger import Ledger
 
-        self.ledger = Ledger(create=create)
+        self.ledger = Ledger(create=create, lean=True)  # psycopg's import would cost more than the call
 
     def __enter__(self) -> Any:
         return self.ledger

@@ -72,7 +72,7 @@ def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
     """The project's ledger with a hook's short patience for a busy file."""
     from todoledger.ledger import Ledger
 
-    return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS)
+    return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True)  # store/libpq.py says why
 
 
 def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response: Any = None) -> None:

@@ -49,17 +49,20 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         cwd: str | Path | None = None,
         create: bool = True,
         busy_ms: int | None = None,
+        lean: bool = False,
     ) -> None:
         """The ledger at `path` (":memory:" for a scratch ledger), else the
         project's (see `store.locate`). With `create=False` a missing ledger
-        reads as empty and nothing is created."""
+        reads as empty and nothing is created. `lean`: this process is an
+        agent's short call (a lean verb, a hook): a PostgreSQL ledger is reached
+        through the small libpq binding rather than psycopg (store/libpq.py)."""
         self._target: str | None = os.fspath(path) if path is not None else None
         if store is None:
             from todoledger.store.locate import ledger_file
             from todoledger.store.open import open_store
 
             self._target = self._target if self._target is not None else ledger_file(cwd)
-            store = open_store(self._target, create=create, busy_ms=busy_ms)
+            store = open_store(self._target, create=create, busy_ms=busy_ms, lean=lean)
         self._unit = Unit(store)
 
     # the ledger itself -------------------------------------------------------

@@ -24,13 +24,18 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 # files, the hook log and the spool of events the ledger was too busy to take.
 
 
-def open_store(target: str, *, create: bool = True, busy_ms: int | None = None) -> Store:
+def open_store(target: str, *, create: bool = True, busy_ms: int | None = None, lean: bool = False) -> Store:
     """The store at `target` (":memory:" for a scratch ledger). With
     `create=False` a missing file reads as an empty ledger and nothing is
     created; the first write to a new ledger in a `.todoledger/` folder also
-    writes the folder's .gitignore."""
+    writes the folder's .gitignore. `lean`: a short agent call (a lean verb, a
+    hook), which reaches PostgreSQL through the libpq binding (store/pgdriver.py)."""
     scheme = url_scheme(target)
     if scheme in POSTGRES_SCHEMES:
+        if lean:
+            from todoledger.store.pgdriver import lean as use_lean_driver
+
+            use_lean_driver()
         try:
             from todoledger.store.postgres import BUSY_TIMEOUT_MS as PG_BUSY_MS
             from todoledger.store.postgres import PostgresStore

@@ -18,17 +18,12 @@ BusyError as on SQLite. Readers take no lock: a REPEATABLE READ snapshot.
 
 from __future__ import annotations
 
-import logging
 import os
-import re
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from typing import Any
-
-import psycopg
 
 from todoledger.core.model import BusyError, LedgerError, UnavailableError
 from todoledger.core.timefmt import now
@@ -36,7 +31,17 @@ from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    import psycopg
+
     from todoledger.store.base import Row
+else:
+    from todoledger.store.pgdriver import driver
+
+    # psycopg, or in an agent's short call its stand-in over libpq (store/libpq.py):
+    # the same names, so that every statement, lock and error below is the same code.
+    psycopg = driver()
 
 BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
@@ -152,27 +157,25 @@ def _first_line(exc: BaseException) -> str:
     return line.removeprefix("connection failed: ")
 
 
-_TOKEN = re.compile(r"'(?:[^']|'')*'|\?|%")
-
-
 def translate(sql: str) -> str:
-    """`?` placeholders to psycopg's `%s`, a literal `%` doubled; string literals untouched."""
-
-    def swap(m: re.Match[str]) -> str:
-        token = m.group(0)
-        return "%s" if token == "?" else "%%" if token == "%" else token
-
-    return _TOKEN.sub(swap, sql)
-
-
-_TEXT_COLUMN = re.compile(r"\bTEXT\b")
+    """`?` placeholders to psycopg's `%s`, a literal `%` doubled; string literals untouched.
+    Without `re`, whose import an agent's short call would pay (store/libpq.py)."""
+    if "'" not in sql:
+        return sql.replace("%", "%%").replace("?", "%s")
+    out = []
+    for n, part in enumerate(sql.split("'")):
+        # Even parts lie outside string literals; a doubled quote inside one leaves an empty part.
+        out.append(part.replace("%", "%%").replace("?", "%s") if n % 2 == 0 else part)
+    return "'".join(out)
 
 
 def _ddl(sql: str) -> str:
     """Text columns compare byte by byte, as in SQLite: the same order whatever the server's locale."""
     head = sql.lstrip().upper()
     if head.startswith(("CREATE TABLE", "ALTER TABLE")):
-        return _TEXT_COLUMN.sub('TEXT COLLATE "C"', sql)
+        import re
+
+        return re.sub(r"\bTEXT\b", 'TEXT COLLATE "C"', sql)
     return sql
 
 
@@ -330,6 +333,8 @@ class PostgresStore:
             with _growth_lock:
                 counts[1] = max(0, int(rows[0][0])) if rows else 0
         except (psycopg.Error, LedgerError):
+            import logging
+
             logging.getLogger("todoledger").debug("ANALYZE after a large write failed", exc_info=True)
 
     def _rollback(self) -> None:
@@ -552,6 +557,8 @@ class PostgresPool:
         self.pooler = first.pooler
         first.close()
         self.size = size
+        import logging
+
         # Reconnection attempts are reported to the caller as one line, not logged as tracebacks.
         logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
         logging.getLogger("psycopg.pool").propagate = False

@@ -210,7 +210,8 @@ class PostgresStore:
         self._borrowed = False
         self._grown = 0  # rows added to the ready query's tables in this transaction
         self._bulk = False
-        schema = self.conn.execute("SELECT current_schema()").fetchone()
+        # Through `_run`: a connection lost already (a killed backend) is an outage, one line.
+        schema = self._run("SELECT current_schema()").fetchone()
         if schema is None or schema[0] is None:
             self.conn.close()
             raise LedgerError(f"{self.location}: the search path names no existing schema; create it first")
@@ -233,10 +234,10 @@ class PostgresStore:
 
     # schema ----------------------------------------------------------------
     def _version(self) -> int:
-        found = self.conn.execute("SELECT to_regclass('schema_version')").fetchone()
+        found = self._run("SELECT to_regclass('schema_version')").fetchone()
         if found is None or found[0] is None:
             return 0
-        row = self.conn.execute("SELECT version FROM schema_version").fetchone()
+        row = self._run("SELECT version FROM schema_version").fetchone()
         return int(row[0]) if row else 0
 
     def _migrate(self) -> None:

@@ -158,6 +158,7 @@ def test_watch_sees_every_event_once_in_order_while_plans_commit_side_by_side_an
     seen = [json.loads(line) for line in out.splitlines()]
     with Ledger(url) as lg:
         expected = [e["seq"] for e in lg.watch(after=since, stop=lambda: True)]
+        assert lg.check() == []  # one tamper-evident chain, though plans committed side by side
     assert len(expected) == total
     assert [e["seq"] for e in seen] == expected  # every event, once, in order
     assert {e["plan"] for e in seen} == {f"p{n}" for n in range(WRITERS)}

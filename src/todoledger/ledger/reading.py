@@ -273,9 +273,12 @@ def last_event(u: Unit) -> int:
 
 
 def last_change(u: Unit) -> int:
-    """A number that grows with every recorded change anywhere in the ledger."""
+    """A number that grows with every recorded change anywhere in the ledger.
+    Not the last op alone: on PostgreSQL writers of two plans commit side by
+    side, and a lower op can commit after a higher one was seen; its events
+    are numbered at commit (store/postgres.py `lock`), so the sum still grows."""
     with u.store.read():
-        return u.repo.last_op()
+        return u.repo.last_op() + u.repo.last_seq()
 
 
 def last_changes(u: Unit) -> dict[str, dict[str, Any]]:

@@ -88,7 +88,9 @@ class Unit:
     def op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
         """A new op of this transaction: the change's record, its events to follow."""
         assert self._writes is not None, "changes happen inside transaction()"
-        assert self._plans[0] in (None, plan), f"an op of plan {plan!r} in a write locked for {self._plans[0]!r}"
+        assert self._plans[0] in (None, plan), (
+            f"an op of plan {plan!r} in a write locked for {self._plans[0]!r}"
+        )
         self.check_new_plan(plan)
         check_text("the writer", writer)
         marks = self.marks()  # an op's own source place wins over the block's

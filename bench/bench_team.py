@@ -5,6 +5,10 @@
   one shared plan, one status moved per write) and single-item updates;
 - `next` on a 100,000-item plan, PostgreSQL vs SQLite (the plan is built in
   SQLite and copied with `migrate`'s copy);
+- writers of several plans (PostgreSQL locks per plan): 16 processes across
+  4 plans on PostgreSQL vs 16 on SQLite, and on PostgreSQL 16 writers in one
+  plan vs one writer (no collapse);
+- `watch` latency, commit to print, p50 and p90 on each backend;
 - a claim under 16-way contention: p50 and p99 latency;
 - the contention run of tests/contention.py (16 processes as two hosts,
   short leases) for --contention seconds (60 by default), with its checks;
@@ -94,11 +98,13 @@ def writer_task(task: tuple[str, str, int, float, float]) -> tuple[int, list[flo
         end = start + seconds
         while time.time() < end:
             try:
-                if kind == "list":
+                if kind in ("list", "spread"):
                     todos[done % 20]["status"] = (
                         "completed" if todos[done % 20]["status"] == "pending" else "pending"
                     )
-                    lg.write({"todos": todos}, plan="lists", writer=me)
+                    # "spread": the writers take turns over 4 plans, 4 to a plan.
+                    plan = f"lists{index % 4}" if kind == "spread" else "lists"
+                    lg.write({"todos": todos}, plan=plan, writer=me)
                 elif kind == "update":
                     assert mine is not None
                     lg.update(mine, plan="updates", writer=me, notes=f"note {done}")
@@ -137,6 +143,72 @@ def bench_writes(pool: Any, targets: dict[str, Any], seconds: float, levels: tup
             print(
                 f"{n:>8} | {label:<18} | {rates['sqlite']:>9.0f} | {rates['postgres']:>10.0f} | {ratio:>8.2f}x"
             )
+
+
+def bench_plans(pool: Any, targets: dict[str, Any], seconds: float) -> None:
+    """Per-plan locks: writers of different plans do not queue behind each other."""
+    print(f"\nwriters of several plans: 20-item lists, {seconds:g} s per cell, a new ledger per cell")
+    spread = {
+        b: concurrent(pool, fresh(), "spread", 16, seconds)[0] / seconds for b, fresh in targets.items()
+    }
+    print(
+        f"  16 writers across 4 plans: SQLite {spread['sqlite']:.0f}/s, PostgreSQL {spread['postgres']:.0f}/s,"
+        f" PostgreSQL/SQLite {spread['postgres'] / spread['sqlite']:.2f}x"
+    )
+    one = concurrent(pool, targets["postgres"](), "list", 1, seconds)[0] / seconds
+    many = concurrent(pool, targets["postgres"](), "list", 16, seconds)[0] / seconds
+    print(f"  PostgreSQL, one plan: 16 writers {many:.0f}/s, 1 writer {one:.0f}/s, 16/1 {many / one:.2f}x")
+
+
+def watch_latency(target: str, writes: int) -> list[float]:
+    """Seconds from a write's commit (its call returned) to `watch --json` printing its event."""
+    import json
+    import subprocess
+    import threading
+
+    from todoledger import Ledger
+
+    with Ledger(target) as lg:
+        lg.add("before the watch", plan="w", writer="bench:w")
+        since = lg.last_event()
+    env = dict(os.environ, TODOLEDGER_DB=target)
+    exe = str(Path(sys.executable).parent / "todoledger")
+    watch = subprocess.Popen(
+        [exe, "watch", "--json", "--since", str(since), "--count", str(writes + 1)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    printed: dict[int, float] = {}
+    ready = threading.Event()
+
+    def read() -> None:
+        assert watch.stdout is not None
+        for line in watch.stdout:
+            printed[json.loads(line)["seq"]] = time.perf_counter()
+            ready.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    committed: dict[int, float] = {}
+    with Ledger(target) as lg:
+        lg.add("watch is up", plan="w", writer="bench:w")
+        ready.wait(30)  # its first line: watch is connected and waiting
+        for k in range(writes):
+            time.sleep(0.05)  # each write alone, watch idle when it lands
+            lg.add(f"watched {k}", plan="w", writer="bench:w")
+            committed[lg.last_event()] = time.perf_counter()
+    watch.wait(60)
+    reader.join()
+    return [printed[seq] - at for seq, at in committed.items() if seq in printed]
+
+
+def bench_watch(targets: dict[str, Any], writes: int) -> None:
+    print(f"\nwatch latency, commit (the write's call returned) to print, {writes} writes a backend")
+    for backend, fresh in targets.items():
+        lat = sorted(watch_latency(fresh(), writes))
+        q = statistics.quantiles(lat, n=10)
+        print(f"{backend:>10}: p50 {statistics.median(lat) * 1000:.1f} ms, p90 {q[8] * 1000:.1f} ms")
 
 
 def bench_claims(pool: Any, targets: dict[str, Any], seconds: float) -> None:
@@ -280,6 +352,9 @@ def main() -> None:
         "--quick", action="store_true", help="1 s cells, levels 1/4/16, 10,000 items, 10 s run"
     )
     parser.add_argument("--only-pool", action="store_true", help="only the server pool's cells")
+    parser.add_argument(
+        "--only-plans", action="store_true", help="only the writers of several plans and watch latency"
+    )
     args = parser.parse_args()
     levels = LEVELS
     if args.quick:
@@ -295,9 +370,16 @@ def main() -> None:
         if args.only_pool:
             bench_pool(pg_ledger(database), args.seconds)
             return
+        if args.only_plans:
+            with multiprocessing.get_context("spawn").Pool(16) as pool:
+                bench_plans(pool, targets, args.seconds)
+            bench_watch(targets, 40)
+            return
         with multiprocessing.get_context("spawn").Pool(max(levels)) as pool:
             bench_writes(pool, targets, args.seconds, levels)
+            bench_plans(pool, targets, args.seconds)
             bench_claims(pool, targets, args.seconds * 2)
+        bench_watch(targets, 40)
         bench_next(work, pg_ledger(database), args.items)
         if args.contention:
             bench_contention(str(work / "contention.db"), pg_ledger(database), args.contention)

@@ -57,6 +57,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_postgres",
         "tests.test_pool",
         "tests.test_team_pg",
+        "tests.test_plan_locks",
         "tests.e2e.test_agents",
         "tests.e2e.test_fakemodel",
         "tests.e2e.test_routes",

@@ -40,7 +40,7 @@ def add_check(
         raise LedgerError(f"role must be one of {', '.join(core.ROLES)}, not {role!r}")
     check = parse(spec, options)
     at = now()
-    with u.transaction():
+    with u.transaction(plan):
         item = u.require(plan, ref)
         return insert_check(u, plan, item.id, role, check, writer, at, trusted=trusted).as_dict()
 
@@ -140,7 +140,7 @@ def record_metrics(
     checked = [metric_pair(name, value) for name, value in pairs]
     at = now()
     out: list[dict[str, Any]] = []
-    with u.transaction():
+    with u.transaction(plan):
         item = u.require(plan, ref)
         repo = check_repo(u)
         w = u.op(plan, writer, at, "metric", summary=", ".join(f"{n}={v:g}" for n, v in checked))
@@ -167,7 +167,7 @@ def accept_metrics(u: Unit, plan: str, writer: str, ref: str, name: str) -> dict
         )
     name, _ = metric_pair(name, 0.0)
     at = now()
-    with u.transaction():
+    with u.transaction(plan):
         item = u.require(plan, ref)
         repo = check_repo(u)
         count = repo.accept_metrics(item.id, name, writer)

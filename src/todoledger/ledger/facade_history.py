@@ -52,7 +52,7 @@ class HistoryMethods(Facade):
         """Remember where an incremental reader stopped in each source."""
         from todoledger.core.timefmt import now
 
-        with self._unit.store.write():
+        with self._unit.locked():  # a reader's sources may feed several plans
             self._unit.repo.save_cursors(cursors, now())
 
     def markdown_layout(self, plan: str | None = None) -> str | None:
@@ -64,8 +64,9 @@ class HistoryMethods(Facade):
         """Keep the shape of the Markdown file just imported into the plan."""
         from todoledger.core.timefmt import now
 
-        with self._unit.store.write():
-            self._unit.repo.save_markdown_layout(self._plan(plan), layout, now())
+        plan = self._plan(plan)
+        with self._unit.locked(plan):
+            self._unit.repo.save_markdown_layout(plan, layout, now())
 
     def imported_from_others(self, plan: str, source_prefix: str) -> bool:
         """Does the plan hold imported calls whose source key does not start

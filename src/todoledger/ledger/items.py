@@ -52,7 +52,7 @@ def update(
         if status in PROGRESS and not force:
             readiness.refuse_unmet(u, early, status)
     gate = _gate(u, plan, ref, writer, fields, force)
-    with u.transaction():
+    with u.transaction(plan):
         item = u.require(plan, ref)
         if token is not None:
             u.fence(item, writer, token, at)
@@ -164,7 +164,7 @@ def add(
     status = validate("status", status)
     if notes is not None:
         notes = validate("notes", notes)
-    with u.transaction():
+    with u.transaction(plan):
         parent_id = u.require(plan, parent).id if parent else None
         blockers = sorted({u.require(plan, d).id for d in depends_on})
         position = _position_after(u, plan, after, parent_id)
@@ -205,7 +205,7 @@ def clear(u: Unit, plan: str, writer: str) -> int:
     """Remove every item of a plan (recorded, so `undo` brings them back)."""
     """Remove every item of a plan (recorded, so `undo` brings them back)."""
     at = now()
-    with u.transaction():
+    with u.transaction(plan):
         items = u.repo.items(plan)
         w = u.op(plan, writer, at, "clear", summary=f"cleared {len(items)} items")
         for item in items:

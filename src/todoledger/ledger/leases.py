@@ -28,7 +28,7 @@ def claim(
     first. An agent skips what waits for a person's approval."""
     from todoledger.core.approval import is_person
 
-    with u.transaction():
+    with u.transaction(plan):
         at = at or now()
         seconds = _lease_seconds(u, plan, lease)
         _release_expired(u, plan, writer, at)
@@ -44,6 +44,7 @@ def claim(
         if not ready:
             return []
         item = ready[0]
+        u.store.lock("tokens")  # tokens count across plans: claims of two plans take turns here
         token = u.repo.next_token()
         expires = shift(at, seconds)
         w = u.op(plan, writer, at, "claim", summary=f"claimed {item.id}")
@@ -72,7 +73,7 @@ def renew(
     at: str | None = None,
 ) -> dict[str, Any]:
     """Extend the writer's lease on an item (by `lease` seconds, else its own length)."""
-    with u.transaction():
+    with u.transaction(plan):
         at = at or now()
         held = _held_lease(u, u.require(plan, ref), writer, token, at)
         seconds = _lease_seconds(u, plan, lease) if lease is not None else held.seconds
@@ -91,7 +92,7 @@ def release(
     at: str | None = None,
 ) -> dict[str, Any]:
     """The holder gives its claim back: the item is pending again (if still in progress)."""
-    with u.transaction():
+    with u.transaction(plan):
         at = at or now()
         held = _held_lease(u, u.require(plan, ref), writer, token, at)
         w = u.op(plan, writer, at, "release", summary=f"released {held.item}")
@@ -102,7 +103,7 @@ def release(
 
 def reclaim(u: Unit, writer: str, plan: str | None = None, *, at: str | None = None) -> list[dict[str, Any]]:
     """Release every expired lease (of the plan, or of every plan given None)."""
-    with u.transaction():
+    with u.transaction(plan):  # every plan's, given None: a cross-plan write
         return [lease.as_dict() for lease in _release_expired(u, plan, writer, at or now())]
 
 
@@ -116,7 +117,7 @@ def set_lease_length(u: Unit, plan: str, seconds: int | None) -> None:
     """The plan's default lease length (None: back to 30 minutes)."""
     if seconds is not None:
         seconds = lease_length(seconds)
-    with u.transaction():
+    with u.transaction(plan):
         u.repo.set_plan_lease_seconds(plan, seconds, now())
 
 

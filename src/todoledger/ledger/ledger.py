@@ -122,8 +122,9 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
     @contextmanager
     def batch(self) -> Iterator[None]:
         """Many writes in one transaction (an import): each write still
-        refuses alone and leaves nothing; the batch commits at the end."""
-        with self._unit.store.write():
+        refuses alone and leaves nothing; the batch commits at the end.
+        A cross-plan transaction: it may write any plan."""
+        with self._unit.locked():
             self._unit.batching = True
             try:
                 yield

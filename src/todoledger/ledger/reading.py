@@ -32,7 +32,7 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
     """The plan with derived `blocked`/`ready`. Given a writer, the items
     join its base: it has now seen them."""
     if writer is not None:
-        with u.transaction():
+        with u.transaction(plan):
             rows = u.repo.item_rows(plan)
             if rows:
                 u.repo.save_base(plan, writer, {r["id"]: seen_of(r) for r in rows})
@@ -83,7 +83,7 @@ def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
     from todoledger.core.itemjson import plan_text
     from todoledger.store.repo import decode
 
-    with u.transaction() if writer is not None else u.store.read():
+    with u.transaction(plan) if writer is not None else u.store.read():
         rows, deps = u.repo.item_tuples(plan)
         if writer is not None and rows:
             seen = {r[0]: Seen(r[2], r[3], r[4], r[5]) for r in rows}
@@ -255,7 +255,7 @@ def recover_base(u: Unit, view: PlanView, writer: str, shown: Iterable[str]) -> 
     summary cancels nothing the summary left out. Items it never had stay out
     of its base: being shown someone else's work is no licence to drop it."""
     by_id = {it.id: it for it in view.items}
-    with u.transaction():
+    with u.transaction(view.plan):
         old = u.repo.base(view.plan, writer)
         seen = {
             i: Seen(by_id[i].content, by_id[i].status, by_id[i].priority, by_id[i].active_form)
@@ -273,9 +273,12 @@ def last_event(u: Unit) -> int:
 
 
 def last_change(u: Unit) -> int:
-    """A number that grows with every recorded change anywhere in the ledger."""
+    """A number that grows with every recorded change anywhere in the ledger.
+    Not the last op alone: on PostgreSQL writers of two plans commit side by
+    side, and a lower op can commit after a higher one was seen; its events
+    are numbered at commit (store/postgres.py `lock`), so the sum still grows."""
     with u.store.read():
-        return u.repo.last_op()
+        return u.repo.last_op() + u.repo.last_seq()
 
 
 def last_changes(u: Unit) -> dict[str, dict[str, Any]]:

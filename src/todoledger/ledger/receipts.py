@@ -166,7 +166,7 @@ def record_receipts(
     """Store the receipts as rows and as events; an assumption that holds is completed."""
     at = now()
     repo = check_repo(u)
-    with u.transaction():
+    with u.transaction(plan):
         w = u.op(plan, writer, at, kind, summary=_summary(receipts))
         write_receipts(repo, w, rows, receipts)
         for row, r in zip(rows, receipts, strict=True):

@@ -6,6 +6,11 @@ people, gates) takes a `Unit` and plain values; only the façade (`Ledger`)
 makes one. A change happens inside `transaction()`: `op()` opens an op whose
 events are buffered and inserted just before the transaction commits, after
 the leases of the writer's touched items are renewed (or ended).
+
+A transaction names the one plan it writes (`transaction(plan)`): on
+PostgreSQL it then waits only for that plan's writers. One that names none is
+a cross-plan operation and waits for every writer. An op for another plan than
+the transaction's is a bug, refused before it writes anything.
 """
 
 from __future__ import annotations
@@ -44,20 +49,40 @@ class Unit:
         self._writes: list[Writes] | None = None
         # (writer, item): a person's --force past another writer's live lease in this transaction.
         self.overrides: set[tuple[str, str]] = set()
+        self._plans: list[str | None] = []  # the plan of each open transaction, outermost first
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def locked(self, plan: str | None = None) -> Iterator[None]:
+        """The store's write transaction for `plan` (None: a cross-plan one),
+        without ops of its own; a nested one joins the outer, and may not
+        write another plan than the outer's."""
+        outer = self._plans[0] if self._plans else None
+        if self._plans and outer is not None and plan not in (None, outer):
+            raise AssertionError(f"a write of plan {plan!r} inside one locked for plan {outer!r}")
+        self._plans.append(plan if not self._plans else outer)
+        try:
+            with self.store.write(plan):
+                yield
+        finally:
+            self._plans.pop()
+
+    @contextmanager
+    def transaction(self, plan: str | None = None) -> Iterator[None]:
         """A write transaction whose buffered events are inserted before it
-        commits; a nested one joins the outer."""
-        with self.store.write():
+        commits; a nested one joins the outer. `plan`: the one plan it writes
+        (None: any, a cross-plan operation)."""
+        with self.locked(plan):
             if self._writes is not None:
                 yield
                 return
             self._writes = []
             try:
                 yield
+                # Leases first, then the events: the events' turn on the
+                # ledger-wide feed (Writes.flush) lasts only to the commit.
                 for w in self._writes:
                     self._renew_leases(w)
+                for w in self._writes:
                     w.flush()
             finally:
                 self._writes = None
@@ -66,6 +91,9 @@ class Unit:
     def op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
         """A new op of this transaction: the change's record, its events to follow."""
         assert self._writes is not None, "changes happen inside transaction()"
+        assert self._plans[0] in (None, plan), (
+            f"an op of plan {plan!r} in a write locked for {self._plans[0]!r}"
+        )
         self.check_new_plan(plan)
         check_text("the writer", writer)
         marks = self.marks()  # an op's own source place wins over the block's

@@ -105,7 +105,7 @@ def apply(
     to a writer whose list works on an item someone else closed."""
     at = at or now()
     warnings = [f for f in parsed.findings if f.level == "warning"]
-    with u.transaction():
+    with u.transaction(plan):
         if source_key and not _source_checked and u.repo.has_source(source_key):
             return WriteResult(plan, parsed.dialect, u.repo.revision(plan), [], skipped=True)
         # The writer's base and the items it names, as they are now, in one query.
@@ -225,7 +225,7 @@ def record_refused(
     """Tell in the plan's story that a call was made and refused (by the agent's
     own tool, or by lint): nothing in the plan changes. False if recorded before."""
     at = at or now()
-    with u.transaction():
+    with u.transaction(plan):
         if source_key and u.repo.has_source(source_key):
             return False
         u.check_new_plan(plan)

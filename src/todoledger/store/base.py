@@ -23,8 +23,18 @@ class Store(Protocol):
     location: str
     serial_key: str  # how the backend spells an auto-numbered 64-bit key in CREATE TABLE
 
-    def write(self) -> AbstractContextManager[None]:
-        """A serialised write transaction: all or nothing. Nested calls join the outer one."""
+    def write(self, plan: str | None = None) -> AbstractContextManager[None]:
+        """A serialised write transaction: all or nothing. Nested calls join the outer one.
+
+        `plan`: the one plan the transaction writes; it waits only for other
+        writers of that plan (and for cross-plan operations). None: a cross-plan
+        operation, which waits for every writer and excludes them all until it
+        commits. A backend that serialises every writer anyway may ignore it."""
+
+    def lock(self, name: str) -> None:
+        """Inside a write transaction: hold the ledger-wide lock `name` until it
+        commits, so that writers of different plans that share something (the
+        event feed, the lease tokens) take turns on it."""
 
     def bulk(self) -> AbstractContextManager[None]:
         """Many writes in a row: durability may be relaxed, integrity never."""

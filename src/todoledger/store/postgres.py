@@ -3,17 +3,28 @@
 A ledger is one schema of a database: the first schema on the connection's
 search path (`public` unless the URL says `?options=-csearch_path%3Dteam`).
 
-Writers are serialised the way SQLite's `BEGIN IMMEDIATE` serialises them:
-each write transaction first takes a transaction-level advisory lock keyed
-by the ledger's schema, then reads and writes at READ COMMITTED. Holding the
-lock, a writer sees every earlier writer's commit and no later one can start,
-so a whole-list merge (read the plan, merge in Python, write the result)
-never interleaves with another. SERIALIZABLE with retries would also be
-correct, but the service's transaction bodies are not re-runnable (they
-yield to the caller, and merges buffer events), and under contention most
-of the work would be thrown away on each retry; the lock queues writers
-instead, in arrival order, and a wait longer than the busy timeout is a
-BusyError as on SQLite. Readers take no lock: a REPEATABLE READ snapshot.
+Writers take transaction-level advisory locks, then read and write at READ
+COMMITTED. A write that touches one plan (`write(plan)`: every agent's list,
+add, update, claim) takes the ledger's lock SHARED and the plan's lock
+(schema, plan) exclusive: writers of two plans go side by side, and two
+writers of one plan queue, so a whole-list merge (read the plan, merge in
+Python, write the result) never interleaves with another of its plan.
+Holding the plan's lock, a writer sees every earlier commit to its plan and
+no later one can start. A cross-plan operation (`write()`: import, migrate,
+copy, undo, approvals, tokens, reclaiming every plan's leases, schema
+migrations) takes the ledger's lock exclusive: it waits for every plan's
+writers and keeps them all out until it commits. The ledger's lock is the
+one key `hashtext(schema)` it always was, so a todoledger from before
+per-plan locks still excludes (and is excluded by) these writers.
+SERIALIZABLE with retries would also be correct, but the service's
+transaction bodies are not re-runnable (they yield to the caller, and merges
+buffer events), and under contention most of the work would be thrown away
+on each retry; the locks queue writers instead, in arrival order, and a wait
+longer than the busy timeout is a BusyError as on SQLite. Readers take no
+lock: a REPEATABLE READ snapshot.
+
+The event feed stays gapless (`watch --since N` never skips an event) and
+the tamper-evident chain stays one chain: see `PostgresStore.lock`.
 """
 
 from __future__ import annotations
@@ -197,11 +208,13 @@ class PostgresStore:
             raise _connect_error(self.location, exc) from None
         self._sql = _TRANSLATED
         self._depth = 0
+        self._scope: str | None = None  # the plan of the write transaction open now (None: the ledger)
         self._reading = False
         self._borrowed = False
         self._grown = 0  # rows added to the ready query's tables in this transaction
         self._bulk = False
-        schema = self.conn.execute("SELECT current_schema()").fetchone()
+        # Through `_run`: a connection lost already (a killed backend) is an outage, one line.
+        schema = self._run("SELECT current_schema()").fetchone()
         if schema is None or schema[0] is None:
             self.conn.close()
             raise LedgerError(f"{self.location}: the search path names no existing schema; create it first")
@@ -218,15 +231,16 @@ class PostgresStore:
         self.pooler = pool.pooler
         self.conn, self.schema = conn, pool.schema
         self._sql, self._depth, self._borrowed, self._reading = _TRANSLATED, 0, True, False
+        self._scope = None
         self._grown, self._bulk = 0, False
         return self
 
     # schema ----------------------------------------------------------------
     def _version(self) -> int:
-        found = self.conn.execute("SELECT to_regclass('schema_version')").fetchone()
+        found = self._run("SELECT to_regclass('schema_version')").fetchone()
         if found is None or found[0] is None:
             return 0
-        row = self.conn.execute("SELECT version FROM schema_version").fetchone()
+        row = self._run("SELECT version FROM schema_version").fetchone()
         return int(row[0]) if row else 0
 
     def _migrate(self) -> None:
@@ -281,7 +295,7 @@ class PostgresStore:
 
     # transactions ------------------------------------------------------------
     @contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self, plan: str | None = None) -> Iterator[None]:
         if self._depth:
             self._depth += 1
             try:
@@ -290,15 +304,18 @@ class PostgresStore:
                 self._depth -= 1
             return
         self._run("BEGIN")
-        self._depth = 1
+        self._depth, self._scope = 1, plan
         try:
-            try:
-                self._run(f"SET LOCAL lock_timeout = {int(self.busy_ms)}")
-                self._run("SELECT pg_advisory_xact_lock(hashtext(current_schema()))")
-            except psycopg.errors.LockNotAvailable:
-                raise BusyError(
-                    f"{self.location}: another writer held the ledger for {self.busy_ms / 1000:g} s; try again"
-                ) from None
+            self._run(f"SET LOCAL lock_timeout = {int(self.busy_ms)}")
+            if plan is None:
+                self._take("SELECT pg_advisory_xact_lock(hashtext(current_schema()))", (), "the ledger")
+            else:
+                self._take(
+                    "SELECT pg_advisory_xact_lock_shared(hashtext(current_schema())),"
+                    " pg_advisory_xact_lock(hashtext(current_schema()), hashtext(?))",
+                    (plan,),
+                    f"plan {plan!r}",
+                )
             yield
             # Delivered at commit, to every `watch` on this ledger, on any machine.
             self._run("SELECT pg_notify(?, current_schema())", (CHANNEL,))
@@ -309,9 +326,50 @@ class PostgresStore:
         else:
             self._run("COMMIT")
         finally:
-            self._depth = 0
+            self._depth, self._scope = 0, None
         if self._grown:
             self._after_growth()
+
+    def lock(self, name: str) -> None:
+        """Hold the ledger-wide lock `name` until this transaction commits; a
+        cross-plan transaction holds the whole ledger already.
+
+        The feed: `events.seq` is one counter across plans, and `watch --since
+        N` prints what is committed past N. With writers of several plans at
+        once, a number taken early could commit after a higher one was
+        printed, and the feed would skip it for good. So a transaction takes
+        the lock "feed" just before it inserts its events (`Writes.flush`, the
+        last thing before COMMIT) and keeps it through the commit: numbers are
+        drawn, and become visible, in commit order, and a feed that has read
+        event N has read every lower one that will ever exist (a rolled-back
+        number is a gap that never fills, which skips nothing). The section
+        is short, the insert and the commit, so plans wait for each other
+        only that long. The same turn makes "the event before" of the
+        tamper-evident chain the last one committed. Waiting for the lowest
+        number still in flight instead would hold every feed back behind the
+        slowest writer, and needs a table of transactions in flight; the short
+        section costs each write one lock round trip.
+
+        Keys are (hashtext(schema), hashtext(name)), the space of the plan
+        locks: a plan whose name hashes alike makes its writers take turns
+        with the feed, never deadlock (the locks are always taken in the
+        order ledger, plan, named, and a backend's own locks never conflict)."""
+        if self._scope is None:
+            return
+        self._take(
+            "SELECT pg_advisory_xact_lock(hashtext(current_schema()), hashtext(?))",
+            (f"todoledger:{name}",),
+            f"the ledger's {name}",
+        )
+
+    def _take(self, sql: str, params: Sequence[Any], what: str) -> None:
+        """Wait for a lock, at most the busy timeout."""
+        try:
+            self._run(sql, params)
+        except psycopg.errors.LockNotAvailable:
+            raise BusyError(
+                f"{self.location}: another writer held {what} for {self.busy_ms / 1000:g} s; try again"
+            ) from None
 
     def _after_growth(self) -> None:
         grown, self._grown = self._grown, 0

@@ -95,9 +95,9 @@ def _item(row: Row) -> Item:
 
 
 # Tamper evidence: each event carries `chain`, the SHA-256 of the event before
-# it (by seq, across the whole ledger) and its own fields. Writers are
-# serialised (SQLite's BEGIN IMMEDIATE; PostgreSQL's advisory lock), so "the
-# event before" is the last one committed. `todoledger check` reports a row
+# it (by seq, across the whole ledger) and its own fields. Writers append
+# events in turn (SQLite's BEGIN IMMEDIATE; PostgreSQL's "feed" lock, held
+# from the insert to the commit), so "the event before" is the last one committed. `todoledger check` reports a row
 # whose chain does not follow: one written, changed or removed around
 # todoledger. It is evidence, not a signature: there is no secret, so whoever
 # can write the file and knows this rule could chain a forged row too.
@@ -840,7 +840,10 @@ class Writes:
 
     def flush(self) -> None:
         if self.pending:
-            prev = self.repo.last_chain()  # inside the write transaction: writers take turns
+            # The feed's turn, held to the commit: numbers in commit order and
+            # one chain, whichever plans write at once (store/postgres.py `lock`).
+            self.db.lock("feed")
+            prev = self.repo.last_chain()
             rows = []
             for fields in self.pending:
                 prev = chain_link(prev, fields)

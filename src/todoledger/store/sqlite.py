@@ -123,7 +123,8 @@ class SQLiteStore:
             self.conn.execute(statement)
 
     @contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self, plan: str | None = None) -> Iterator[None]:
+        """BEGIN IMMEDIATE: one writer at a time in the whole file, whatever `plan` it writes."""
         if self._depth:
             self._depth += 1
             try:
@@ -160,6 +161,9 @@ class SQLiteStore:
             raise
         finally:
             self._depth = 0
+
+    def lock(self, name: str) -> None:
+        """Nothing to take: the writer already holds the whole file."""
 
     def _begin_immediate(self) -> None:
         """Take the write lock, waiting at most `busy_ms`, in turn with the other writers.

@@ -280,6 +280,9 @@ def main() -> None:
         "--quick", action="store_true", help="1 s cells, levels 1/4/16, 10,000 items, 10 s run"
     )
     parser.add_argument("--only-pool", action="store_true", help="only the server pool's cells")
+    parser.add_argument(
+        "--only", choices=("pool", "next"), help="only one part: the server pool's cells, or `next`"
+    )
     args = parser.parse_args()
     levels = LEVELS
     if args.quick:
@@ -292,8 +295,11 @@ def main() -> None:
         "postgres": lambda: pg_ledger(database),
     }
     try:
-        if args.only_pool:
+        if args.only_pool or args.only == "pool":
             bench_pool(pg_ledger(database), args.seconds)
+            return
+        if args.only == "next":
+            bench_next(Path(tempfile.mkdtemp(prefix="bench-next-")), pg_ledger(database), args.items)
             return
         with multiprocessing.get_context("spawn").Pool(max(levels)) as pool:
             bench_writes(pool, targets, args.seconds, levels)

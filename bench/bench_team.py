@@ -353,7 +353,9 @@ def main() -> None:
     )
     parser.add_argument("--only-pool", action="store_true", help="only the server pool's cells")
     parser.add_argument(
-        "--only-plans", action="store_true", help="only the writers of several plans and watch latency"
+        "--only",
+        choices=("pool", "next", "plans"),
+        help="only one part: the server pool's cells, `next`, or the writers of several plans and watch latency",
     )
     args = parser.parse_args()
     levels = LEVELS
@@ -367,13 +369,16 @@ def main() -> None:
         "postgres": lambda: pg_ledger(database),
     }
     try:
-        if args.only_pool:
+        if args.only_pool or args.only == "pool":
             bench_pool(pg_ledger(database), args.seconds)
             return
-        if args.only_plans:
+        if args.only == "plans":
             with multiprocessing.get_context("spawn").Pool(16) as pool:
                 bench_plans(pool, targets, args.seconds)
             bench_watch(targets, 40)
+            return
+        if args.only == "next":
+            bench_next(Path(tempfile.mkdtemp(prefix="bench-next-")), pg_ledger(database), args.items)
             return
         with multiprocessing.get_context("spawn").Pool(max(levels)) as pool:
             bench_writes(pool, targets, args.seconds, levels)

@@ -236,15 +236,23 @@ def test_ready_candidates_wait_for_blockers_and_open_children(repo: Repo) -> Non
         item("urgent", position=5.0, priority="high"),
         item("started", position=6.0, status="in_progress"),
     )
-    assert repo.ready_candidates("p", 10) == ["urgent", "blocker", "child"]
-    assert repo.ready_candidates("p", 1) == ["urgent"]
+
+    def ready(limit: int) -> list[tuple[str, list[str]]]:
+        candidates, checked = repo.ready_candidates("p", limit)
+        assert not checked  # the plan has no checks
+        whole = repo.items_by_id([i.id for i in candidates])
+        assert candidates == [whole[i.id] for i in candidates]  # whole rows, blockers and all
+        return [(i.id, i.depends_on) for i in candidates]
+
+    assert ready(10) == [("urgent", []), ("blocker", []), ("child", [])]
+    assert ready(1) == [("urgent", [])]
     assert repo.parent_of("child") == "phase" and repo.blockers("waits") == ["blocker"]
     with repo.db.write():
         w = op(repo)
         w.set("blocker", "status", "pending", "completed")
         w.set("child", "status", "pending", "cancelled")
         w.flush()
-    assert repo.ready_candidates("p", 10) == ["waits", "urgent", "phase"]
+    assert ready(10) == [("waits", ["blocker"]), ("urgent", []), ("phase", [])]
 
 
 # writers' views ------------------------------------------------------------------

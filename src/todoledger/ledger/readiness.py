@@ -36,9 +36,10 @@ def verification(
     return verified, gated_of(verified)
 
 
-def gated(u: Unit, plan: str) -> frozenset[str]:
-    """The plan's items whose gates have not passed: what waits for them is not ready."""
-    if not u.repo.has_checks(plan):
+def gated(u: Unit, plan: str, checked: bool | None = None) -> frozenset[str]:
+    """The plan's items whose gates have not passed: what waits for them is not
+    ready. `checked`: whether the plan has checks, where the caller knows."""
+    if not (u.repo.has_checks(plan) if checked is None else checked):
         return frozenset()
     from todoledger.ledger.gates import gated_items
 
@@ -49,19 +50,19 @@ def ready(u: Unit, plan: str, limit: int) -> list[Item]:
     """Up to `limit` ready items by priority then order: prerequisites finished and proven."""
     out: list[Item] = []
     fetch = limit + 8
-    gated_ids = gated(u, plan)
+    gated_ids: frozenset[str] | None = None
     while True:
-        ids = u.repo.ready_candidates(plan, fetch)
-        found = u.repo.items_by_id(ids)
+        candidates, checked = u.repo.ready_candidates(plan, fetch)
+        if gated_ids is None:
+            gated_ids = gated(u, plan, checked)
         # The query knows its prerequisites completed; these did not finish all the same.
-        unfinished = gated_ids | u.repo.open_below([b for i in ids for b in found[i].depends_on])
+        unfinished = gated_ids | u.repo.open_below([b for it in candidates for b in it.depends_on])
         out = [
-            found[i]
-            for i in ids
-            if not unfinished.intersection(found[i].depends_on)
-            and not ancestor_blocked(u, found[i], gated_ids)
+            it
+            for it in candidates
+            if not unfinished.intersection(it.depends_on) and not ancestor_blocked(u, it, gated_ids)
         ][:limit]
-        if len(out) >= limit or len(ids) < fetch:
+        if len(out) >= limit or len(candidates) < fetch:
             return out
         fetch *= 4
 

@@ -58,6 +58,7 @@ BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
 _TRANSLATED: dict[str, str] = {}  # `?` SQL to psycopg's, shared by every store of the process
 CHANNEL = "todoledger"  # NOTIFY channel; the payload names the ledger's schema
+READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 
 # The ready query (what `next` offers) joins items to their blockers and children.
 # Planned on statistics from before a large write (autovacuum analyzes a minute
@@ -210,6 +211,7 @@ class PostgresStore:
         self._depth = 0
         self._scope: str | None = None  # the plan of the write transaction open now (None: the ledger)
         self._reading = False
+        self._begin_pending = False
         self._borrowed = False
         self._grown = 0  # rows added to the ready query's tables in this transaction
         self._bulk = False
@@ -232,6 +234,7 @@ class PostgresStore:
         self.conn, self.schema = conn, pool.schema
         self._sql, self._depth, self._borrowed, self._reading = _TRANSLATED, 0, True, False
         self._scope = None
+        self._begin_pending = False
         self._grown, self._bulk = 0, False
         return self
 
@@ -420,20 +423,38 @@ class PostgresStore:
 
     @contextmanager
     def read(self) -> Iterator[None]:
+        """A REPEATABLE READ snapshot. Its BEGIN goes out with the first
+        statement (`_begun`), and a read that ran none sends nothing."""
         if self._depth:
             yield
             return
-        self._run("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        self._depth, self._reading = 1, True
+        self._depth, self._reading, self._begin_pending = 1, True, True
         try:
             yield
         except BaseException:
-            self._rollback()
+            if not self._begin_pending:
+                self._rollback()
             raise
         else:
-            self._run("COMMIT")
+            if not self._begin_pending:
+                self._run("COMMIT")
         finally:
-            self._depth, self._reading = 0, False
+            self._depth, self._reading, self._begin_pending = 0, False, False
+
+    def _begun(self, sql: str, params: Sequence[Any] | None) -> psycopg.Cursor[Any]:
+        """The read's BEGIN, then the statement: in one round trip where the
+        driver pipelines (psycopg over libpq 14 or later), as `next` on
+        PostgreSQL is mostly round trips (bench/bench_team.py `bench_next`).
+        Not through a pooler, which is left the plain protocol."""
+        self._begin_pending = False
+        pipeline = getattr(self.conn, "pipeline", None)
+        if pipeline is None or self.pooler or not psycopg.Pipeline.is_supported():
+            self.conn.execute(READ_BEGIN)
+            return self.conn.execute(sql, params)
+        with pipeline():
+            self.conn.execute(READ_BEGIN)
+            cursor = self.conn.execute(sql, params)
+        return cursor
 
     # statements --------------------------------------------------------------
     def _translated(self, sql: str) -> str:
@@ -446,6 +467,8 @@ class PostgresStore:
         if sql.startswith(_GROWING):
             self._grown += 1
         try:
+            if self._begin_pending:
+                return self._begun(self._translated(sql) if params else sql, params or None)
             return self.conn.execute(self._translated(sql) if params else sql, params or None)
         except psycopg.OperationalError as exc:
             if isinstance(exc, psycopg.errors.LockNotAvailable):
@@ -479,6 +502,9 @@ class PostgresStore:
             return
         if sql.startswith(_GROWING):
             self._grown += len(rows)
+        if self._begin_pending:
+            self._begin_pending = False
+            self._run(READ_BEGIN)
         try:
             with self.conn.cursor() as cur:
                 cur.executemany(self._translated(sql), rows)

@@ -251,14 +251,19 @@ class Repo:
             marks = ",".join("?" * len(chunk))
             for row in self.db.query(f"SELECT {ITEM_COLUMNS} FROM items WHERE id IN ({marks})", chunk):
                 found[row[0]] = _item(row)
-            if not deps:
-                continue
+        if deps:
+            self._add_blockers(found, list(ids))
+        return found
+
+    def _add_blockers(self, found: dict[str, Item], ids: Sequence[str]) -> None:
+        """Fill in these items' `depends_on` (blockers in id order)."""
+        for chunk in _chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
             for item, blocker in self.db.query(
                 f"SELECT item, blocker FROM deps WHERE item IN ({marks}) ORDER BY blocker", chunk
             ):
                 if item in found:
                     found[item].depends_on.append(blocker)
-        return found
 
     def forced(self, plan: str) -> dict[str, list[Any]]:
         """Per item, the overrides (`forced` events) its current status stands
@@ -385,19 +390,38 @@ class Repo:
         rows = self.db.query("SELECT parent FROM items WHERE id = ?", (item_id,))
         return rows[0][0] if rows else None
 
-    def ready_candidates(self, plan: str, limit: int) -> list[str]:
-        return [
-            r[0]
-            for r in self.db.query(
-                "SELECT i.id FROM items i WHERE i.plan = ? AND i.status = 'pending'"
-                " AND NOT EXISTS (SELECT 1 FROM deps d JOIN items b ON b.id = d.blocker"
-                "   WHERE d.item = i.id AND b.status <> 'completed')"
-                " AND NOT EXISTS (SELECT 1 FROM items c WHERE c.parent = i.id"
-                "   AND c.status IN ('pending', 'in_progress'))"
-                " ORDER BY i.prank, i.position, i.created_seq LIMIT ?",
-                (plan, limit),
-            )
-        ]
+    def ready_candidates(self, plan: str, limit: int) -> tuple[list[Item], bool]:
+        """Up to `limit` of the plan's pending items whose blockers are all
+        completed and that have no open item below them, by priority then
+        order, with their blockers; and whether the plan has any check.
+
+        One query where no candidate waits for anything, two where some do:
+        on PostgreSQL each statement is a round trip, and `next` would
+        otherwise make four (ids, rows, blockers, checks). The limit is
+        written into the SQL, not bound: with `LIMIT $2` PostgreSQL's generic
+        plan guesses a tenth of the rows, costs more than a fresh one, and so
+        the prepared statement was planned again on every call (0.3 ms of
+        0.5; bench/bench_team.py `bench_next`)."""
+        found: dict[str, Item] = {}
+        linked: list[str] = []
+        checked = False
+        for row in self.db.query(
+            f"SELECT {_ITEM_COLUMNS_I}, {_HAS_BLOCKERS}, EXISTS (SELECT 1 FROM checks k WHERE k.plan = ?)"
+            " FROM items i WHERE i.plan = ? AND i.status = 'pending'"
+            " AND NOT EXISTS (SELECT 1 FROM deps d JOIN items b ON b.id = d.blocker"
+            "   WHERE d.item = i.id AND b.status <> 'completed')"
+            " AND NOT EXISTS (SELECT 1 FROM items c WHERE c.parent = i.id"
+            "   AND c.status IN ('pending', 'in_progress'))"
+            f" ORDER BY i.prank, i.position, i.created_seq LIMIT {int(limit)}",
+            (plan, plan),
+        ):
+            found[row[0]] = _item(row)
+            if row[18]:
+                linked.append(row[0])
+            checked = bool(row[19])
+        if linked:
+            self._add_blockers(found, linked)
+        return list(found.values()), checked
 
     def stranded(self, plan: str) -> list[tuple[str, str]]:
         """(item, blocker) for open items that wait for a cancelled or dropped one."""

@@ -178,3 +178,20 @@ def test_event_streams_are_bounded_per_client_and_in_all(port: int) -> None:
     finally:
         for conn in opened:
             conn.close()
+
+
+def test_a_held_back_client_may_try_again_once_its_oldest_failure_is_a_minute_old() -> None:
+    from todoledger.mcp.limits import LoginLimiter
+
+    now = [0.0]
+    limiter = LoginLimiter(clock=lambda: now[0])  # a clock that stands in for a minute of waiting
+    for n in range(FAILED_LOGINS_PER_MINUTE):
+        now[0] = float(n)
+        assert limiter.retry_after("10.0.0.1") is None
+        limiter.failed("10.0.0.1")
+    assert limiter.retry_after("10.0.0.1") == 60 - (FAILED_LOGINS_PER_MINUTE - 1)
+    assert limiter.retry_after("10.0.0.2") is None  # per client
+    now[0] = 60.0  # the first failure is a minute old: one more try
+    assert limiter.retry_after("10.0.0.1") is None
+    limiter.failed("10.0.0.1")
+    assert limiter.retry_after("10.0.0.1") == 1

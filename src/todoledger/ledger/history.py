@@ -190,7 +190,7 @@ def import_jsonl(u: Unit, plan: str, writer: str, lines: Iterable[str]) -> dict[
                     if b not in current_deps:
                         graph.check_new_dependency(r["id"], b, u.repo.blockers)
                 w.set(r["id"], "depends_on", current_deps, blockers)
-        if any(r.get("parent") for r in records) and any(r.get("depends_on") for r in records):
+        if any(r.get("parent") or r.get("depends_on") for r in records):
             # Phases and dependencies together may make the plan wait for itself.
             graph.check_plan_waits([(i.id, i.parent, i.status, i.depends_on) for i in u.repo.items(plan)])
         imported_checks = _import_checks(u, w, records)

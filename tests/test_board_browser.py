@@ -360,7 +360,7 @@ def test_token_is_asked_once_and_remote_binds_need_one(ledger_env: Path, browser
     assert refused.returncode != 0 and "refusing to serve on 0.0.0.0 without a token" in refused.stderr
     assert "Traceback" not in refused.stderr
     run(ledger_env, "add", "Behind a token")
-    server = Served(ledger_env, "--token", "s3cret-token")
+    server = Served(ledger_env, "--token", "s3cret-token-0123456789abcdef")
     context = browser.new_context()
     try:
         tab = context.new_page()
@@ -371,7 +371,7 @@ def test_token_is_asked_once_and_remote_binds_need_one(ledger_env: Path, browser
         tab.fill("input[name=token]", "wrong")
         tab.click("button")
         tab.wait_for_selector("text=That is not the token.")
-        tab.fill("input[name=token]", "s3cret-token")
+        tab.fill("input[name=token]", "s3cret-token-0123456789abcdef")
         tab.click("button")
         tab.wait_for_selector("#live.on")
         tab.goto(f"{server.base}/plan?plan=main")  # asked once: the browser keeps it

@@ -236,8 +236,8 @@ def test_each_field_reaches_its_page_as_text(ledger_env: Path, client: TestClien
 
 
 def test_the_login_page_and_its_error(ledger_env: Path) -> None:
-    board = Board(name="tester", token="s3cret-token")
-    app, tools = create_app(token="s3cret-token", routes=board.routes(), shared=board.shared)
+    board = Board(name="tester", token="s3cret-token-0123456789abcdef")
+    app, tools = create_app(token="s3cret-token-0123456789abcdef", routes=board.routes(), shared=board.shared)
     try:
         with TestClient(app, base_url="http://127.0.0.1:8765") as client:
             asked = client.get("/login")

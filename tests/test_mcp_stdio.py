@@ -165,3 +165,55 @@ def test_the_servers_fast_start_keeps_the_plan_option(ledger_env: Path, args: li
         assert [i["content"] for i in lg.items("side")] == ["A"]
     wrong = subprocess.run([todoledger_bin(), "mcp", "--plna", "x"], capture_output=True, env=env, timeout=60)
     assert wrong.returncode == 2 and b"No such option '--plna'" in wrong.stderr
+
+
+DEEP = b"[" * 5000 + b"\n"
+# A lone surrogate, as the JSON escape an agent's client may send: the SDK's parser refuses it.
+SURROGATE = (
+    b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"todowrite",'
+    b'"arguments":{"todos":[{"content":"Fix \\ud800","status":"pending"}]}}}\n'
+)
+PING = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "ident", "why"), [(DEEP, None, "nested too deeply"), (SURROGATE, 3, "U+D800")]
+)
+def test_a_line_the_parser_refuses_gets_an_error_reply_and_the_server_goes_on(
+    ledger_env: Path, bad: bytes, ident: int | None, why: str
+) -> None:
+    # Before: 5,000 `[` raised RecursionError and the server exited; the lone
+    # surrogate got no reply at all, and the client waited for ever.
+    proc = mcp_process(ledger_env)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(line(m) for m in HANDSHAKE))
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    proc.stdin.write(bad)
+    proc.stdin.flush()
+    refused = json.loads(proc.stdout.readline())
+    assert refused["id"] == ident and refused["error"]["code"] == -32700, refused
+    assert why in refused["error"]["message"] and "\n" not in refused["error"]["message"]
+    proc.stdin.write(line(PING))  # still serving
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr is not None and b"Traceback" not in proc.stderr.read()
+    with Ledger(ledger_env) as lg:
+        assert lg.items() == []
+
+
+def test_refused_lines_from_a_file_are_answered_too(ledger_env: Path, tmp_path: Path) -> None:
+    # The SDK's threaded stdio (a regular file on stdin) screens lines the same way.
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(b"".join(line(m) for m in HANDSHAKE) + DEEP + SURROGATE + line(PING))
+    with requests.open("rb") as stdin:
+        proc = mcp_process(ledger_env, stdin=stdin.fileno())
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    replies = [json.loads(text) for text in out.decode().splitlines()]
+    assert sorted(r["id"] for r in replies if "result" in r) == [1, 4]
+    assert {r["id"] for r in replies if "error" in r} == {None, 3} and len(replies) == 4
+    with Ledger(ledger_env) as lg:
+        assert lg.items() == []

@@ -161,7 +161,7 @@ def test_an_agents_server_gives_its_single_token_no_identity_that_proves(
             "--port",
             str(port),
             "--token",
-            "wide-token-0123456789",
+            "wide-token-0123456789abcdef",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -177,7 +177,9 @@ def test_an_agents_server_gives_its_single_token_no_identity_that_proves(
                 time.sleep(0.05)
 
         async def main() -> None:
-            async with http(f"http://127.0.0.1:{port}/mcp", name="ci", token="wide-token-0123456789") as c:
+            async with http(
+                f"http://127.0.0.1:{port}/mcp", name="ci", token="wide-token-0123456789abcdef"
+            ) as c:
                 await call(c, "plan_update", {"id": item, "check": "cmd:test -d ."})
 
         anyio.run(main)

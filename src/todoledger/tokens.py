@@ -38,6 +38,32 @@ class Holder:
 
 
 MIN_TOKEN_CHARS = 16
+# `serve --token`: at least 128 bits of randomness, as 32 hex or 22 base64url characters.
+HEX_TOKEN_CHARS = 32
+BASE64URL_TOKEN_CHARS = 22
+_HEX = frozenset("0123456789abcdefABCDEF")
+# A random token of the length asked for repeats a few characters, never only these.
+MIN_DISTINCT_CHARS = 8
+MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def weak_token(token: str) -> str | None:
+    """Why a single shared token (`serve --token`) is too weak to guard a
+    server, or None: fewer than 128 bits of randomness, read as hex when it is
+    only hex digits and as base64url otherwise. Never shows the token."""
+    hex_only = set(token) <= _HEX
+    need = HEX_TOKEN_CHARS if hex_only else BASE64URL_TOKEN_CHARS
+    if len(token) < need:
+        kind = "hex digits" if hex_only else "characters"
+        why = f"it has {len(token)} {kind}, under 128 bits of randomness"
+    elif len(set(token)) < MIN_DISTINCT_CHARS:
+        why = f"it repeats {len(set(token))} characters, nothing like a random one"
+    else:
+        return None
+    return (
+        f"--token is too weak to guard the server: {why}; a token needs at least"
+        f" {HEX_TOKEN_CHARS} hex or {BASE64URL_TOKEN_CHARS} base64url characters; make one with {MAKE_TOKEN}"
+    )
 
 
 def holder_for(token: str, identity: str, role: str) -> Holder:

@@ -238,7 +238,8 @@ def _change_line(change: dict[str, Any]) -> str:
     envvar="TODOLEDGER_TOKEN",
     default=None,
     help="Token every request must carry (bearer header, or the board asks once); required off"
-    " loopback, where its holders write as agent:token (people get their own with --tokens).",
+    " loopback, where its holders write as agent:token (people get their own with --tokens)."
+    " At least 32 hex or 22 base64url characters (128 bits).",
 )
 @click.option(
     "--allow-host",

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
     # An item's links as `derive_links` and `cancelled_links` read them: (id, parent, status, depends_on).
     Links = tuple[str, str | None, str, Sequence[str]]
+    # One fact of an item for `check_waits`: (item, True) is "item is done", (item, False) "item can start".
+    Node = tuple[str, bool]
 
 
 def find_path(start: str, goal: str, edges: Callable[[str], Iterable[str]]) -> list[str] | None:
@@ -57,6 +59,125 @@ def check_new_parent(item: str, parent: str, parent_of: Callable[[str], str | No
             raise CycleError(f"parent cycle: {' > '.join([*seen, item])}")
         seen.append(node)
         node = parent_of(node)
+
+
+def check_waits(
+    item: str,
+    blockers: Callable[[str], Iterable[str]],
+    parent_of: Callable[[str], str | None],
+    children: Callable[[str], Iterable[str]],
+    *,
+    start_only: bool = False,
+) -> None:
+    """Refuse links of `item` (already written, in the open transaction) that
+    make a plan wait for itself through phases as well as dependencies.
+
+    Two facts per item: it can *start* once its prerequisites are done and its
+    parent phase can start (`derive`: blocked through a parent), and it is
+    *done* only once it started and its sub-items are done (`open_below`).
+    `add C --parent P --depends-on P` links start(C) -> done(P) -> done(C) ->
+    start(C): a deadlock that a check of dependencies alone never sees, as
+    is P waiting for its own sub-item. Every new link touches `item`'s two
+    facts, so a search from each back to itself finds any cycle it closed
+    (`start_only`: the new links are only its dependencies, which leave from its start)."""
+
+    def edges(node: Node) -> Iterable[Node]:
+        name, done = node
+        if done:
+            yield (name, False)
+            yield from ((child, True) for child in children(name))
+        else:
+            yield from ((blocker, True) for blocker in blockers(name))
+            parent = parent_of(name)
+            if parent is not None:
+                yield (parent, False)
+
+    for start in ((item, False),) if start_only else ((item, False), (item, True)):
+        path = _back_to(start, edges)
+        if path is not None:
+            raise CycleError(f"dependency cycle: {_words(path)}, so none of them can ever start")
+
+
+def check_plan_waits(items: Sequence[Links]) -> None:
+    """`check_waits` for a whole plan at once, in memory (an import sets many
+    items' links): a cycle of the facts is found by peeling off, in turn, every
+    fact that waits for nothing left (Kahn's algorithm); what cannot be peeled waits for itself."""
+    parent_of = {i[0]: i[1] for i in items}
+    children: dict[str, list[str]] = {}
+    for item_id, parent, _status, _deps in items:
+        if parent is not None:
+            children.setdefault(parent, []).append(item_id)
+    deps = {i[0]: [b for b in i[3] if b in parent_of] for i in items}
+
+    def edges(node: Node) -> Iterable[Node]:
+        name, done = node
+        if done:
+            return [(name, False), *((c, True) for c in children.get(name, ()))]
+        parent = parent_of.get(name)
+        return [*((b, True) for b in deps[name]), *([(parent, False)] if parent in parent_of else [])]
+
+    nodes = [(i[0], done) for i in items for done in (False, True)]
+    waiting_on: dict[Node, int] = dict.fromkeys(nodes, 0)
+    waited_by: dict[Node, list[Node]] = {}
+    for node in nodes:
+        for follower in edges(node):
+            waiting_on[node] += 1
+            waited_by.setdefault(follower, []).append(node)
+    free = [n for n in nodes if waiting_on[n] == 0]
+    while free:
+        for node in waited_by.get(free.pop(), ()):
+            waiting_on[node] -= 1
+            if waiting_on[node] == 0:
+                free.append(node)
+    stuck = [n for n in nodes if waiting_on[n] > 0]
+    if stuck:
+        path = _back_to(_on_cycle(stuck[0], edges, waiting_on), edges)
+        if path is not None:
+            raise CycleError(f"dependency cycle: {_words(path)}, so none of them can ever start")
+
+
+def _on_cycle(node: Node, edges: Callable[[Node], Iterable[Node]], waiting_on: dict[Node, int]) -> Node:
+    """A fact on a cycle, from one that waits for it: follow unpeeled facts until one repeats."""
+    seen: set[Node] = set()
+    while node not in seen:
+        seen.add(node)
+        node = next(f for f in edges(node) if waiting_on.get(f, 0) > 0)
+    return node
+
+
+def _back_to(start: Node, edges: Callable[[Node], Iterable[Node]]) -> list[Node] | None:
+    """A path from `start` through `edges` back to `start` (iterative: plans run deep), or None."""
+    came: dict[Node, Node] = {}
+    frontier = [start]
+    while frontier:
+        nxt: list[Node] = []
+        for node in frontier:
+            for follower in edges(node):
+                if follower == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came[path[-1]])
+                    return [*path[::-1], start]
+                if follower not in came:
+                    came[follower] = node
+                    nxt.append(follower)
+        frontier = nxt
+    return None
+
+
+def _words(path: list[Node]) -> str:
+    """The cycle as a person reads it: `C waits for P, P is done only with its sub-item C`."""
+    from itertools import pairwise  # only on a refusal
+
+    said: list[str] = []
+    for (a, a_done), (b, b_done) in pairwise(path):
+        if a_done and b_done:
+            said.append(f"{a} is done only when its sub-item {b} is")
+        elif not a_done and b_done:
+            said.append(f"{a} waits for {b}")
+        elif not a_done and not b_done:
+            said.append(f"{a} starts only when its phase {b} can")
+    return ", ".join(said)
 
 
 def unmet(blocker: Item) -> bool:

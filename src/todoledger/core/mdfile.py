@@ -31,6 +31,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 _CHECK = re.compile(
     r"^(?P<prefix>(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[)(?P<box>[ xX~/-])(?P<gap>\]\*?[ \t]+)(?P<text>.*)$"
 )
@@ -272,11 +276,19 @@ def render(
 
 
 def _ancestry(items: dict[str, dict[str, Any]], item_id: str) -> list[str]:
+    """The item and every item above it, at any depth (a loop, not a cap: a
+    plan 1,500 deep keeps its shape)."""
+    return _up(item_id, lambda node: items.get(node, {}).get("parent"))
+
+
+def _up(item_id: str, parent_of: Callable[[str], Any]) -> list[str]:
     found: list[str] = []
+    seen: set[str] = set()
     node: Any = item_id
-    while isinstance(node, str) and len(found) < 64:
+    while isinstance(node, str) and node not in seen:  # `seen`: a broken parent link cannot loop
         found.append(node)
-        node = items.get(node, {}).get("parent")
+        seen.add(node)
+        node = parent_of(node)
     return found
 
 
@@ -310,12 +322,8 @@ def _place_extra(
         for key, value in list(ends.items()):
             if value > at:  # lines after the insertion moved down
                 ends[key] = value + len(lines)
-        node: Any = item["id"]
-        for _ in range(64):  # the item and its ancestors now end after these lines
-            if not isinstance(node, str):
-                break
+        for node in _up(str(item["id"]), parents.get):  # the item and its ancestors now end after these lines
             ends[node] = max(ends.get(node, 0), at + len(lines))
-            node = parents.get(node)
 
 
 def listed(layout: str) -> set[str]:

@@ -198,6 +198,9 @@ def import_jsonl(
                 if current is not None:
                     _past_lease(u, w, current, writer, at, force)
                 w.set(r["id"], "depends_on", current_deps, blockers)
+        if any(r.get("parent") or r.get("depends_on") for r in records):
+            # Phases and dependencies together may make the plan wait for itself.
+            graph.check_plan_waits([(i.id, i.parent, i.status, i.depends_on) for i in u.repo.items(plan)])
         imported_checks = _import_checks(u, w, records)
         if w.count:
             u.repo.touch_plan(plan, at)

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from todoledger.core import graph
 from todoledger.core.merge import Seen
-from todoledger.core.model import DEFAULT_PRIORITY, STATE_FIELDS, UNDONE_STATUSES, Item, LedgerError
+from todoledger.core.model import (
+    DEFAULT_PRIORITY,
+    STATE_FIELDS,
+    UNDONE_STATUSES,
+    CycleError,
+    Item,
+    LedgerError,
+)
 from todoledger.core.timefmt import now
 from todoledger.ledger import readiness
 from todoledger.ledger.values import PROGRESS, validate
@@ -114,6 +121,8 @@ def _update_item(u: Unit, w: Writes, plan: str, item: Item, fields: dict[str, An
             item.reason = None
         w.set(item.id, name, old, value)
         setattr(item, name, value)
+    if fields.get("parent"):
+        readiness.check_waits(u, item.id)  # under a phase it waits for, or that waits for it
     if add_blocker:
         readiness.add_dep(u, w, item.id, u.require(plan, add_blocker).id)
     if remove_blocker:
@@ -184,6 +193,11 @@ def add(
         )
         w = u.op(plan, writer, at, "add", summary=f"added {item.id}")
         w.create(item)
+        if parent_id and blockers:  # the transaction ends with nothing written if it waits for itself
+            try:
+                readiness.check_waits(u, item.id, new_leaf=True)
+            except CycleError as refusal:  # its id is never written: name it as the caller knows it
+                raise CycleError(str(refusal).replace(item.id, "the new item")) from None
         u.repo.save_base(plan, writer, {item.id: Seen.of(item)})
         u.repo.touch_plan(plan, at)
         created = u.require(plan, item.id)

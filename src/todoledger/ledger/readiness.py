@@ -168,3 +168,12 @@ def add_dep(u: Unit, w: Writes, item_id: str, blocker: str) -> None:
     current = u.repo.blockers(item_id)
     if blocker not in current:
         w.set(item_id, "depends_on", sorted(current), sorted([*current, blocker]))
+        check_waits(u, item_id, new_leaf=True)
+
+
+def check_waits(u: Unit, item_id: str, *, new_leaf: bool = False) -> None:
+    """Refuse the item's links, as written in this transaction, where phases and
+    dependencies together make it wait for itself (`core.graph.check_waits`).
+    `new_leaf`: only the item's own dependencies are new (its start is the one
+    fact a cycle can pass)."""
+    graph.check_waits(item_id, u.repo.blockers, u.repo.parent_of, u.repo.children, start_only=new_leaf)

@@ -21,8 +21,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
 from todoledger.mcp.duplicates import RememberBody
+from todoledger.mcp.limits import LoginLimiter
 from todoledger.mcp.server import build_server
-from todoledger.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, ClientQuota
+from todoledger.mcp.sessions import (
+    MAX_SESSIONS,
+    SESSION_IDLE_SECONDS,
+    ClientQuota,
+    buffered,
+    client_address,
+    status_of,
+)
 from todoledger.mcp.tools import PlanTools
 from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
 
@@ -38,6 +46,8 @@ MCP_PATH = "/mcp"
 # for the token once (LOGIN_PATH) and keeps it in this cookie (HttpOnly, SameSite=Strict).
 TOKEN_COOKIE = "todoledger_token"
 LOGIN_PATH = "/login"
+# The login form's body (`token=...`): read only up to this, refused (413) beyond it.
+LOGIN_MAX_BYTES = 4096
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 # The JSON-RPC envelope around the largest accepted tool arguments.
@@ -125,8 +135,10 @@ class Guard:
         shared: Holder | None = None,
         registry: Registry | None = None,
         starter: str | None = None,
+        limiter: LoginLimiter | None = None,
     ) -> None:
         self.app = app
+        self.limiter = limiter or LoginLimiter()
         self.registry = registry
         self.starter = starter
         self.origin_check = TransportSecurityMiddleware(settings)
@@ -180,12 +192,18 @@ class Guard:
         scope = dict(scope, headers=raw)
         required = self.token is not None or bool(self.identities)
         holder: Holder | None = None
+        client = client_address(scope)
+        if scope.get("path") == LOGIN_PATH and scope.get("method") == "POST":
+            await self.login(scope, receive, send, client)
+            return
         if scope.get("path") != LOGIN_PATH:
             given = headers.get("authorization", "").encode()
             scheme, _, credential = given.partition(b" ")
             credential = credential.strip() if scheme.lower() == b"bearer" else b""
             cookie = Request(scope).cookies.get(TOKEN_COOKIE, "").encode()
             presented = credential or cookie
+            if presented and required and await self.held_back(scope, receive, send, client):
+                return
             holder = self.holder(credential) or (None if credential else self.holder(cookie))
             if holder is None and presented and self.registry is not None:
                 holder = await self.registered(presented)
@@ -196,6 +214,8 @@ class Guard:
             if holder is None and single:
                 holder = self.shared  # None on loopback: the person who started the server
             elif holder is None and required:
+                if presented:
+                    self.limiter.failed(client)
                 if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
                     await RedirectResponse(LOGIN_PATH, status_code=303)(scope, receive, send)
                     return
@@ -216,6 +236,36 @@ class Guard:
                 (dropped[1], STARTER_ROLE.encode()),
             ]
         await self.app(scope, receive, send)
+
+    async def held_back(self, scope: Scope, receive: Receive, send: Send, client: str) -> bool:
+        """Answer 429 when `client` failed too many logins this minute (see `mcp.limits`)."""
+        wait = self.limiter.retry_after(client)
+        if wait is None:
+            return False
+        message = (
+            f"too many wrong tokens from {client or 'this client'}:"
+            f" at most {self.limiter.limit} a minute; try again in {wait} s"
+        )
+        await JSONResponse({"error": message}, status_code=429, headers={"retry-after": str(wait)})(
+            scope, receive, send
+        )
+        return True
+
+    async def login(self, scope: Scope, receive: Receive, send: Send, client: str) -> None:
+        """A POST to /login: the client's failed logins counted, its body capped before it is read."""
+        if await self.held_back(scope, receive, send, client):
+            return
+        length = Headers(scope=scope).get("content-length")
+        too_big = length is not None and (not length.isdigit() or int(length) > LOGIN_MAX_BYTES)
+        if not too_big:  # a chunked body is read only up to the cap
+            body, receive = await buffered(receive, LOGIN_MAX_BYTES)
+            too_big = len(body) > LOGIN_MAX_BYTES
+        if too_big:
+            await _refuse(scope, receive, send, 413, f"a login is at most {LOGIN_MAX_BYTES} bytes")
+            return
+        status = await status_of(self.app, scope, receive, send)
+        if status == 401:  # the board said: not the token
+            self.limiter.failed(client)
 
     async def registered(self, credential: bytes) -> Holder | None:
         """The holder of a token a person registered in the ledger (a query, in a thread)."""
@@ -278,6 +328,15 @@ def check_exposure(host: str, token: str | None) -> None:
         )
 
 
+def check_token(token: str | None) -> None:
+    """A single `--token` guards the whole server: refuse one a guesser could find."""
+    from todoledger.tokens import weak_token
+
+    why = weak_token(token) if token else None
+    if why is not None:
+        raise LedgerError(why)
+
+
 def create_app(
     *,
     host: str = "127.0.0.1",
@@ -296,6 +355,7 @@ def create_app(
     `starter`: who started the server when that was no person (see `Guard`);
     None: a person did (the command line decides, `cmd_board.serve`)."""
     check_exposure(host, token or ("tokens" if identities else None))
+    check_token(token)
     if starter is not None and identities:
         raise LedgerError(
             f"serve --tokens: this server is started by {starter}, not a person, so its tokens file"

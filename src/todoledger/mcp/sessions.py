@@ -68,7 +68,7 @@ class ClientQuota:
     async def _existing(self, session: str, scope: Scope, receive: Receive, send: Send) -> None:
         if session in self.last_seen:
             self.last_seen[session] = self.clock()
-        status = await _status_of(self.app, scope, receive, send)
+        status = await status_of(self.app, scope, receive, send)
         if status == 404 or (scope["method"] == "DELETE" and status is not None and status < 300):
             self._forget(session)
         elif session in self.last_seen:
@@ -79,7 +79,7 @@ class ClientQuota:
             for client in list(self.by_client):
                 self._live(client)
         body, receive = await buffered(receive, self.max_body)
-        client = (_address(scope), _client_name(body))
+        client = (client_address(scope), _client_name(body))
         live = self._live(client)
         if len(live) >= self.per_client:
             message = (
@@ -122,7 +122,7 @@ class ClientQuota:
                 self.by_client.pop(client, None)
 
 
-def _address(scope: Scope) -> str:
+def client_address(scope: Scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else ""
 
@@ -161,7 +161,7 @@ async def buffered(receive: Receive, limit: int) -> tuple[bytes, Receive]:
     return body, replay
 
 
-async def _status_of(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
+async def status_of(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
     status: int | None = None
 
     async def watch(message: Message) -> None:

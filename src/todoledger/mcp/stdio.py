@@ -11,6 +11,12 @@ terminal, a regular file redirected to stdin) keeps the SDK's threads.
 As the SDK does, the process's fds 0 and 1 are pointed at the null device and
 at stderr while serving, so that a child's or a library's stray output cannot
 corrupt the wire, and are restored on exit.
+
+A line the SDK's parser refuses (nested too deeply, a lone surrogate, not JSON)
+is dropped by the SDK without a word, and a client waiting for its answer
+hangs; over HTTP the same body gets a 400. Each line is parsed once here with
+the SDK's own parser (pydantic's), and a refused one is answered with a
+JSON-RPC error (`refusal`) and never handed on.
 """
 
 from __future__ import annotations
@@ -25,8 +31,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from mcp.server.stdio import stdio_server
+from pydantic_core import from_json
 
 from todoledger.mcp.duplicates import remember
+
+PARSE_ERROR = -32700  # JSON-RPC: the line is not JSON the server can read
 
 # One JSON-RPC message per line, of any size the client sends (as the SDK's
 # unbounded readline); asyncio's default limit of 64 KiB would refuse a long list.
@@ -46,8 +55,7 @@ class _Asked:
         self.none_left = asyncio.Event()
         self.none_left.set()
 
-    def read(self, line: str) -> None:
-        message = _message(line)
+    def read(self, message: dict[str, Any] | None) -> None:
         if message is None:
             return
         if "method" in message and "id" in message:
@@ -59,7 +67,7 @@ class _Asked:
                 self._done(json.dumps(params.get("requestId")))
 
     def written(self, text: str) -> None:
-        message = _message(text) if self.ids else None
+        message = parse(text)[0] if self.ids else None
         if message is not None and "method" not in message and ("result" in message or "error" in message):
             self._done(json.dumps(message.get("id")))
 
@@ -69,39 +77,86 @@ class _Asked:
             self.none_left.set()
 
 
-def _message(text: str) -> dict[str, Any] | None:
+def parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The message a line holds, parsed as the SDK parses it (None if it is no
+    object), and the JSON-RPC error that answers a line the SDK's parser
+    refuses (None when it reads it, or when the line is blank: nothing asked).
+
+    The error carries the request's id where the standard library's more
+    lenient parser finds one (a lone surrogate, nesting deeper than the SDK's
+    parser goes), so that the client's call ends; else the id is null."""
     try:
-        found = json.loads(text)
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+        found = from_json(text)
+    except ValueError as exc:
+        return None, (None if not text.strip() else _refusal(text, str(exc)))
+    return (found if isinstance(found, dict) else None), None
+
+
+def _refusal(text: str, parser_said: str) -> str:
+    try:
+        lenient = json.loads(text)
+    except (ValueError, RecursionError):
+        lenient = None
+    if "recursion limit" in parser_said:
+        why = "the message is nested too deeply to read"
+    else:
+        why = _unicode_why(lenient) or f"not a JSON message the server can read ({parser_said})"
+    found = lenient.get("id") if isinstance(lenient, dict) else None
+    ident = found if isinstance(found, str | int) and not isinstance(found, bool) else None
+    error = {"code": PARSE_ERROR, "message": f"Parse error: {why}; nothing was done"}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": ident, "error": error}, separators=(",", ":")
+    )  # ASCII: an id escaped
+
+
+def _unicode_why(message: Any) -> str | None:
+    """Where the message holds text that is not valid Unicode (a lone surrogate), if it does."""
+    from todoledger.core.unicode import unicode_findings
+
+    findings = unicode_findings(message) if isinstance(message, dict) else []
+    return f"{findings[0].where} is {findings[0].message}" if findings else None
 
 
 class _Lines:
     """The async iterator of text lines that `stdio_server(stdin=)` reads."""
 
-    def __init__(self, reader: asyncio.StreamReader, asked: _Asked) -> None:
+    def __init__(self, reader: asyncio.StreamReader, asked: _Asked, out: _Out) -> None:
         self._reader = reader
         self._asked = asked
+        self._out = out
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            # The client closed its end: first answer what it asked.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
-            raise StopAsyncIteration
-        text = line.decode("utf-8", "replace")
-        self._asked.read(text)
-        remember(text)  # for the duplicate-key check of this message's tool call
-        return text
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                # The client closed its end: first answer what it asked.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
+                raise StopAsyncIteration
+            text = line.decode("utf-8", "replace")
+            if await _handed_on(text, self._asked, self._out):
+                return text
+
+
+async def _handed_on(text: str, asked: _Asked, out: _Out | _ThreadedOut) -> bool:
+    """Whether the SDK gets this line: a line its parser refuses is answered here instead."""
+    message, refused = parse(text)
+    if refused is not None:
+        await out.write(refused + "\n")
+        await out.flush()
+        return False
+    asked.read(message)
+    remember(text)  # for the duplicate-key check of this message's tool call
+    return True
 
 
 class _Out:
-    """The `write` and `flush` that `stdio_server(stdout=)` calls."""
+    """The `write` and `flush` that `stdio_server(stdout=)` calls (one write
+    per line on the loop's own transport: the SDK's answers and the refusals
+    of `_handed_on` never interleave)."""
 
     def __init__(self, writer: asyncio.StreamWriter, asked: _Asked) -> None:
         self._writer = writer
@@ -135,41 +190,47 @@ def _claim(fd: int, diversion: int) -> int:
 
 class _ThreadedLines:
     """The lines of stdin, read by a worker thread as the SDK reads them, each
-    remembered for the duplicate-key check; at the end of stdin the answers
-    still owed are awaited, as `_Lines` awaits them."""
+    screened by `_handed_on`; at the end of stdin the answers still owed are
+    awaited, as `_Lines` awaits them."""
 
-    def __init__(self, lines: Any, asked: _Asked) -> None:
+    def __init__(self, lines: Any, asked: _Asked, out: _ThreadedOut) -> None:
         self._lines = lines
         self._asked = asked
+        self._out = out
 
     def __aiter__(self) -> _ThreadedLines:
         return self
 
     async def __anext__(self) -> str:
-        try:
-            text: str = await self._lines.__anext__()
-        except StopAsyncIteration:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
-            raise
-        self._asked.read(text)
-        remember(text)
-        return text
+        while True:
+            try:
+                text: str = await self._lines.__anext__()
+            except StopAsyncIteration:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
+                raise
+            if await _handed_on(text, self._asked, self._out):
+                return text
 
 
 class _ThreadedOut:
-    """The `write` and `flush` of a worker thread's stdout, seen by `_Asked`."""
+    """The `write` and `flush` of a worker thread's stdout, seen by `_Asked`;
+    one write at a time (a refusal of `_handed_on` and an answer of the SDK
+    would otherwise be written by two threads at once)."""
 
     def __init__(self, out: Any, asked: _Asked) -> None:
         self._out = out
         self._asked = asked
+        self._one = asyncio.Lock()
 
     async def write(self, text: str) -> None:
-        await self._out.write(text)
+        async with self._one:
+            await self._out.write(text)
         self._asked.written(text)
 
     async def flush(self) -> None:
-        await self._out.flush()
+        async with self._one:
+            await self._out.flush()
 
 
 @contextlib.asynccontextmanager
@@ -190,8 +251,8 @@ async def _threaded_stdio() -> AsyncIterator[tuple[Any, Any]]:
         asked = _Asked()
         reader = io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
         writer = io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
-        lines = _ThreadedLines(anyio.wrap_file(reader).__aiter__(), asked)
         out = _ThreadedOut(anyio.wrap_file(writer), asked)
+        lines = _ThreadedLines(anyio.wrap_file(reader).__aiter__(), asked, out)
         async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
             yield streams
         writer.flush()
@@ -233,7 +294,8 @@ async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         try:
             asked = _Asked()
-            async with stdio_server(stdin=_Lines(reader, asked), stdout=_Out(writer, asked)) as streams:  # type: ignore[arg-type]
+            out = _Out(writer, asked)
+            async with stdio_server(stdin=_Lines(reader, asked, out), stdout=out) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
             transport.close()

@@ -386,6 +386,9 @@ class Repo:
     def blockers(self, item_id: str) -> list[str]:
         return [r[0] for r in self.db.query("SELECT blocker FROM deps WHERE item = ?", (item_id,))]
 
+    def children(self, item_id: str) -> list[str]:
+        return [r[0] for r in self.db.query("SELECT id FROM items WHERE parent = ?", (item_id,))]
+
     def parent_of(self, item_id: str) -> str | None:
         rows = self.db.query("SELECT parent FROM items WHERE id = ?", (item_id,))
         return rows[0][0] if rows else None

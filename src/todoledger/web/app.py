@@ -41,7 +41,7 @@ from todoledger.ledger import Ledger
 from todoledger.ledger.shared import SharedLedger
 from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
 from todoledger.web import pages, sweeps_page
-from todoledger.web.live import Hub
+from todoledger.web.live import RETRY_SECONDS, Hub, Streams
 
 T = TypeVar("T")
 
@@ -117,6 +117,7 @@ class Board:
             b"".join(_static(name) for name in sorted(STATIC)), digest_size=6
         ).hexdigest()
         self.hub = Hub(lambda: self.locked(lambda lg: int(lg.last_change())))
+        self.streams = Streams()
 
     # the ledger ----------------------------------------------------------------
     def locked(self, fn: Callable[[Ledger], T], *, write: bool = False) -> T:
@@ -360,8 +361,15 @@ class Board:
         return Response(_static(name), media_type=STATIC[name], headers=headers)
 
     async def events(self, request: Request) -> Response:
-        return StreamingResponse(
+        client = request.client.host if request.client else ""
+        refused = self.streams.open(client)
+        if refused is not None:
+            status, why = refused
+            headers = {"retry-after": str(RETRY_SECONDS), **SECURITY_HEADERS}
+            return Response(why + "\n", status_code=status, media_type="text/plain", headers=headers)
+        return _Counted(
             self.hub.stream(),
+            lambda: self.streams.close(client),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
@@ -427,6 +435,20 @@ class Board:
         except LedgerError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse({"ok": True, "writer": writer, **result})
+
+
+class _Counted(StreamingResponse):
+    """An event stream that gives its place back (`Streams.close`) however it ends."""
+
+    def __init__(self, content: Any, release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 def _static(name: str) -> bytes:

@@ -1,5 +1,7 @@
 """Live updates: one poller per server reads the ledger's change counter and
-wakes every open page (server-sent events); no page polls the ledger itself."""
+wakes every open page (server-sent events); no page polls the ledger itself.
+Open streams are bounded (`Streams`): a client that opened 1,500 held as
+many tasks and sockets for as long as it liked."""
 
 from __future__ import annotations
 
@@ -11,6 +13,40 @@ from starlette.concurrency import run_in_threadpool
 
 POLL_SECONDS = 0.04  # well inside the 250 ms a change may take to show
 KEEPALIVE_SECONDS = 15.0
+# A person has a few board tabs open; more from one address is a loop or an attack.
+STREAMS_PER_CLIENT = 16
+MAX_STREAMS = 256
+RETRY_SECONDS = 30
+
+
+class Streams:
+    """The open event streams, per client (its address) and in all: `open`
+    refuses one beyond either bound with the status and the line to answer."""
+
+    def __init__(self, per_client: int = STREAMS_PER_CLIENT, total: int = MAX_STREAMS) -> None:
+        self.per_client = per_client
+        self.total = total
+        self.by_client: dict[str, int] = {}
+
+    def open(self, client: str) -> tuple[int, str] | None:
+        """Count a new stream of `client`, or (status, why) when it may not have one."""
+        held = self.by_client.get(client, 0)
+        if held >= self.per_client:
+            return 429, (
+                f"{client or 'this client'} already has {held} open event streams (the limit):"
+                " close a board tab"
+            )
+        if sum(self.by_client.values()) >= self.total:
+            return 503, f"the server already serves {self.total} event streams (the limit): try again later"
+        self.by_client[client] = held + 1
+        return None
+
+    def close(self, client: str) -> None:
+        held = self.by_client.get(client, 0) - 1
+        if held > 0:
+            self.by_client[client] = held
+        else:
+            self.by_client.pop(client, None)
 
 
 class Hub:

@@ -400,7 +400,11 @@ def test_new_writer_relisting_finished_work_does_not_reopen_or_duplicate(lg: Led
 def test_every_change_bumps_the_revision(lg: Ledger) -> None:
     a = lg.add("A")
     revisions = [lg.show()["revision"]]
-    for step in (lambda: lg.next(claim=True, writer="w"), lambda: lg.done(a["id"]), lambda: lg.undo()):
+    for step in (
+        lambda: lg.next(claim=True, writer="w"),
+        lambda: lg.done(a["id"], writer="w"),
+        lambda: lg.undo(writer="w"),
+    ):
         step()
         revisions.append(lg.show()["revision"])
     assert revisions == sorted(set(revisions)) and len(revisions) == 4

@@ -15,7 +15,6 @@ file from there on, as it would without a helper.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import queue
 from collections.abc import Iterator
@@ -71,6 +70,9 @@ class ReadAhead:
         self._broken = True
         self.helped = 0  # files whose calls the helper read
         try:
+            # Here, not at the top: an import without the helper (one process) does not load it.
+            import multiprocessing
+
             # spawn, not fork: this process may hold threads and database connections.
             ctx = multiprocessing.get_context("spawn")
             self._claimed = ctx.Value("i", 0)

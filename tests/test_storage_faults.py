@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -108,12 +109,16 @@ run check $T check
     assert got["check"][0] == 0, got["check"]
 
 
-def _damaged_ledger(db: Path, *, page: int) -> None:
+def _damaged_ledger(db: Path, *, index: str) -> None:
+    """A ledger whose `index` (a b-tree of the items table `next` reads) is overwritten."""
     with Ledger(db) as lg:
         for n in range(60):
             lg.add(f"Task number {n} " + "x" * 200)
+    with sqlite3.connect(db) as con:
+        (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (index,)).fetchone()
+    con.close()
     with db.open("r+b") as fh:  # the file closed cleanly: everything is in the main file
-        fh.seek(4096 * page + 100)
+        fh.seek(4096 * (root - 1) + 100)
         fh.write(b"\xde\xad" * 1000)
 
 
@@ -125,7 +130,7 @@ def _run(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_damaged_ledger_is_reported_by_check_and_said_by_readers(tmp_path: Path) -> None:
     db = tmp_path / "damaged.db"
-    _damaged_ledger(db, page=6)  # the items table's unique index
+    _damaged_ledger(db, index="items_ready")  # the index the ready query reads
     check = _run(db, "check", "--json")
     assert check.returncode == 1 and "Traceback" not in check.stderr, check.stderr
     report = json.loads(check.stdout)

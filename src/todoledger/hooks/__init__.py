@@ -143,7 +143,8 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
                     head_text, _, raw = fh.read().partition(b"\n")
                 head = json.loads(head_text)
                 _replaying.clear()
-                _replaying.update({k: head[k] for k in ("key", "at") if isinstance(head.get(k), str)})
+                _replaying.update({k: head[k] for k in ("key",) if isinstance(head.get(k), str)})
+                _replaying["at"] = _spooled_at(head.get("at"))
                 handler(head["agent"])(json.loads(raw), cwd)
                 done += 1
             except UNAVAILABLE:
@@ -158,6 +159,21 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
     finally:
         os.close(lock)  # and with it the lock
     return done, refused, 0
+
+
+def _spooled_at(value: Any) -> str:
+    """A spooled event's own time, never later than now: the spool is a file the
+    agent can write, and a time to come would make every other writer's lease
+    look lapsed (the fence compares the write's time) and put a false time in
+    the history. A time that is not one is the replay's."""
+    from todoledger.core.timefmt import normalise, now
+
+    current = now()
+    try:
+        given = normalise(value) if isinstance(value, str) else current
+    except (ValueError, OverflowError):
+        return current
+    return min(given, current)
 
 
 def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:

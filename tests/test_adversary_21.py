@@ -1,0 +1,86 @@
+"""Issue 21 attacked: leases, the spool, the libpq binding, bounded inputs.
+Each test failed on the code before its fix (or is marked xfail strict where
+the fix is not small). Runs on SQLite and on the real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from todoledger import Ledger
+
+from .conftest import subprocess_env, todoledger_bin
+from .test_leases import cli, held, lg, statuses, t  # noqa: F401  (held, lg: fixtures)
+
+
+def _spool_file(head: dict[str, Any], event: dict[str, Any]) -> None:
+    """An event in the spool as an agent can write it there itself: the folder is its to write."""
+    from todoledger.store.locate import spool_dir
+
+    folder = Path(spool_dir(str(Path.cwd())))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "00000000000000000001-1.json").write_bytes(
+        json.dumps(head).encode() + b"\n" + json.dumps(event).encode()
+    )
+
+
+def test_a_spooled_event_dated_in_the_future_does_not_pass_a_live_lease(
+    ledger_env: Path | str,
+    lg: Ledger,  # noqa: F811
+    held: dict[str, Any],  # noqa: F811
+) -> None:
+    """Before: the replay used the spool's own `at` as the write's time and the
+    fence compared the lease's expiry with it, so a spool file dated 2999 completed
+    alice's leased item (history: `2999-01-01 ... in_progress -> completed`)."""
+    event = {
+        "session_id": "forger",
+        "cwd": str(Path.cwd()),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "TodoWrite",
+        "tool_input": {"todos": [{"content": "Task 1", "status": "completed", "activeForm": "x"}]},
+    }
+    _spool_file({"agent": "claude-code", "key": "spool:forged", "at": "2999-01-01T00:00:00.000Z"}, event)
+    proc = cli(ledger_env, "flush")
+    assert proc.returncode == 0, proc.stderr
+    assert statuses(lg)["Task 1"] == "in_progress"
+    assert [x["holder"] for x in lg.leases()] == ["alice"]
+    assert not [e for e in lg.history() if e["at"].startswith("2999")]  # no time to come in the history
+    assert lg.check() == []
+
+
+def test_a_text_with_a_nul_is_stored_whole_or_refused_on_the_agents_path(ledger_env: Path | str) -> None:
+    """Before, on PostgreSQL: the libpq binding handed libpq a C string, so
+    `activeForm: "doing\\u0000 hidden"` was stored as "doing" and the write
+    answered as usual (psycopg refuses it; SQLite keeps it whole)."""
+    payload = {
+        "todos": [{"content": "nul test", "status": "in_progress", "activeForm": "doing\u0000 hidden"}]
+    }
+    proc = subprocess.run(
+        [todoledger_bin(), "write", "--dialect", "claude-code", "-"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env, TODOLEDGER_WRITER="w"),
+    )
+    with Ledger() as ledger:
+        stored = [i["active_form"] for i in ledger.items()] if ledger.exists else []
+    if proc.returncode == 0:
+        assert stored == ["doing\u0000 hidden"]
+    else:
+        assert stored == [] and proc.stderr.count("\n") == 1, proc.stderr
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_a_plan_name_of_bytes_that_are_not_utf8_is_one_line_on_every_backend(ledger_env: Path | str) -> None:
+    """Before, on PostgreSQL: `internal error: UnicodeEncodeError` from every verb
+    (lean and click) when TODOLEDGER_PLAN held bytes that are not UTF-8."""
+    with Ledger() as ledger:
+        ledger.add("one", writer="w")
+    for verb in (["show", "--json"], ["next", "--json"], ["add", "x"], ["history"]):
+        env = subprocess_env(ledger_env, TODOLEDGER_PLAN="pl\udcff")
+        proc = subprocess.run([todoledger_bin(), *verb], capture_output=True, text=True, env=env)
+        assert proc.returncode != 0, verb
+        assert "internal error" not in proc.stderr and proc.stderr.count("\n") == 1, (verb, proc.stderr)
+        assert "not valid Unicode" in proc.stderr, (verb, proc.stderr)

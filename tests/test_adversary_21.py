@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from todoledger import Ledger
 
 from .conftest import subprocess_env, todoledger_bin
@@ -84,3 +86,37 @@ def test_a_plan_name_of_bytes_that_are_not_utf8_is_one_line_on_every_backend(led
         assert proc.returncode != 0, verb
         assert "internal error" not in proc.stderr and proc.stderr.count("\n") == 1, (verb, proc.stderr)
         assert "not valid Unicode" in proc.stderr, (verb, proc.stderr)
+
+
+@pytest.mark.sqlite_only  # the wire, not the ledger
+@pytest.mark.parametrize(
+    ("bad", "ident"),
+    [
+        ([{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}], None),  # a batch
+        ({"id": 6, "method": "tools/list"}, 6),  # no "jsonrpc"
+        ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}, None),  # an id of no kind
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}, None),
+        ({"jsonrpc": "2.0", "id": 8}, 8),  # neither a request nor an answer
+    ],
+)
+def test_json_that_is_no_jsonrpc_message_gets_an_error_reply_over_stdio(
+    ledger_env: Path | str, bad: Any, ident: int | None
+) -> None:
+    """Before: the SDK dropped these lines without a word and the client waited for ever
+    (the same hang as the lone surrogate of issue 21, through other shapes)."""
+    from .test_mcp_stdio import HANDSHAKE, PING, line, mcp_process
+
+    proc = mcp_process(ledger_env)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(line(m) for m in HANDSHAKE))
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    proc.stdin.write(json.dumps(bad).encode() + b"\n" + line(PING))
+    proc.stdin.flush()
+    refused = json.loads(
+        proc.stdout.readline()
+    )  # before: this read waited for ever (the ping's answer came first)
+    assert refused["id"] == ident and refused["error"]["code"] == -32600, refused
+    assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0

@@ -52,6 +52,57 @@ def test_a_spooled_event_dated_in_the_future_does_not_pass_a_live_lease(
     assert lg.check() == []
 
 
+def test_a_codex_rollout_dated_in_the_future_does_not_pass_a_live_lease(
+    ledger_env: Path | str,
+    lg: Ledger,  # noqa: F811
+    held: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Before: the Codex hook imported the rollout's own times, so a rollout
+    the agent wrote with `"timestamp": "2999-..."` completed alice's leased item."""
+    args = json.dumps({"plan": [{"step": "Task 1", "status": "completed"}]})
+    lines = [
+        {
+            "timestamp": "2999-01-01T10:00:00Z",
+            "type": "session_meta",
+            "payload": {"id": "0199cccc", "cwd": "."},
+        },
+        {
+            "timestamp": "2999-01-01T10:01:00Z",
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "update_plan", "arguments": args, "call_id": "c1"},
+        },
+    ]
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    event = {"hook_event_name": "Stop", "transcript_path": str(rollout), "cwd": str(Path.cwd())}
+    proc = cli(ledger_env, "hook", "codex", stdin=json.dumps(event))
+    assert proc.returncode == 0, proc.stderr
+    assert statuses(lg)["Task 1"] == "in_progress"
+    assert [x["holder"] for x in lg.leases()] == ["alice"]
+    assert not [e for e in lg.history() if e["at"].startswith("2999")]
+
+
+def test_an_agents_shell_cannot_set_the_clock_past_a_live_lease(ledger_env: Path | str) -> None:
+    """Before: `TODOLEDGER_NOW=2999-... todoledger done ID` from an agent's shell
+    completed the item another agent held (the lease looked lapsed at that time),
+    and the history said it happened in 2999."""
+    with Ledger() as ledger:
+        ledger.add("Build", writer="lead")
+        item = ledger.next(claim=True, writer="agent-b")[0]["id"]
+    shell = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "a"}
+    proc = subprocess.run(
+        [todoledger_bin(), "done", item, "--evidence", "x"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env, TODOLEDGER_NOW="2999-01-01T00:00:00Z", **shell),
+    )
+    assert proc.returncode == 1 and f"{item} is leased to agent-b until" in proc.stderr, proc.stderr
+    with Ledger() as ledger:
+        assert [i["status"] for i in ledger.items()] == ["in_progress"]
+        assert not [e for e in ledger.history() if e["at"].startswith("2999")]
+
+
 def test_a_text_with_a_nul_is_stored_whole_or_refused_on_the_agents_path(ledger_env: Path | str) -> None:
     """Before, on PostgreSQL: the libpq binding handed libpq a C string, so
     `activeForm: "doing\\u0000 hidden"` was stored as "doing" and the write

@@ -52,6 +52,45 @@ def test_a_spooled_event_dated_in_the_future_does_not_pass_a_live_lease(
     assert lg.check() == []
 
 
+def test_a_spooled_event_is_replayed_into_the_plan_its_hook_wrote(ledger_env: Path | str) -> None:
+    """Before: the spool kept no plan, so the replay wrote into the replaying
+    process's TODOLEDGER_PLAN (or `main`): a hook of plan `feature` that met a
+    busy ledger had its list land in another plan after `todoledger flush`."""
+    from .conftest import hold_write_lock
+
+    with Ledger() as ledger:
+        ledger.add("seed", plan="seed", writer="lead")
+    event = {
+        "session_id": "s1",
+        "cwd": str(Path.cwd()),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "TodoWrite",
+        "tool_input": {"todos": [{"content": "feature work", "status": "in_progress", "activeForm": "x"}]},
+    }
+    lock = hold_write_lock(ledger_env)
+    try:
+        hook = subprocess.run(
+            [todoledger_bin(), "hook", "claude-code"],
+            input=json.dumps(event),
+            capture_output=True,
+            text=True,
+            env=subprocess_env(ledger_env, TODOLEDGER_PLAN="feature"),
+        )
+    finally:
+        lock.close()
+    assert hook.returncode == 0, hook.stderr
+    flush = subprocess.run(
+        [todoledger_bin(), "flush"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env, TODOLEDGER_PLAN="other"),
+    )
+    assert flush.returncode == 0 and flush.stdout.startswith("1 replayed"), (flush.stdout, flush.stderr)
+    with Ledger() as ledger:
+        assert {p["plan"] for p in ledger.plans()} == {"seed", "feature"}
+        assert [i["content"] for i in ledger.items("feature")] == ["feature work"]
+
+
 def test_a_codex_rollout_dated_in_the_future_does_not_pass_a_live_lease(
     ledger_env: Path | str,
     lg: Ledger,  # noqa: F811

@@ -20,6 +20,7 @@ LEAN_VERBS = frozenset({"show", "next", "add", "start", "done", "write", "prime"
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    _real_clock_for_agents()
     if args and args[0] == "hook":
         if args[2:3] == ["--screen"]:  # before every shell command: the leanest path (todoledger.screen)
             from todoledger.screen import run as screen
@@ -51,6 +52,21 @@ def main(argv: list[str] | None = None) -> None:
     from todoledger.cli.main import cli
 
     cli.main(args, prog_name="todoledger")
+
+
+def _real_clock_for_agents() -> None:
+    """TODOLEDGER_NOW fixes the clock for tests and the README generator. In an
+    agent's shell it would let the agent date its own writes: a time to come
+    makes every other writer's lease look lapsed (the fence compares the
+    write's time) and puts a false time in the history. There the real clock
+    stands. (Only this process's own markers are read: a test suite run from
+    an agent's shell keeps its clock; `env -u` of the marker is not caught.)"""
+    if "TODOLEDGER_NOW" not in os.environ:
+        return
+    from todoledger.identity import agent_marker
+
+    if agent_marker() is not None:
+        del os.environ["TODOLEDGER_NOW"]
 
 
 def _mcp_plan(rest: list[str]) -> str | bool | None:

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from todoledger import agents
 from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError, UnavailableError
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from todoledger.ledger import Ledger
 
 MAX_LOG_BYTES = 1024 * 1024
+PLAN_VAR = "TODOLEDGER_PLAN"  # as todoledger.defaults reads it
 # Agents kill hooks after 5 s (Gemini) or 10 s (Claude Code): wait for a busy
 # ledger well under that, then keep the event for the next hook run.
 HOOK_BUSY_MS = 2_000
@@ -110,6 +111,9 @@ def spool(agent: str, raw: bytes, cwd: str | None) -> None:
     name = f"{time.time_ns():020d}-{os.getpid()}.json"
     tmp = os.path.join(folder, "." + name)
     head = {"agent": agent, "key": f"spool:{uuid.uuid4().hex}", "at": now()}
+    plan = os.environ.get(PLAN_VAR)
+    if plan:  # the plan this hook writes: a replay runs where another may be set, or none
+        head["plan"] = plan
     with open(tmp, "wb") as fh:
         fh.write(json.dumps(head).encode() + b"\n" + raw)
         fh.flush()
@@ -143,8 +147,10 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
                     head_text, _, raw = fh.read().partition(b"\n")
                 head = json.loads(head_text)
                 _replaying.clear()
-                _replaying.update({k: head[k] for k in ("key", "at") if isinstance(head.get(k), str)})
-                handler(head["agent"])(json.loads(raw), cwd)
+                _replaying.update({k: head[k] for k in ("key",) if isinstance(head.get(k), str)})
+                _replaying["at"] = _spooled_at(head.get("at"))
+                with _plan_of(head):
+                    handler(head["agent"])(json.loads(raw), cwd)
                 done += 1
             except UNAVAILABLE:
                 return done, refused, len(names) - index
@@ -158,6 +164,40 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
     finally:
         os.close(lock)  # and with it the lock
     return done, refused, 0
+
+
+@contextlib.contextmanager
+def _plan_of(head: dict[str, Any]) -> Iterator[None]:
+    """The spooled event's own plan (TODOLEDGER_PLAN when the hook ran, else the
+    default) while it is replayed, not the replaying process's."""
+    saved = os.environ.get(PLAN_VAR)
+    plan = head.get("plan")
+    if isinstance(plan, str) and plan:
+        os.environ[PLAN_VAR] = plan
+    else:
+        os.environ.pop(PLAN_VAR, None)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(PLAN_VAR, None)
+        else:
+            os.environ[PLAN_VAR] = saved
+
+
+def _spooled_at(value: Any) -> str:
+    """A spooled event's own time, never later than now: the spool is a file the
+    agent can write, and a time to come would make every other writer's lease
+    look lapsed (the fence compares the write's time) and put a false time in
+    the history. A time that is not one is the replay's."""
+    from todoledger.core.timefmt import normalise, now
+
+    current = now()
+    try:
+        given = normalise(value) if isinstance(value, str) else current
+    except (ValueError, OverflowError):
+        return current
+    return min(given, current)
 
 
 def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:

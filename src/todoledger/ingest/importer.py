@@ -67,6 +67,16 @@ class IngestResult:
 Progress = Callable[[Source, int], None]
 
 
+def not_later_than_now(at: str) -> str:
+    """A transcript's time, or now where it says a time to come: a transcript is
+    a file its agent can write, and a write dated later than now would find
+    every other writer's lease lapsed (the fence compares the write's time)
+    and put a false time in the history."""
+    from todoledger.core.timefmt import now
+
+    return min(at, now())
+
+
 class _Batch:
     """One write transaction over many calls; a refused call writes nothing."""
 
@@ -80,6 +90,7 @@ class _Batch:
 
     def write(self, call: TodoCall, plan: str, at: str) -> bool | None:
         """True if written, False if imported before, None if refused."""
+        at = not_later_than_now(at)
         if call.dialect in bridges.DIALECTS:
             # Several writes in one transaction of their own, so a refusal takes back all of them.
             self.commit()
@@ -117,6 +128,7 @@ class _Batch:
             self._tx.__enter__()
 
     def refuse(self, call: TodoCall, plan: str, at: str, reason: str) -> None:
+        at = not_later_than_now(at)
         self.ledger.record_refused(
             reason,
             plan=plan,

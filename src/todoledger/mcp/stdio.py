@@ -89,7 +89,36 @@ def parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
         found = from_json(text)
     except ValueError as exc:
         return None, (None if not text.strip() else _refusal(text, str(exc)))
-    return (found if isinstance(found, dict) else None), None
+    why = _not_a_message(found)
+    if why is not None:
+        return None, _invalid(found, why)
+    return found, None
+
+
+INVALID_REQUEST = -32600  # JSON-RPC: JSON, but no message the protocol knows
+
+
+def _not_a_message(found: Any) -> str | None:
+    """Why JSON the SDK reads is no JSON-RPC message it would answer: the SDK
+    drops such a line without a word (a batch, no `"jsonrpc": "2.0"`, an id
+    that is no string or number), and the client would wait for ever."""
+    if not isinstance(found, dict):
+        return "a message is one JSON object (MCP has no batches)"
+    if found.get("jsonrpc") != "2.0":
+        return 'a message says "jsonrpc": "2.0"'
+    ident = found.get("id")
+    if "id" in found and (isinstance(ident, bool) or not isinstance(ident, str | int)):
+        return "an id is a string or a whole number"
+    if "method" not in found and "result" not in found and "error" not in found:
+        return "a message has a method, a result or an error"
+    return None
+
+
+def _invalid(found: Any, why: str) -> str:
+    ident = found.get("id") if isinstance(found, dict) else None
+    ident = ident if isinstance(ident, str | int) and not isinstance(ident, bool) else None
+    error = {"code": INVALID_REQUEST, "message": f"Invalid request: {why}; nothing was done"}
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}, separators=(",", ":"))
 
 
 def _refusal(text: str, parser_said: str) -> str:

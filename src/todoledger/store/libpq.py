@@ -177,6 +177,8 @@ def _param(value: Any) -> tuple[int, bytes | None]:
     if value is None:
         return 0, None
     if isinstance(value, str):
+        if "\x00" in value:  # libpq reads a C string: the text would end there, silently
+            raise DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
         return 0, value.encode()
     if isinstance(value, bool):
         return BOOL, b"t" if value else b"f"

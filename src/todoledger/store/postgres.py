@@ -59,6 +59,7 @@ CONNECT_TIMEOUT_S = 10
 _TRANSLATED: dict[str, str] = {}  # `?` SQL to psycopg's, shared by every store of the process
 CHANNEL = "todoledger"  # NOTIFY channel; the payload names the ledger's schema
 READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+NOT_UNICODE = "a text is not valid Unicode (a lone surrogate): nothing was written"
 
 # The ready query (what `next` offers) joins items to their blockers and children.
 # Planned on statistics from before a large write (autovacuum analyzes a minute
@@ -482,6 +483,10 @@ class PostgresStore:
             raise self._not_permitted(exc) from None
         except psycopg.DataError as exc:
             raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
+        except UnicodeEncodeError:
+            # As the SQLite store says it (a TODOLEDGER_PLAN of bytes that are not UTF-8):
+            # the entry points refuse such text with its name; this is the last line of defence.
+            raise LedgerError(NOT_UNICODE) from None
 
     def _not_permitted(self, exc: psycopg.Error) -> LedgerError:
         """One line for a statement the server's grants refuse: who, and what."""
@@ -516,6 +521,10 @@ class PostgresStore:
             raise self._not_permitted(exc) from None
         except psycopg.DataError as exc:
             raise LedgerError(f"{self.location}: PostgreSQL refused a value ({_first_line(exc)})") from None
+        except UnicodeEncodeError:
+            # As the SQLite store says it (a TODOLEDGER_PLAN of bytes that are not UTF-8):
+            # the entry points refuse such text with its name; this is the last line of defence.
+            raise LedgerError(NOT_UNICODE) from None
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return [tuple(r) for r in self._run(sql, params).fetchall()]

@@ -210,3 +210,21 @@ def test_json_that_is_no_jsonrpc_message_gets_an_error_reply_over_stdio(
     assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 4, "result": {}}
     proc.stdin.close()
     assert proc.wait(timeout=30) == 0
+
+
+def test_another_agent_cannot_add_a_check_to_a_leased_item(
+    lg: Ledger,  # noqa: F811
+    held: dict[str, Any],  # noqa: F811
+) -> None:
+    """Before: adding a gate was not counted as a change, so bob put a check of his
+    own on the item alice holds and changed what her completion must pass. A
+    person may still ask for more proof; the holder may add its own."""
+    from todoledger import LedgerError
+
+    item = held["id"]
+    with pytest.raises(LedgerError, match=f"{item} is leased to alice until"):
+        lg.add_check(item, "file:/nonexistent", writer="bob")
+    assert lg.checks() == []
+    lg.add_check(item, "file:/tmp", writer="alice")
+    lg.add_check(item, "file:/", writer="cli:ann")
+    assert sorted(c.created_by for c in lg.checks()) == ["alice", "cli:ann"]

@@ -42,6 +42,10 @@ def add_check(
     at = now()
     with u.transaction(plan):
         item = u.require(plan, ref)
+        if not is_person(writer):
+            # Another agent's check on a leased item would change what its holder must pass;
+            # a person adding a gate only asks for more proof, and may.
+            u.leased(item, writer, at)
         return insert_check(u, plan, item.id, role, check, writer, at, trusted=trusted).as_dict()
 
 

@@ -19,6 +19,7 @@ separately. PostgreSQL: a database of its own on TODOLEDGER_BENCH_PG
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import secrets
@@ -185,6 +186,10 @@ def main() -> None:
     parser.add_argument("--no-pgbouncer", action="store_true", help="skip the pgbouncer run")
     args = parser.parse_args()
     import psycopg
+
+    # Both backends' modules compiled first: a run with PYTHONDONTWRITEBYTECODE
+    # would otherwise compile the modules only one backend loads on every call.
+    compileall.compile_dir(str(ROOT / "src" / "todoledger"), quiet=1)
 
     name, database = pg_database()
     work = Path(tempfile.mkdtemp(prefix="bench-pg-call-"))

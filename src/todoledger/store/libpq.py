@@ -346,19 +346,24 @@ class Connection:
 def _rows(lib: Any, res: int) -> list[tuple[Any, ...]]:
     """Every row of a result, each value loaded by its column's type. A plan's read
     is thousands of values: libpq's PQgetvalue is called without argument
-    converters (`_fast`), which costs a seventh of a call through them."""
+    converters (`_fast`), which costs a seventh of a call through them, and a
+    column at a time through `map`, so that no Python code runs per value but
+    where a value is empty (an empty text or a NULL: libpq says which)."""
+    from itertools import repeat
+
     width, count = lib.PQnfields(res), lib.PQntuples(res)
-    loaders = [_LOADERS.get(lib.PQftype(res, c), bytes.decode) for c in range(width)]
     handle = ctypes.c_void_p(res)
     getvalue, isnull = _fast.PQgetvalue, _fast.PQgetisnull
-    columns = range(width)
-    rows = []
-    for r in range(count):
-        values = [getvalue(handle, r, c) for c in columns]
-        if b"" in values:  # an empty text or a NULL: libpq says which
-            values = [None if not v and isnull(handle, r, c) else v for c, v in enumerate(values)]
-        rows.append(tuple([None if v is None else f(v) for f, v in zip(loaders, values, strict=True)]))
-    return rows
+    indexes = range(count)
+    columns = []
+    for c in range(width):
+        load = _LOADERS.get(lib.PQftype(res, c), bytes.decode)
+        raw = list(map(getvalue, repeat(handle, count), indexes, repeat(c, count)))
+        if b"" in raw:
+            columns.append([None if not v and isnull(handle, r, c) else load(v) for r, v in enumerate(raw)])
+        else:
+            columns.append(list(map(load, raw)))
+    return list(zip(*columns, strict=True))
 
 
 def connect(conninfo: str, **kwargs: Any) -> Connection:

@@ -29,10 +29,9 @@ the tamper-evident chain stays one chain: see `PostgresStore.lock`.
 
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 
@@ -69,12 +68,14 @@ NOT_UNICODE = "a text is not valid Unicode (a lone surrogate): nothing was writt
 # analyzes them itself after its commit.
 _GROWING = ("INSERT INTO items", "INSERT INTO deps")
 ANALYZE_AFTER_ROWS = 50
-_growth_lock = threading.Lock()
+_growth_lock = _thread.allocate_lock()  # `threading` is an import an agent's short call need not pay
 _growth: dict[str, list[int]] = {}  # ledger -> [rows added since analyzed, items then]
 
 
 def redact(url: str) -> str:
     """The URL without its password (in the authority or the query)."""
+    import urllib.parse  # here, not at the top: an agent's short call that says nothing needs none
+
     try:
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname or ""
@@ -103,6 +104,8 @@ def connection_args(url: str) -> tuple[str, str | None]:
     head, sep, query = url.partition("?")
     if not sep or POOLER_PARAM not in query:
         return url, None
+    import urllib.parse
+
     kept, mode = [], None
     for part in query.split("&"):
         key, _, value = part.partition("=")
@@ -194,9 +197,23 @@ def _ddl(sql: str) -> str:
 
 class PostgresStore:
     serial_key = "BIGSERIAL PRIMARY KEY"
+    _location: str | None
+
+    @property
+    def location(self) -> str:
+        """The URL without its password, as every message names the ledger: worked
+        out when first said (urllib.parse is an import a call that says nothing
+        would pay for nothing)."""
+        if self._location is None:
+            self._location = redact(self._given)
+        return self._location
+
+    @location.setter
+    def location(self, value: str) -> None:
+        self._location = value
 
     def __init__(self, url: str, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
-        self.location = redact(url)
+        self._given, self._location = url, None
         self.url, self.pooler = connection_args(url)
         self.busy_ms = busy_ms
         try:

@@ -24,7 +24,7 @@ TITLES = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class ItemProof:
     evidence: str | None = None
     verification: str | None = None

@@ -25,7 +25,7 @@ from todoledger.ingest.findings import TITLES as STORY_TITLES
 from todoledger.ingest.findings import Finding, duration, find, order, short
 from todoledger.ingest.proof import TITLES as PROOF_TITLES
 from todoledger.ingest.proof import ItemProof, gather, metric_line, proof_findings, receipt_line
-from todoledger.ingest.story import ItemStory, Story, build
+from todoledger.ingest.story import CREATED_FIELDS, ItemStory, Story, build
 from todoledger.ledger import Ledger
 
 # What the plan's state says of an item now, beside its story and its proof.
@@ -61,7 +61,7 @@ class Report:
 
 @acyclic
 def load(ledger: Ledger, plan: str) -> Report:
-    events = ledger.history(plan)
+    events = ledger.history(plan, created=CREATED_FIELDS)
     ops = ledger.ops(plan)
     if not ops:
         known = ", ".join(p["plan"] for p in ledger.plans()[:10])

@@ -18,6 +18,11 @@ from typing import Any
 from todoledger.core.model import CREATED, OPEN_STATUSES, REMOVED
 
 
+# What the story (`build`) and the claims (`ingest/claims.py`) read of a "created" event's
+# value: the rest of the item it made is not kept (`Ledger.history(created=...)`).
+CREATED_FIELDS = ("status", "content")
+
+
 def seconds_between(a: str, b: str) -> float:
     return max(0.0, (parse_time(b) - parse_time(a)).total_seconds())
 

@@ -680,6 +680,45 @@ class Repo:
             for r in self.db.query(sql + " ORDER BY seq", params)
         ]
 
+    def event_dicts(
+        self, plan: str, item: str | None = None, *, created: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any]]:
+        """The plan's events (or one item's), oldest first, as `Event.as_dict` gives them,
+        straight from the rows. A report of a 100,000-item plan reads several events an item:
+        an `Event` made only to become its dict, and a copy of the same writer, field, time
+        and status in every event, made its memory, and so its cost per item, grow with the
+        plan (bench/bench_report.py); here each such text is one string, shared. Given
+        `created`, a "created" event's value keeps only those fields of the item it made."""
+        sql = "SELECT seq, op, item, field, old, new, writer, at FROM events WHERE plan = ?"
+        params: list[Any] = [plan]
+        if item is not None:
+            sql += " AND item = ?"
+            params.append(item)
+        shared: dict[Any, Any] = {}
+        share = shared.setdefault
+        out: list[dict[str, Any]] = []
+        for seq, op, item_id, name, old, new, writer, at in self.db.query(sql + " ORDER BY seq", params):
+            before, after = decode(old), decode(new)
+            if type(before) is str:
+                before = share(before, before)
+            if type(after) is str:
+                after = share(after, after)
+            elif created is not None and name == CREATED and type(after) is dict:
+                after = {k: after[k] for k in created if k in after}
+            out.append(
+                {
+                    "seq": seq,
+                    "op": op,
+                    "at": share(at, at),
+                    "item": share(item_id, item_id),
+                    "field": share(name, name),
+                    "old": before,
+                    "new": after,
+                    "writer": share(writer, writer),
+                }
+            )
+        return out
+
     def approval_events(self, plan: str) -> list[Event]:
         """People's approvals of the plan's items and of the plan, oldest first."""
         return [

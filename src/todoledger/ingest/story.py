@@ -17,7 +17,6 @@ from typing import Any
 
 from todoledger.core.model import CREATED, OPEN_STATUSES, REMOVED
 
-
 # What the story (`build`) and the claims (`ingest/claims.py`) read of a "created" event's
 # value: the rest of the item it made is not kept (`Ledger.history(created=...)`).
 CREATED_FIELDS = ("status", "content")

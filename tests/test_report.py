@@ -454,3 +454,60 @@ def test_a_report_does_work_linear_in_the_plan(tmp_path: Path) -> None:
     asked once per item (`Story.untimed`, `last_list_op`) made it sixteen."""
     small, large = _report_calls(tmp_path, 150), _report_calls(tmp_path, 600)
     assert large / small < 5, (small, large)
+
+
+def test_the_report_reads_only_what_it_uses_of_each_created_item(ledger_env: Path) -> None:
+    """A report keeps a created event's status and content, not the whole item it made
+    (a 100,000-item plan's report held every item's row twice), and says the same as a
+    report from the whole history; `history` without `created` still gives every field."""
+    from todoledger.ingest.report import analyze, render_json
+    from todoledger.ingest.story import CREATED_FIELDS
+
+    with Ledger(ledger_env) as lg:
+        lg.add("Measure the cold start, 3 runs", notes="on the quiet machine")
+        second = lg.add("Write the summary")["id"]
+        lg.start(second)
+        lg.done(second, evidence="summary.md")
+        full = lg.history("main")
+        lean = lg.history("main", created=CREATED_FIELDS)
+        view, ops = lg.view("main"), lg.ops("main")
+    created = [e for e in full if e["field"] == "created"]
+    assert len(created) == 2 and all({"priority", "position"} <= set(e["new"]) for e in created)
+    assert created[0]["new"]["notes"] == "on the quiet machine"
+    assert [e["new"] for e in lean if e["field"] == "created"] == [
+        {"status": "pending", "content": "Measure the cold start, 3 runs"},
+        {"status": "pending", "content": "Write the summary"},
+    ]
+    assert [{**e, "new": None} for e in lean] == [{**e, "new": None} for e in full]
+    assert [e for e in lean if e["field"] != "created"] == [e for e in full if e["field"] != "created"]
+    whole, narrow = analyze(view, full, ops), analyze(view, lean, ops)
+    assert render_md(narrow) == render_md(whole) and render_json(narrow) == render_json(whole)
+
+
+def test_a_report_holds_a_few_kilobytes_an_item(tmp_path: Path) -> None:
+    """What a report keeps per item bounds its cost at 100,000 items, where the plan no
+    longer fits in the CPU's caches (bench/bench_report.py): events as shared strings, a
+    created event's status and content only, records with __slots__, one empty proof record
+    shared. It held 4.6 KB an item before; 3.2 KB now."""
+    import tracemalloc
+
+    db = tmp_path / "plan.db"
+    with Ledger(db) as lg:
+        for start in range(0, 500, 100):
+            lines = [
+                json.dumps({"id": f"t{n:04d}", "content": f"Step {n} of the plan", "status": "pending"})
+                for n in range(start, start + 100)
+            ]
+            lg.import_jsonl(lines, plan="bench", writer="bench")
+        for n in range(0, 500, 10):
+            lg.start(f"t{n:04d}", plan="bench", writer="bench")
+            lg.done(f"t{n:04d}", plan="bench", writer="bench")
+        load(lg, "bench")  # imports and caches, outside the count
+        tracemalloc.start()
+        try:
+            report = load(lg, "bench")
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+    assert len(report.story.items) == 500
+    assert held / 500 < 4000, f"{held / 500:.0f} bytes an item"

@@ -277,9 +277,9 @@ class Items(Sequence[ItemView]):
 def build(doc: Mapping[str, Any]) -> PlanView:
     """The view of a plan from `Ledger.show`'s document ({"plan", "revision", "items"})."""
     rows: list[Mapping[str, Any]] = list(doc["items"])
-    parents = {r["id"]: r.get("parent") for r in rows}
+    parents: dict[str, str | None] = {}
     made: dict[int, ItemView] = {}
-    dropped_ids = {r["id"] for r in rows if r["status"] == DROPPED}
+    dropped_ids: set[str] = set()
 
     def make(r: Mapping[str, Any]) -> ItemView:
         key = id(r)
@@ -291,47 +291,57 @@ def build(doc: Mapping[str, Any]) -> PlanView:
             view = made[key] = _item(r, n, dropped_ids)
         return view
 
+    # One pass sorts every row into the lists below: a pass per list walked the rows (each a
+    # dict of some twenty fields) eight times, and a plan of 100,000 items does not fit in the
+    # CPU's caches, so each pass cost more per row as the plan grew (bench/bench_report.py).
     present: dict[str, int] = {}
+    in_progress: list[Mapping[str, Any]] = []
+    ready: list[Mapping[str, Any]] = []
+    blocked: list[Mapping[str, Any]] = []
+    recent: list[Mapping[str, Any]] = []
     claimed: list[Mapping[str, Any]] = []
+    dropped: list[Mapping[str, Any]] = []
+    contested: list[Mapping[str, Any]] = []
     for r in rows:
-        key = r["status"]
-        if key == "completed" and r.get("verification") in CLAIMED:
-            key = CLAIMED[r["verification"]]
-            claimed.append(r)
+        get, key = r.get, r["status"]
+        parents[r["id"]] = get("parent")
+        waits = get("waits_on_cancelled")
+        if key == "completed":
+            if get("verification") in CLAIMED:
+                key = CLAIMED[r["verification"]]
+                claimed.append(r)
+            else:
+                recent.append(r)
+        elif key == "in_progress":
+            in_progress.append(r)
+        elif key == "pending":
+            if get("blocked") or waits:
+                blocked.append(r)
+        elif key == DROPPED:
+            dropped.append(r)
+            dropped_ids.add(r["id"])
         present[key] = present.get(key, 0) + 1
+        # As `_item` reads them: ready, never while it waits for a cancelled item.
+        if get("ready") and not waits:
+            ready.append(r)
+        if get("contested"):
+            contested.append(r)
     # A fixed order: a summary that reshuffles when an agent reorders its list is noise.
     counts = {s: present.pop(s) for s in (*ITEM_STATUSES, *_CLAIMED_KEYS) if s in present} | present
-    # As `_item` reads them: ready, never while it waits for a cancelled item.
-    ready = sorted(
-        (r for r in rows if r.get("ready") and not r.get("waits_on_cancelled")),
-        key=lambda r: (PRIORITY_RANK.get(r["priority"], 1), r.get("position", 0.0)),
-    )
+    ready.sort(key=lambda r: (PRIORITY_RANK.get(r["priority"], 1), r.get("position", 0.0)))
+    recent.sort(key=lambda r: r.get("updated_at") or "", reverse=True)
     return PlanView(
         plan=doc["plan"],
         revision=doc["revision"],
         items=Items(rows, make),
         counts=counts,
-        in_progress=Items([r for r in rows if r["status"] == "in_progress"], make),
+        in_progress=Items(in_progress, make),
         ready=Items(ready, make),
-        blocked=Items(
-            [
-                r
-                for r in rows
-                if r["status"] == "pending" and (r.get("blocked") or r.get("waits_on_cancelled"))
-            ],
-            make,
-        ),
-        recent=Items(
-            sorted(
-                (r for r in rows if r["status"] == "completed" and r.get("verification") not in CLAIMED),
-                key=lambda r: r.get("updated_at") or "",
-                reverse=True,
-            ),
-            make,
-        ),
+        blocked=Items(blocked, make),
+        recent=Items(recent, make),
         claimed=Items(claimed, make),
-        dropped=Items(_by_drop(r for r in rows if r["status"] == DROPPED), make),
-        contested=Items([r for r in rows if r.get("contested")], make),
+        dropped=Items(_by_drop(dropped), make),
+        contested=Items(contested, make),
     )
 
 

@@ -54,7 +54,7 @@ class Add(Protocol):
     ) -> None: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class Finding:
     code: str
     message: str

@@ -1,6 +1,11 @@
 """A plan's story from its events: per-item timelines and phases.
 
 Pure: takes `Ledger.history(plan)` events and `Ledger.ops(plan)` rows.
+
+Its records have `__slots__`: a report of a 100,000-item plan holds one
+`ItemStory`, `Span` and `Transition` or more per item, and each instance's
+`__dict__` made the report's memory, and so its cost per item, grow with the
+plan (bench/bench_report.py).
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from todoledger.core.model import CREATED, OPEN_STATUSES, REMOVED
+
+# What the story (`build`) and the claims (`ingest/claims.py`) read of a "created" event's
+# value: the rest of the item it made is not kept (`Ledger.history(created=...)`).
+CREATED_FIELDS = ("status", "content")
 
 
 def seconds_between(a: str, b: str) -> float:
@@ -30,7 +39,7 @@ def parse_time(stamp: str) -> datetime:
     return got
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     status: str
     start: str
@@ -42,7 +51,7 @@ class Span:
         return seconds_between(self.start, self.end)
 
 
-@dataclass
+@dataclass(slots=True)
 class Transition:
     at: str
     old: str | None
@@ -51,7 +60,7 @@ class Transition:
     writer: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class ItemStory:
     id: str
     content: str
@@ -82,7 +91,7 @@ class ItemStory:
         return next((t for t in reversed(self.transitions) if t.new == status), None)
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     op: int
     at: str
@@ -106,7 +115,7 @@ class Call:
         return self.kind in ("write", "refused")
 
 
-@dataclass
+@dataclass(slots=True)
 class Phase:
     index: int
     start: str

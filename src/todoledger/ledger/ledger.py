@@ -216,11 +216,14 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
 
         return reading.stranded(self._unit, self._plan(plan))
 
-    def history(self, plan: str | None = None, item: str | None = None) -> list[dict[str, Any]]:
-        """The plan's events (or one item's), oldest first."""
+    def history(
+        self, plan: str | None = None, item: str | None = None, *, created: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any]]:
+        """The plan's events (or one item's), oldest first; given `created`, a "created"
+        event's value keeps only those fields of the item it made (a report reads two)."""
         from todoledger.ledger import reading
 
-        return reading.history(self._unit, self._plan(plan), item)
+        return reading.history(self._unit, self._plan(plan), item, created=created)
 
     def ops(self, plan: str | None = None) -> list[dict[str, Any]]:
         """The plan's changes: who, when, what kind, summary and warnings."""

@@ -153,11 +153,14 @@ def watch(
             u.store.wait_for_change(wait)
 
 
-def history(u: Unit, plan: str, item: str | None = None) -> list[dict[str, Any]]:
-    """The plan's events (or one item's), oldest first."""
+def history(
+    u: Unit, plan: str, item: str | None = None, *, created: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    """The plan's events (or one item's), oldest first; given `created`, a "created"
+    event's value keeps only those fields of the item (what a report reads)."""
     with u.store.read():
         item_id = u.require(plan, item).id if item else None
-        events = [e.as_dict() for e in u.repo.events(plan, item_id)]
+        events = u.repo.event_dicts(plan, item_id, created=created)
         untimed = u.repo.untimed_ops(plan)
     if untimed:  # their `at` is when they were recorded here: say where the source puts them instead
         for e in events:

@@ -210,13 +210,18 @@ class Repo:
         """The plan's items as `Item.as_dict` gives them (same keys, same order),
         straight from the rows: `show` of a plan of 1,000 items reads them on every
         agent call, and an `Item` built only to become this dict would add to every
-        read (see bench/bench_core.py)."""
+        read (see bench/bench_core.py). The texts many items repeat (status, priority,
+        writers, times) are one string each: a report of 100,000 items holds every row,
+        and a copy of each text per row made its memory grow with the plan
+        (bench/bench_report.py)."""
+        shared: dict[Any, Any] = {}
+        share = shared.setdefault
         rows = [
             {
                 "id": r[0],
                 "content": r[2],
-                "status": r[3],
-                "priority": r[4],
+                "status": share(r[3], r[3]),
+                "priority": share(r[4], r[4]),
                 "active_form": r[5],
                 "parent": r[6],
                 "position": r[7],
@@ -227,10 +232,10 @@ class Repo:
                 "estimate": r[15],
                 "uses": [] if r[16] is None else decode(r[16]) or [],
                 "needs_approval": bool(r[17]),
-                "created_by": r[11],
-                "updated_by": r[12],
-                "created_at": r[13],
-                "updated_at": r[14],
+                "created_by": share(r[11], r[11]),
+                "updated_by": share(r[12], r[12]),
+                "created_at": share(r[13], r[13]),
+                "updated_at": share(r[14], r[14]),
             }
             for r in self._plan_rows(plan)
         ]
@@ -679,6 +684,47 @@ class Repo:
             Event(r[0], r[1], r[2], r[3], r[4], decode(r[5]), decode(r[6]), r[7], r[8])
             for r in self.db.query(sql + " ORDER BY seq", params)
         ]
+
+    def event_dicts(
+        self, plan: str, item: str | None = None, *, created: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any]]:
+        """The plan's events (or one item's), oldest first, as `Event.as_dict` gives them,
+        straight from the rows. A report of a 100,000-item plan reads several events an item:
+        an `Event` made only to become its dict, and a copy of the same writer, field, time
+        and status in every event, made its memory, and so its cost per item, grow with the
+        plan (bench/bench_report.py); here each such text is one string, shared. Given
+        `created`, a "created" event's value keeps only those fields of the item it made."""
+        sql = "SELECT seq, op, item, field, old, new, writer, at FROM events WHERE plan = ?"
+        params: list[Any] = [plan]
+        if item is not None:
+            sql += " AND item = ?"
+            params.append(item)
+        shared: dict[Any, Any] = {}
+        share = shared.setdefault
+        out: list[dict[str, Any]] = []
+        for seq, op, item_id, name, old, new, writer, at in self.db.query(sql + " ORDER BY seq", params):
+            before, after = decode(old), decode(new)
+            if type(before) is str:
+                before = share(before, before)
+            if type(after) is str:
+                after = share(after, after)
+            elif created is not None and name == CREATED and type(after) is dict:
+                whole: dict[str, Any] = after
+                kept = {k: whole[k] for k in created if k in whole}
+                after = {k: share(v, v) if type(v) is str else v for k, v in kept.items()}
+            out.append(
+                {
+                    "seq": seq,
+                    "op": op,
+                    "at": share(at, at),
+                    "item": share(item_id, item_id),
+                    "field": share(name, name),
+                    "old": before,
+                    "new": after,
+                    "writer": share(writer, writer),
+                }
+            )
+        return out
 
     def approval_events(self, plan: str) -> list[Event]:
         """People's approvals of the plan's items and of the plan, oldest first."""

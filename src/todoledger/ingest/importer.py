@@ -69,9 +69,9 @@ Progress = Callable[[Source, int], None]
 
 def not_later_than_now(at: str) -> str:
     """A transcript's time, or now where it says a time to come: a transcript is
-    a file its agent can write, and a write dated later than now would find
-    every other writer's lease lapsed (the fence compares the write's time)
-    and put a false time in the history."""
+    a file its agent can write, and a write into a live plan dated later than
+    now would find every other writer's lease lapsed (the fence compares the
+    write's time) and put a false time in the plan's history."""
     from todoledger.core.timefmt import now
 
     return min(at, now())
@@ -80,8 +80,12 @@ def not_later_than_now(at: str) -> str:
 class _Batch:
     """One write transaction over many calls; a refused call writes nothing."""
 
-    def __init__(self, ledger: Ledger, source_prefix: str = "") -> None:
+    def __init__(self, ledger: Ledger, source_prefix: str = "", *, live: bool = False) -> None:
         self.ledger = ledger
+        # A live hook writes the project's plan, where other writers hold leases: its
+        # times are never later than now. A forensic import writes each session's own
+        # plan and keeps the transcript's times, which are what its report tells.
+        self.live = live
         self.size = 0
         self._tx: Any = None
         # Live imports into the project's plan keep their own keys, so that a
@@ -90,7 +94,7 @@ class _Batch:
 
     def write(self, call: TodoCall, plan: str, at: str) -> bool | None:
         """True if written, False if imported before, None if refused."""
-        at = not_later_than_now(at)
+        at = not_later_than_now(at) if self.live else at
         if call.dialect in bridges.DIALECTS:
             # Several writes in one transaction of their own, so a refusal takes back all of them.
             self.commit()
@@ -128,7 +132,7 @@ class _Batch:
             self._tx.__enter__()
 
     def refuse(self, call: TodoCall, plan: str, at: str, reason: str) -> None:
-        at = not_later_than_now(at)
+        at = not_later_than_now(at) if self.live else at
         self.ledger.record_refused(
             reason,
             plan=plan,
@@ -184,7 +188,7 @@ def write_calls(
     names = names or PlanNames(ledger)
     entries: dict[str, SessionImport] = {}
     sessions: dict[tuple[str, str], _Session] = {}
-    batch = _Batch(ledger, source_prefix="live:" if into else "")
+    batch = _Batch(ledger, source_prefix="live:" if into else "", live=into is not None)
 
     def put(state: _Session, call: TodoCall, at: str) -> None:
         state.last_at = at

@@ -8,7 +8,14 @@ the next `sweep run` tears it down first. That record is only acted on while
 it still names the same group: the leader alive with the recorded start time
 (Linux's /proc), or, the leader gone, members left in its group (a pid is not
 reused while any process has it as its group). Zombies (exited, not yet
-reaped) hold nothing and do not count.
+reaped) hold nothing and do not count, except a leader whose main thread
+exited while another of its threads runs on: Linux shows that leader as a
+zombie, yet its live thread still holds what the process opened (a listening
+socket), so it counts until its last thread is gone.
+
+"Ended" means more than the group gone: a teardown then waits until the port
+of the ready check can be bound again (`wait_port_free`), so that the next
+setup never starts beside what the last one still held.
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from todoledger.core.checkspec import Check
+
 
 TEARDOWN_TIMEOUT = 300.0  # seconds a teardown command may take
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL when a group is ended
+PORT_TIMEOUT = 60.0  # seconds a teardown waits for the ready check's port to be free (--teardown-timeout)
 _POLL = 0.01
 
 
@@ -77,8 +87,31 @@ def start_ticks(pid: int) -> str | None:
     return fields[19] if fields and len(fields) > 19 else None
 
 
+def _live(pid: int, fields: list[str]) -> bool:
+    """Is process `pid` (its stat `fields`) alive: not a zombie, or a zombie leader
+    one of whose threads still runs (its main thread exited, the rest did not)?"""
+    if fields[0] not in ("Z", "X"):
+        return True
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        if tid == str(pid):
+            continue
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if text[text.rfind(")") + 2 :].split()[:1] not in (["Z"], ["X"], []):
+            return True
+    return False
+
+
 def members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of process group `pgid`."""
+    """The live processes of process group `pgid` (a zombie counts only while a
+    thread of it runs on)."""
     try:
         os.killpg(pgid, 0)  # no such group: nothing to look for (the common case, and cheap)
     except ProcessLookupError:
@@ -92,7 +125,7 @@ def members(pgid: int) -> list[int]:
         if not name.isdigit():
             continue
         fields = _stat(int(name))
-        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and _live(int(name), fields):
             out.append(int(name))
     return sorted(out)
 
@@ -104,7 +137,7 @@ def is_ours(pid: int, ticks: str | None) -> bool:
         if now != ticks:
             return False  # the pid is another process's now, so our group is gone
         fields = _stat(pid)
-        if fields and fields[0] not in ("Z", "X"):
+        if fields and _live(pid, fields):
             return True  # the leader itself, alive: no need to look at every process
     return bool(members(pid))
 
@@ -215,8 +248,9 @@ def describe(pid: int) -> str:
     return f"pid {pid}: {line if len(line) <= 300 else line[:297] + '...'}"
 
 
-def listeners(port: int) -> list[str]:
-    """The processes listening on TCP `port` (Linux: /proc/net/tcp and each process's sockets)."""
+def _listening(port: int) -> tuple[set[str], list[int]]:
+    """The inodes of the sockets listening on TCP `port` (/proc/net/tcp and tcp6), and
+    the processes whose open files this machine shows holding one of them."""
     inodes: set[str] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -229,7 +263,7 @@ def listeners(port: int) -> list[str]:
         except (OSError, ValueError):
             continue
     if not inodes:
-        return []
+        return inodes, []
     wanted = {f"socket:[{i}]" for i in inodes}
     found = []
     for name in os.listdir("/proc"):
@@ -242,11 +276,84 @@ def listeners(port: int) -> list[str]:
         for fd in fds:
             try:
                 if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
-                    found.append(describe(int(name)))
+                    found.append(int(name))
                     break
             except OSError:
                 continue
-    return found
+    return inodes, found
+
+
+def listeners(port: int) -> list[str]:
+    """The processes listening on TCP `port` (Linux: /proc/net/tcp and each process's sockets)."""
+    return [describe(pid) for pid in _listening(port)[1]]
+
+
+def port_owner(port: int, pgid: int) -> tuple[str, str]:
+    """Who listens on `port`, seen from the setup whose group is `pgid`: ("ours", ""),
+    ("other", who), ("unknown", why) where the listener's process cannot be seen
+    (another user's, a container's proxy, no /proc), or ("none", "") when nothing
+    listens. Only "other" is proof that the answer came from someone else."""
+    if not os.path.isdir("/proc/self"):
+        return "unknown", "no /proc here to see who listens"
+    inodes, pids = _listening(port)
+    if not inodes:
+        return "none", ""
+    ours = [p for p in pids if (_stat(p) or ["", "", ""])[2:3] == [str(pgid)]]
+    if ours:
+        return "ours", ""
+    if pids:
+        return "other", ", ".join(describe(p) for p in pids)
+    return "unknown", f"the process listening on port {port} cannot be seen from here"
+
+
+def address(check: Check) -> tuple[str, int] | None:
+    """The host and port a ready check reaches (an http URL or a port: check), or
+    None for a check with no port (cmd:, file:)."""
+    if check.kind == "port":
+        return check.host, check.port
+    if check.kind != "http":
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        url = urlsplit(check.target)
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return url.hostname or "127.0.0.1", port
+
+
+def port_free(host: str, port: int) -> bool | None:
+    """Can `host:port` be bound again, as a server binds it (SO_REUSEADDR, so a
+    connection in TIME_WAIT does not count)? None where this machine cannot bind
+    that address at all (not one of its own), so no answer can be had."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return False
+            return None
+    return True
+
+
+def wait_port_free(host: str, port: int, timeout: float) -> tuple[bool | None, float]:
+    """Wait until `host:port` can be bound again, at most `timeout` seconds:
+    (free, or None where it cannot be probed here; seconds waited)."""
+    start = time.monotonic()
+    pause = 0.005
+    while True:
+        free = port_free(host, port)
+        waited = time.monotonic() - start
+        if free is not False or waited >= timeout:
+            return free, waited
+        time.sleep(min(pause, max(0.0, timeout - waited)))
+        pause = min(pause * 2, 0.1)
 
 
 def command_inputs(cwd: str, *commands: str | None) -> list[str]:

@@ -63,6 +63,20 @@ def _check_options(expect: str | None, timeout: float | None) -> dict[str, Any]:
     "--clean", default=None, help="A check after the teardown, e.g. port:127.0.0.1:30000 (closed) or cmd:..."
 )
 @click.option("--clean-expect", default=None, help="A regex the clean check's output must match.")
+@click.option(
+    "--clean-timeout",
+    default=30.0,
+    show_default=True,
+    type=float,
+    help="Seconds the clean check is polled (every second) after a teardown before the sweep stops.",
+)
+@click.option(
+    "--teardown-timeout",
+    default=60.0,
+    show_default=True,
+    type=float,
+    help="Seconds a teardown waits for the ready check's port to be free again.",
+)
 @click.option("--warmup", default=0, show_default=True, type=int, help="Runs per combination not counted.")
 @click.option(
     "--order",

@@ -41,7 +41,9 @@ WIDE_SPREAD = 0.10  # (max - min) / median above this is flagged
 MIN_RUNS = 3  # fewer runs on either side of a verdict: inconclusive
 ORDERS = ("grouped", "interleaved", "shuffled")
 DEFAULT_READY_TIMEOUT = 600.0
-READY_INTERVAL = 1.0  # seconds between two polls of the ready check
+READY_INTERVAL = 1.0  # seconds between two polls of the ready check (and of the clean check)
+DEFAULT_CLEAN_TIMEOUT = 30.0  # seconds the clean check is polled after a teardown before the sweep stops
+DEFAULT_TEARDOWN_TIMEOUT = 60.0  # seconds a teardown waits for the ready check's port to be free
 LIFECYCLE = ("setup", "ready", "teardown", "clean")
 
 
@@ -68,6 +70,8 @@ class Sweep:
     seed: int = 0
     restarts: bool = False  # interleaved/shuffled with a setup: restarting it was asked for
     watch: list[str] = field(default_factory=list)
+    clean_timeout: float = DEFAULT_CLEAN_TIMEOUT
+    teardown_timeout: float = DEFAULT_TEARDOWN_TIMEOUT
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -95,6 +99,11 @@ class Sweep:
             "seed": self.seed if self.order == "shuffled" else None,
             "restarts": self.restarts or None,
             "watch": list(self.watch) or None,
+            # Only where not the default: a definition approved before these existed keeps its digest.
+            "clean_timeout": self.clean_timeout if self.clean_timeout != DEFAULT_CLEAN_TIMEOUT else None,
+            "teardown_timeout": (
+                self.teardown_timeout if self.teardown_timeout != DEFAULT_TEARDOWN_TIMEOUT else None
+            ),
         }
         out.update({k: v for k, v in extra.items() if v is not None})
         return out
@@ -123,6 +132,8 @@ class Sweep:
             seed=d.get("seed") or 0,
             restarts=bool(d.get("restarts")),
             watch=d.get("watch") or (),
+            clean_timeout=d.get("clean_timeout") or DEFAULT_CLEAN_TIMEOUT,
+            teardown_timeout=d.get("teardown_timeout") or DEFAULT_TEARDOWN_TIMEOUT,
             stored=True,
         )
 
@@ -260,6 +271,8 @@ def define(
     seed: int = 0,
     restarts: bool = False,
     watch: Sequence[str] = (),
+    clean_timeout: float = DEFAULT_CLEAN_TIMEOUT,
+    teardown_timeout: float = DEFAULT_TEARDOWN_TIMEOUT,
     stored: bool = False,
 ) -> Sweep:
     """Validate a sweep definition; one clear LedgerError line otherwise.
@@ -311,6 +324,10 @@ def define(
         )
     if not 0 < ready_timeout <= MAX_TIMEOUT:
         raise LedgerError(f"--ready-timeout must be seconds between 0 and {MAX_TIMEOUT:g}")
+    if not 0 < clean_timeout <= MAX_TIMEOUT:
+        raise LedgerError(f"--clean-timeout must be seconds between 0 and {MAX_TIMEOUT:g}")
+    if not 0 < teardown_timeout <= MAX_TIMEOUT:
+        raise LedgerError(f"--teardown-timeout must be seconds between 0 and {MAX_TIMEOUT:g}")
     if keep is not None:
         rule = parse("metric:" + keep, {"baseline": "baseline"} if "baseline" in keep else None)
         if rule.target not in [n for n, _ in found]:
@@ -340,6 +357,8 @@ def define(
         seed,
         restarts,
         paths,
+        float(clean_timeout),
+        float(teardown_timeout),
     )
     combos = sweep.combinations()
     if len(combos) > MAX_COMBINATIONS:

@@ -231,6 +231,28 @@ class CheckMethods(Facade):
 
         sweeprows.record_repeat(self._unit, *self._who(plan, writer), sweep, check, receipt, values, repeat)
 
+    def claim_sweep_runner(
+        self, name: str, *, pid: int, ticks: str | None, plan: str | None = None, writer: str | None = None
+    ) -> None:
+        """Make process `pid` the sweep's one runner, or refuse in one line naming the live one."""
+        from todoledger.ledger import sweeprows
+
+        sweeprows.claim_runner(self._unit, *self._who(plan, writer), name, pid=pid, ticks=ticks)
+
+    def beat_sweep_runner(
+        self, name: str, *, pid: int, doing: str | None = None, plan: str | None = None
+    ) -> bool:
+        """The runner's heartbeat (and the combination it is on); False once it is not the runner."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.beat_runner(self._unit, self._plan(plan), name, pid=pid, doing=doing)
+
+    def release_sweep_runner(self, name: str, *, pid: int, plan: str | None = None) -> None:
+        """The runner is done: the sweep is free to run again."""
+        from todoledger.ledger import sweeprows
+
+        sweeprows.release_runner(self._unit, self._plan(plan), name, pid=pid)
+
     def sweep_live_setups(self, name: str, *, plan: str | None = None) -> list[dict[str, Any]]:
         """The setups the sweep started and never tore down."""
         from todoledger.ledger import sweeprows

@@ -154,6 +154,15 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         """What the backend finds wrong with the stored file itself; empty when sound."""
         return self._unit.store.integrity()
 
+    def twin(self) -> Ledger:
+        """Another connection to the same ledger, for another thread of this process
+        (a connection is never shared between threads: a sweep runner's heartbeat)."""
+        if self._target == ":memory:":
+            from todoledger.core.model import LedgerError
+
+            raise LedgerError("a scratch ledger (:memory:) has no second connection")
+        return Ledger(self._target, create=False)
+
     def close(self) -> None:
         """Close the store."""
         self._unit.store.close()

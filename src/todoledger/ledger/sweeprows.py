@@ -14,6 +14,7 @@ display and decides nothing."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 from todoledger.core import sweep as core
@@ -131,6 +132,7 @@ def definition(u: Unit, plan: str, name: str) -> dict[str, Any]:
         approval = repo.sweep_approval(plan, name)
         assert approval is not None
         checks = {r[3]: repo.get(r[3]) for r in rows}
+        held = repo.runner(plan, name)
     created_by, approved_by, approved_at, digest = approval
     return {
         "plan": plan,
@@ -152,6 +154,7 @@ def definition(u: Unit, plan: str, name: str) -> dict[str, Any]:
             for item, combo, is_base, check_id in rows
         ],
         "restarts": _restarts(sweep),
+        "runner": _runner_view(held),
     }
 
 
@@ -484,3 +487,99 @@ def note(u: Unit, plan: str, writer: str, name: str, item: str, field: str, valu
         w = u.op(plan, writer, at, "sweep", summary=f"sweep {name} {item} {field}: {value.get('result', '')}")
         w.annotate(item, field, None, value)
         u.repo.touch_plan(plan, at)
+
+
+# one runner per sweep -------------------------------------------------------------------------
+BEAT = 5.0  # seconds between two heartbeats of a runner (a row update, not an event)
+LAPSE = 30.0  # seconds without a heartbeat after which a runner on another host counts as gone
+
+
+def _runner_view(held: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The recorded runner as `sweep show` and a refusal tell it: who, since when, on what,
+    its heartbeat's age, and whether it is alive as far as this host can tell."""
+    if held is None:
+        return None
+    alive, how = runner_alive(held)
+    import time
+
+    return held | {
+        "beat_age_s": round(max(0.0, time.time() - float(held["beat"])), 1),
+        "alive": alive,
+        "how": how,
+    }
+
+
+def runner_alive(held: dict[str, Any]) -> tuple[bool, str]:
+    """Is the recorded runner still running? On this host its pid and start time
+    decide, whatever its heartbeat says; on another host, a heartbeat in the last
+    30 s (`LAPSE`). (alive, why in a few words)."""
+    import time
+
+    from todoledger.checks import lifecycle
+
+    if held["host"] == lifecycle.host():
+        pid = int(held["pid"])
+        ticks = lifecycle.start_ticks(pid)
+        if held["ticks"] is not None and ticks is not None:
+            if ticks != held["ticks"]:
+                return False, f"pid {pid} is another process now"
+            return True, "its process is alive on this host"
+        if ticks is None and os.path.isdir("/proc/self"):
+            return False, f"pid {pid} is gone"
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False, f"pid {pid} is gone"
+        except OSError:
+            pass
+        return True, "its process is alive on this host"
+    age = time.time() - float(held["beat"])
+    if age > LAPSE:
+        return False, f"no heartbeat from {held['host']} for {age:.0f} s"
+    return True, f"a heartbeat from {held['host']} {age:.0f} s ago"
+
+
+def claim_runner(u: Unit, plan: str, writer: str, name: str, *, pid: int, ticks: str | None) -> None:
+    """Make this process the sweep's one runner, or refuse in one line naming the
+    live runner (host, pid, since when, the combination it is on) and how to watch it."""
+    import time
+
+    from todoledger.checks import lifecycle
+
+    repo = CheckRepo(u.store)
+    here = lifecycle.host()
+    with u.transaction(plan):
+        _load(u, plan, name)
+        held = repo.runner(plan, name)
+        if held is not None and not (held["host"] == here and int(held["pid"]) == pid):
+            alive, how = runner_alive(held)
+            if alive:
+                doing = f", on {held['doing']}" if held["doing"] else ""
+                raise LedgerError(
+                    f"sweep {name} is already being run by pid {held['pid']} on {held['host']} since"
+                    f" {held['started_at']}{doing} ({how}): watch it with `todoledger sweep show {name}`;"
+                    " nothing was run and nothing of that run was touched"
+                )
+        repo.set_runner(
+            plan, name, host=here, pid=pid, ticks=ticks, writer=writer, at=now(), beat=time.time()
+        )
+
+
+def beat_runner(u: Unit, plan: str, name: str, *, pid: int, doing: str | None = None) -> bool:
+    """The runner's heartbeat: a row update, never an event. False when the sweep
+    is no longer this process's to run (another took it after a lapse)."""
+    import time
+
+    from todoledger.checks import lifecycle
+
+    repo = CheckRepo(u.store)
+    with u.transaction(plan):
+        return repo.beat_runner(plan, name, lifecycle.host(), pid, time.time(), doing)
+
+
+def release_runner(u: Unit, plan: str, name: str, *, pid: int) -> None:
+    from todoledger.checks import lifecycle
+
+    repo = CheckRepo(u.store)
+    with u.transaction(plan):
+        repo.drop_runner(plan, name, lifecycle.host(), pid)

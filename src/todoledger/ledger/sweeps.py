@@ -12,9 +12,20 @@ A combination with a lifecycle runs as the seeds ran a server configuration:
 3. `warmup` runs, not counted; then the repeats;
 4. `teardown` runs and the setup's process group is ended, always: after the
    last repeat, on a failure, on Ctrl-C or SIGTERM, and first thing in the
-   next `sweep run` after a SIGKILL;
-5. `clean` must hold after the teardown, or the sweep stops with one line
-   naming what was left, so no configuration is measured beside a zombie.
+   next `sweep run` after a SIGKILL. "Ended" means every thread of the group
+   gone and the ready check's port free to bind again; only then does the next
+   setup start;
+5. `clean` is polled every second after the teardown until it holds, or the
+   sweep stops with one line naming what was left (its last output), so no
+   configuration is measured beside a zombie.
+
+A ready check's answer, and each counted run, count only while the setup is
+alive and, where this machine shows it, owns the ready check's port.
+
+One process runs a sweep at a time: `sweep run` takes the sweep's runner lease
+(host, pid, its start time, a heartbeat every 5 s from a thread). A second
+`sweep run` refuses in one line while that runner lives, and never touches its
+processes; a setup a dead runner left is torn down on resume only on its own host.
 
 Defining a sweep and its results are `Ledger.add_sweep` and `Ledger.sweep_results`.
 """
@@ -58,6 +69,7 @@ def run(
     """Run every pending combination (`stale`: and the completed ones whose runs
     went stale), each `repeat` times in the sweep's order. The answer's `stopped`
     is the one line that says why it stopped early (a clean check, a signal)."""
+    from todoledger.checks import lifecycle
     from todoledger.checks import run as runner
 
     # each repeat's receipt names who ran it
@@ -65,16 +77,59 @@ def run(
         lg, name, plan or default_plan(), writer or default_writer(lg.token_holder), cwd or os.getcwd()
     )
     runs.progress, runs.interval = on_progress, ready_interval
-    with runner.interruptible():
-        try:
-            runs.resume()
-            if runs.stopped is None:
-                runs.go(parallel, stale)
-        finally:
-            runs.end_live()
-    if runs.stopped is None and runs.signal() is None:
-        lg.finish_sweep(name, plan=runs.plan, writer=runs.writer)
+    pid = os.getpid()
+    lg.claim_sweep_runner(name, pid=pid, ticks=lifecycle.start_ticks(pid), plan=runs.plan, writer=runs.writer)
+    beat = _Heartbeat(lg, name, runs.plan, pid)
+    runs.heartbeat = beat
+    beat.start()
+    try:
+        with runner.interruptible():
+            try:
+                runs.resume()
+                if runs.stopped is None:
+                    runs.go(parallel, stale)
+            finally:
+                runs.end_live()
+        if runs.stopped is None and runs.signal() is None:
+            lg.finish_sweep(name, plan=runs.plan, writer=runs.writer)
+    finally:
+        beat.finish()
+        lg.release_sweep_runner(name, pid=pid, plan=runs.plan)
     return runs.answer()
+
+
+class _Heartbeat(threading.Thread):
+    """The runner's heartbeat: a row update every `BEAT` seconds from a connection of
+    its own (a connection is not shared between threads), never an event."""
+
+    def __init__(self, lg: Ledger, name: str, plan: str, pid: int) -> None:
+        super().__init__(name=f"todoledger-sweep-{name}-heartbeat", daemon=True)
+        self.lg, self.name_, self.plan, self.pid = lg, name, plan, pid
+        self.done = threading.Event()
+        self.doing: str | None = None
+
+    def run(self) -> None:
+        from todoledger.ledger.sweeprows import BEAT
+
+        twin: Ledger | None = None
+        try:
+            while not self.done.wait(BEAT):
+                try:
+                    twin = twin or self.lg.twin()
+                    twin.beat_sweep_runner(self.name_, pid=self.pid, doing=self.doing, plan=self.plan)
+                except (
+                    Exception
+                ):  # a missed beat (the ledger busy, a lost connection): the next one tries again
+                    if twin is not None:
+                        twin.close()
+                    twin = None
+        finally:
+            if twin is not None:
+                twin.close()
+
+    def finish(self) -> None:
+        self.done.set()
+        self.join(timeout=10)
 
 
 class _Live:
@@ -104,6 +159,7 @@ class _Sweep:
         self.base: dict[str, Any] | None = None
         self.logs: str | None = None
         self.signalled: str | None = None  # the signal that stopped this run, once one did
+        self.heartbeat: _Heartbeat | None = None
 
     # the whole run --------------------------------------------------------------------------
     def resume(self) -> None:
@@ -223,6 +279,10 @@ class _Sweep:
     ) -> bool:
         from todoledger.checks import lifecycle
 
+        doing = f"{_params(combo)} ({index + 1} of {self.combinations})"
+        if self.heartbeat is not None:
+            self.heartbeat.doing = doing
+        self.lg.beat_sweep_runner(self.name, pid=os.getpid(), doing=doing, plan=self.plan)
         if sweep.setup is not None:
             command = sweep.setup_command(combo)
             assert command is not None
@@ -309,7 +369,43 @@ class _Sweep:
             code, output = lifecycle.run_command(command, self.cwd)
             how |= {"command": command, "code": code, "output": tail(output, 300)}
         how["group"] = lifecycle.end_group(setup)
-        clean = self._clean(sweep, combo) if sweep.clean is not None else None
+        ended = not how["group"].startswith("still running")
+        polled = sweep.ready_check(combo)
+        where = lifecycle.address(polled) if polled is not None else None
+        said_group = how["group"]
+        if ended and where is not None:
+            host, port = where
+            free, waited = lifecycle.wait_port_free(host, port, sweep.teardown_timeout)
+            how["port"] = {"port": port, "free": free, "waited_s": round(waited, 3)}
+            if free is False:
+                who = ", ".join(lifecycle.listeners(port)) or "a process this machine does not show"
+                said_group = (
+                    f"{how['group'].replace('ended', 'exited')}, but port {port} is still held"
+                    f" {sweep.teardown_timeout:g} s later, by {who}"
+                )
+                self.stopped = (
+                    f"sweep {self.name} stopped after {_params(combo)}: its teardown could not free"
+                    f" port {port} within {sweep.teardown_timeout:g} s (held by {who})"
+                )
+                outcome = f"{outcome}; port {port} still held"
+            elif free is None:
+                said_group += f"; port {port} ({host}) cannot be probed from here"
+            else:
+                said_group += f", port {port} free after {waited:.1f} s"
+        elif ended:
+            said_group += (
+                "; no port to wait for"
+                if polled is None
+                else f"; no port to wait for ({polled.text()} names none)"
+            )
+        else:
+            self.stopped = (
+                f"sweep {self.name} stopped after {_params(combo)}: its teardown left {how['group']}"
+            )
+            outcome = f"{outcome}; processes left"
+        how["said"] = said_group
+        # A teardown that could not free what the setup held has stopped the sweep already.
+        clean = self._clean(sweep, combo) if sweep.clean is not None and self.stopped is None else None
         if clean is not None and clean["result"] != "holds":
             outcome = f"{outcome}; clean check {clean['result']}"
         self.lg.sweep_setup_ended(
@@ -319,10 +415,11 @@ class _Sweep:
             teardown=how,
             clean=clean,
             outcome=outcome,
+            ready=ready,
             plan=self.plan,
             writer=self.writer,
         )
-        said = f"teardown: {how.get('command') or 'the setup process group'}: {how['group']}"
+        said = f"teardown: {how.get('command') or 'the setup process group'}: {said_group}"
         if command is not None:
             said += f" (teardown exit {how['code']})"
         self._tell("teardown", combo, said)
@@ -330,14 +427,29 @@ class _Sweep:
             self._after_clean(sweep, combo, clean)
 
     def _clean(self, sweep: core.Sweep, combo: dict[str, str]) -> dict[str, Any]:
+        """Poll the clean check every `interval` until it holds or `clean_timeout` runs
+        out (right after a teardown, the driver may still list the exiting process).
+        A failure keeps its last output, or says it had none: never an empty reason."""
         from todoledger.checks import run as runner
 
         check = sweep.clean_check(combo)
         assert check is not None
         if self.signal() is not None:
             runner.carry_on()  # the teardown after a Ctrl-C is proven clean too
-        outcome = runner.run(check, runner.Inputs(cwd=self.cwd))
-        return {"check": check.describe(), "result": outcome.result, "line": _last(outcome.output)}
+        start = time.monotonic()
+        polls = 0
+        while True:
+            outcome = runner.run(check, runner.Inputs(cwd=self.cwd))
+            polls += 1
+            waited = time.monotonic() - start
+            if outcome.result == "holds" or waited >= sweep.clean_timeout or runner.stopping() is not None:
+                break
+            time.sleep(max(0.0, min(self.interval, sweep.clean_timeout - waited)))
+        line = _last(outcome.output) or f"exit {outcome.code}, no output: {check.describe()}"
+        found = {"check": check.describe(), "result": outcome.result, "line": line, "polls": polls}
+        if outcome.result != "holds":
+            found["line"] = f"{line} (still after {polls} polls in {waited:.1f} s)"
+        return found
 
     def _after_clean(self, sweep: core.Sweep, combo: dict[str, str], clean: dict[str, Any]) -> None:
         params = _params(combo)
@@ -379,11 +491,20 @@ class _Sweep:
         from todoledger.checks import tree
 
         command = sweep.command(combo)
+        before = self._setup_serves(combo)
+        if before is not None:
+            self._fail(
+                sweep, check, combo, "error", f"before the run: {before}; the run is not measured", k - 1
+            )
+            return False
         outcome = self._run_check(check)
-        values = core.extract(sweep, outcome.output) if outcome.result == "holds" else {}
+        after = self._setup_serves(combo)
+        values = core.extract(sweep, outcome.output) if outcome.result == "holds" and after is None else {}
         missing = [n for n, _ in sweep.metrics if n not in values]
         result, note = outcome.result, ""
-        if result == "holds" and missing:
+        if after is not None:
+            result, note = "error", f"\nafter the run: {after}; the run is not counted"
+        elif result == "holds" and missing:
             result, note = "fails", f"\nno {', '.join(missing)} in the output"
         setup = sweep.setup_command(combo)
         from todoledger.checks import lifecycle
@@ -426,6 +547,21 @@ class _Sweep:
                     }
                 )
         return result == "holds"
+
+    def _setup_serves(self, combo: dict[str, str]) -> str | None:
+        """While a setup is up: None if it is alive and owns the ready check's port
+        (or the owner cannot be seen), else why a run now would not measure it."""
+        if self.live is None or self.sweep is None:
+            return None
+        from todoledger.checks.ready import setup_serves
+
+        ready = self.sweep.ready_check(combo)
+        if ready is None:
+            from todoledger.checks import lifecycle
+
+            alive = lifecycle.exited(self.live.setup) is None and bool(lifecycle.members(self.live.setup.pid))
+            return None if alive else "the setup is no longer running"
+        return setup_serves(self.live.setup, ready)
 
     def _run_check(self, check: CheckRow) -> Outcome:
         from todoledger.checks import run as runner

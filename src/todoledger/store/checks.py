@@ -418,6 +418,57 @@ class CheckRepo:
             out.append(row)
         return out
 
+    # the runner of a sweep (one at a time) ----------------------------------------------
+    _RUNNER = ("host", "pid", "ticks", "writer", "started_at", "beat", "doing")
+
+    def runner(self, plan: str, sweep: str) -> dict[str, Any] | None:
+        """The process recorded as running the sweep, if any."""
+        rows = self.db.query(
+            "SELECT host, pid, ticks, writer, started_at, beat, doing FROM sweep_runners"
+            " WHERE plan = ? AND sweep = ?",
+            (plan, sweep),
+        )
+        return dict(zip(self._RUNNER, rows[0], strict=True)) if rows else None
+
+    def set_runner(
+        self,
+        plan: str,
+        sweep: str,
+        *,
+        host: str,
+        pid: int,
+        ticks: str | None,
+        writer: str,
+        at: str,
+        beat: float,
+    ) -> None:
+        """Record this process as the sweep's runner, in place of any before it."""
+        self.db.execute("DELETE FROM sweep_runners WHERE plan = ? AND sweep = ?", (plan, sweep))
+        self.db.execute(
+            "INSERT INTO sweep_runners (plan, sweep, host, pid, ticks, writer, started_at, beat)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (plan, sweep, host, pid, ticks, writer, at, beat),
+        )
+
+    def beat_runner(self, plan: str, sweep: str, host: str, pid: int, beat: float, doing: str | None) -> bool:
+        """The runner's heartbeat (and what it is on); False when the row is no longer its own."""
+        self.db.execute(
+            "UPDATE sweep_runners SET beat = ?, doing = COALESCE(?, doing)"
+            " WHERE plan = ? AND sweep = ? AND host = ? AND pid = ?",
+            (beat, doing, plan, sweep, host, pid),
+        )
+        found = self.db.query(
+            "SELECT 1 FROM sweep_runners WHERE plan = ? AND sweep = ? AND host = ? AND pid = ?",
+            (plan, sweep, host, pid),
+        )
+        return bool(found)
+
+    def drop_runner(self, plan: str, sweep: str, host: str, pid: int) -> None:
+        self.db.execute(
+            "DELETE FROM sweep_runners WHERE plan = ? AND sweep = ? AND host = ? AND pid = ?",
+            (plan, sweep, host, pid),
+        )
+
     def count_holds(self, check_id: str, spec: str) -> int:
         rows = self.db.query(
             "SELECT COUNT(*) FROM receipts WHERE check_id = ? AND spec = ? AND result = 'holds'",

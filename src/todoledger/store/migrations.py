@@ -310,6 +310,21 @@ def m014_markdown_layouts(db: Executor) -> None:
     )
 
 
+def m015_sweep_runners(db: Executor) -> None:
+    """One runner per sweep: the process running it (host, pid and its start time),
+    since when, its heartbeat (seconds since 1970, the real clock, updated by a
+    thread of the runner: a row, not an event, so it never enters the chain) and
+    the combination it is on, so that a second `sweep run`, on this host or
+    another, refuses instead of tearing down a live run's server."""
+    db.execute_script(
+        [
+            "CREATE TABLE sweep_runners (plan TEXT NOT NULL, sweep TEXT NOT NULL, host TEXT NOT NULL,"
+            " pid INTEGER NOT NULL, ticks TEXT, writer TEXT NOT NULL, started_at TEXT NOT NULL,"
+            " beat DOUBLE PRECISION NOT NULL, doing TEXT, PRIMARY KEY (plan, sweep))"
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -325,5 +340,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("sweep_lifecycle", m012_sweep_lifecycle),
     ("dropped_status", m013_dropped_status),
     ("markdown_layouts", m014_markdown_layouts),
+    ("sweep_runners", m015_sweep_runners),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

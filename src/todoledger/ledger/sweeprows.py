@@ -385,7 +385,21 @@ def results(u: Unit, plan: str, name: str, *, include_stale: bool = False) -> di
         "order": sweep.order,
         "warmup": sweep.warmup,
         "setups": [
-            {k: s[k] for k in ("item", "host", "pid", "started_at", "ended_at", "outcome")} for s in setups
+            {
+                k: s[k]
+                for k in (
+                    "item",
+                    "host",
+                    "pid",
+                    "started_at",
+                    "ended_at",
+                    "outcome",
+                    "ready",
+                    "teardown",
+                    "clean",
+                )
+            }
+            for s in setups
         ],
     }
 

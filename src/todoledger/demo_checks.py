@@ -27,15 +27,17 @@ Nothing here is the campaign's machines, and every text says so:
   a startup delay, serving the figures of its own setting) and the stand-in
   client (CLIENT) as its run. The first server leaves a process behind on
   purpose (a worker in a session of its own, still holding the port: the seeds'
-  "zombie GPU processes"); the clean check catches it after the teardown and
-  the sweep stops before the baseline, whose ready check that leftover would
-  have answered. The demo ends the leftover, as a person would, and resumes.
+  "zombie GPU processes"); the teardown, which waits until the port is free
+  again, names it and the sweep stops before the baseline, whose ready check
+  that leftover would have answered. The demo ends the leftover, as a person
+  would, and resumes.
 """
 
 from __future__ import annotations
 
 import http.server
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -309,8 +311,9 @@ def _free_port() -> int:
 
 def draft_token_sweep(lg: Ledger, plan: str, folder: str) -> list[str]:
     """The seeds' sweep with a stand-in server per combination: readiness,
-    teardown, and a clean check that catches the leftover the first server
-    leaves on purpose; then the leftover is ended and the sweep resumed.
+    a teardown that waits for the port and catches the leftover the first
+    server leaves on purpose, and a clean check; then the leftover is ended
+    and the sweep resumed.
     Returns what happened, a line each, for people."""
     import signal
 
@@ -332,7 +335,9 @@ def draft_token_sweep(lg: Ledger, plan: str, folder: str) -> list[str]:
         ready=f"http://127.0.0.1:{port}/health",
         ready_options={"expect": "ok"},
         ready_timeout=60,
+        teardown_timeout=3,
         clean=f"port:127.0.0.1:{port}",
+        clean_timeout=3,
         run=f"{py} {shlex.quote(client)} http://127.0.0.1:{port}",
         metrics=[r"tok_s=tok_s=([0-9.]+)"],
         repeat=3,
@@ -353,6 +358,8 @@ def draft_token_sweep(lg: Ledger, plan: str, folder: str) -> list[str]:
             )
         elif p.get("phase") == "ready" and line.startswith("ready:"):
             line = line.split(" held after ")[0] + " held"  # how many polls depends on the machine's load
+        elif p.get("phase") == "teardown":
+            line = re.sub(r" free after [0-9.]+ s", " free", line)  # how long depends on the machine's load
         elif p.get("phase") == "clean" and not line.endswith(": holds"):
             return  # the line that stops the sweep says it
         elif p.get("phase") not in ("warmup", "teardown", "clean", "ready"):
@@ -365,8 +372,9 @@ def draft_token_sweep(lg: Ledger, plan: str, folder: str) -> list[str]:
     left = _read_pid(marker)
     if left is not None:
         story.append(
-            "The leftover holds the port: without the clean check, the baseline's ready check would have"
-            f" been answered by the 16-token worker. The demo ends it (pid {left}), as a person would, and resumes."
+            "The leftover holds the port: the teardown waited for it to be free, named it and stopped the"
+            " sweep, so the baseline was never measured beside it (its ready check would have been answered"
+            f" by the 16-token worker). The demo ends it (pid {left}), as a person would, and resumes."
         )
         with suppress(OSError):
             os.kill(left, signal.SIGKILL)

@@ -157,10 +157,22 @@ def _definition_lines(out: dict[str, Any]) -> list[str]:
         f"  repeat {d['repeat']}, warmup {d.get('warmup', 0)}, order {d.get('order', 'grouped')}"
         + (f" (seed {d.get('seed', 0)})" if d.get("order") == "shuffled" else "")
         + (f", ready timeout {d.get('ready_timeout'):g} s" if d.get("ready") else "")
+        + (f", clean timeout {d.get('clean_timeout', 30):g} s" if d.get("clean") else "")
+        + (f", teardown timeout {d.get('teardown_timeout', 60):g} s" if d.get("setup") else "")
         + (f"; the setup starts {out['restarts']} times" if d.get("setup") else ""),
     ]
     if d.get("watch"):
         lines.append(_clean(f"  watch: {', '.join(d['watch'])}"))
+    held = out.get("runner")
+    if held:
+        on = f", on {held['doing']}" if held["doing"] else ""
+        state = "running" if held["alive"] else "gone"
+        lines.append(
+            _clean(
+                f"  runner: pid {held['pid']} on {held['host']} since {held['started_at']}{on};"
+                f" heartbeat {held['beat_age_s']:g} s ago; {state} ({held['how']})"
+            )
+        )
     for c in out["combinations"]:
         params = " ".join(f"{k}={v}" for k, v in c["params"].items()) + (
             " (baseline)" if c["baseline"] else ""

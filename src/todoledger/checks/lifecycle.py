@@ -248,39 +248,69 @@ def describe(pid: int) -> str:
     return f"pid {pid}: {line if len(line) <= 300 else line[:297] + '...'}"
 
 
-def _listening(port: int) -> tuple[set[str], list[int]]:
-    """The inodes of the sockets listening on TCP `port` (/proc/net/tcp and tcp6), and
-    the processes whose open files this machine shows holding one of them."""
+def _listening_inodes(port: int) -> set[str]:
+    """The inodes of the sockets listening on TCP `port` (/proc/net/tcp and tcp6).
+    One regular expression over each table: on a busy machine the tables hold
+    thousands of connections, and splitting each line cost 13 ms a look."""
+    import re
+
+    line = re.compile(
+        rb"^\s*\d+: [0-9A-F]+:%04X [0-9A-F]+:0000 0A (?:\S+\s+){5}(\d+)" % port, re.MULTILINE
+    )
     inodes: set[str] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
-            with open(table, encoding="ascii", errors="replace") as fh:
-                next(fh, None)
-                for line in fh:
-                    parts = line.split()
-                    if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
-                        inodes.add(parts[9])
-        except (OSError, ValueError):
+            with open(table, "rb") as fh:
+                text = fh.read()
+        except OSError:
             continue
+        inodes.update(m.decode("ascii") for m in line.findall(text))
+    return inodes
+
+
+def _holds(pid: int, wanted: set[str]) -> bool:
+    """Does process `pid` hold one of the sockets `wanted` (as `socket:[INODE]`)?"""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _listening(port: int) -> tuple[set[str], list[int]]:
+    """The inodes of the sockets listening on TCP `port`, and the processes whose
+    open files this machine shows holding one of them (every process looked at)."""
+    inodes = _listening_inodes(port)
     if not inodes:
         return inodes, []
     wanted = {f"socket:[{i}]" for i in inodes}
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    return inodes, [int(n) for n in os.listdir("/proc") if n.isdigit() and _holds(int(n), wanted)]
+
+
+def _descendants(pid: int) -> list[int]:
+    """`pid` and the processes below it (Linux's /proc/PID/task/TID/children)."""
+    out: list[int] = []
+    todo = [pid]
+    while todo and len(out) < 4096:
+        current = todo.pop()
+        out.append(current)
         try:
-            fds = os.listdir(f"/proc/{name}/fd")
+            tasks = os.listdir(f"/proc/{current}/task")
         except OSError:
             continue
-        for fd in fds:
+        for tid in tasks:
             try:
-                if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
-                    found.append(int(name))
-                    break
-            except OSError:
+                with open(f"/proc/{current}/task/{tid}/children", encoding="ascii") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+            except (OSError, ValueError):
                 continue
-    return inodes, found
+    return out
 
 
 def listeners(port: int) -> list[str]:
@@ -295,11 +325,17 @@ def port_owner(port: int, pgid: int) -> tuple[str, str]:
     listens. Only "other" is proof that the answer came from someone else."""
     if not os.path.isdir("/proc/self"):
         return "unknown", "no /proc here to see who listens"
-    inodes, pids = _listening(port)
+    inodes = _listening_inodes(port)
     if not inodes:
         return "none", ""
-    ours = [p for p in pids if (_stat(p) or ["", "", ""])[2:3] == [str(pgid)]]
-    if ours:
+    wanted = {f"socket:[{i}]" for i in inodes}
+    # The common case first, cheaply: a process below the setup's leader, in its group, holds it
+    # (every process's open files are looked at only when none does).
+    for pid in _descendants(pgid):
+        if (_stat(pid) or ["", "", ""])[2:3] == [str(pgid)] and _holds(pid, wanted):
+            return "ours", ""
+    pids = [int(n) for n in os.listdir("/proc") if n.isdigit() and _holds(int(n), wanted)]
+    if any((_stat(p) or ["", "", ""])[2:3] == [str(pgid)] for p in pids):
         return "ours", ""
     if pids:
         return "other", ", ".join(describe(p) for p in pids)

@@ -100,26 +100,34 @@ def run(
 
 class _Heartbeat(threading.Thread):
     """The runner's heartbeat: a row update every `BEAT` seconds from a connection of
-    its own (a connection is not shared between threads), never an event."""
+    its own (a connection is not shared between threads), never an event; told of
+    the next combination, it writes at once, off the runner's own path."""
 
     def __init__(self, lg: Ledger, name: str, plan: str, pid: int) -> None:
         super().__init__(name=f"todoledger-sweep-{name}-heartbeat", daemon=True)
         self.lg, self.name_, self.plan, self.pid = lg, name, plan, pid
-        self.done = threading.Event()
+        self.poke = threading.Event()
+        self.stopping = False
         self.doing: str | None = None
+
+    def tell(self, doing: str) -> None:
+        self.doing = doing
+        self.poke.set()
 
     def run(self) -> None:
         from todoledger.ledger.sweeprows import BEAT
 
         twin: Ledger | None = None
         try:
-            while not self.done.wait(BEAT):
+            while True:
+                self.poke.wait(BEAT)
+                self.poke.clear()
+                if self.stopping:
+                    return
                 try:
                     twin = twin or self.lg.twin()
                     twin.beat_sweep_runner(self.name_, pid=self.pid, doing=self.doing, plan=self.plan)
-                except (
-                    Exception
-                ):  # a missed beat (the ledger busy, a lost connection): the next one tries again
+                except Exception:  # a missed beat (the ledger busy, a lost connection): the next one tries again
                     if twin is not None:
                         twin.close()
                     twin = None
@@ -128,7 +136,8 @@ class _Heartbeat(threading.Thread):
                 twin.close()
 
     def finish(self) -> None:
-        self.done.set()
+        self.stopping = True
+        self.poke.set()
         self.join(timeout=10)
 
 
@@ -138,6 +147,9 @@ class _Live:
     def __init__(self, index: int, item: str, combo: dict[str, str], setup: Setup, seq: int) -> None:
         self.index, self.item, self.combo, self.setup, self.seq = index, item, combo, setup, seq
         self.ready: dict[str, Any] | None = None
+        # True right after a check found the setup serving (its ready answer, or the check after a
+        # run) with nothing run since: that check is the next run's check before, already made.
+        self.vouched = False
 
 
 class _Sweep:
@@ -150,6 +162,7 @@ class _Sweep:
         self.started = time.monotonic()
         self.counts = {"runs": 0, "failed": 0, "warmups": 0, "setups": 0}
         self.ready_ms = 0
+        self.teardown_ms = 0  # the teardowns' own waits: the group's end and the port's release
         self.stopped: str | None = None
         self.live: _Live | None = None
         self.lock = threading.Lock()
@@ -271,6 +284,7 @@ class _Sweep:
             **self.counts,
             "stopped": stopped,
             "ready_ms": self.ready_ms,
+            "teardown_ms": self.teardown_ms,
         }
 
     # one combination's block: setup, ready, warm-up ... teardown, clean ----------------------
@@ -279,10 +293,8 @@ class _Sweep:
     ) -> bool:
         from todoledger.checks import lifecycle
 
-        doing = f"{_params(combo)} ({index + 1} of {self.combinations})"
         if self.heartbeat is not None:
-            self.heartbeat.doing = doing
-        self.lg.beat_sweep_runner(self.name, pid=os.getpid(), doing=doing, plan=self.plan)
+            self.heartbeat.tell(f"{_params(combo)} ({index + 1} of {self.combinations})")
         if sweep.setup is not None:
             command = sweep.setup_command(combo)
             assert command is not None
@@ -301,6 +313,7 @@ class _Sweep:
             ok, found = self._wait_ready(sweep, ready)
             if self.live is not None:
                 self.live.ready = found  # recorded with its teardown
+                self.live.vouched = ok
             else:
                 self.lg.sweep_note(self.name, check.item, "ready", found, plan=self.plan, writer=self.writer)
             self._tell("ready", combo, found["line"], index)
@@ -314,6 +327,8 @@ class _Sweep:
                 return False
         if sweep.setup is not None or warm:
             for n in range(1, sweep.warmup + 1):
+                if self.live is not None:
+                    self.live.vouched = False
                 outcome = self._run_check(check)
                 self.counts["warmups"] += 1
                 self._tell(
@@ -368,6 +383,7 @@ class _Sweep:
         if command is not None:
             code, output = lifecycle.run_command(command, self.cwd)
             how |= {"command": command, "code": code, "output": tail(output, 300)}
+        waiting = time.monotonic()
         how["group"] = lifecycle.end_group(setup)
         ended = not how["group"].startswith("still running")
         polled = sweep.ready_check(combo)
@@ -404,6 +420,7 @@ class _Sweep:
             )
             outcome = f"{outcome}; processes left"
         how["said"] = said_group
+        self.teardown_ms += int((time.monotonic() - waiting) * 1000)
         # A teardown that could not free what the setup held has stopped the sweep already.
         clean = self._clean(sweep, combo) if sweep.clean is not None and self.stopped is None else None
         if clean is not None and clean["result"] != "holds":
@@ -491,14 +508,18 @@ class _Sweep:
         from todoledger.checks import tree
 
         command = sweep.command(combo)
-        before = self._setup_serves(combo)
+        before = None if self.live is not None and self.live.vouched else self._setup_serves(combo)
         if before is not None:
             self._fail(
                 sweep, check, combo, "error", f"before the run: {before}; the run is not measured", k - 1
             )
             return False
+        if self.live is not None:
+            self.live.vouched = False
         outcome = self._run_check(check)
         after = self._setup_serves(combo)
+        if self.live is not None:
+            self.live.vouched = after is None
         values = core.extract(sweep, outcome.output) if outcome.result == "holds" and after is None else {}
         missing = [n for n, _ in sweep.metrics if n not in values]
         result, note = outcome.result, ""

@@ -389,6 +389,7 @@ def test_a_live_runner_on_another_host_refuses_until_its_heartbeat_lapses(
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only  # the runner makes a ledger of its own: the backend parameter would run it twice
 def test_the_gpu_runner_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
     """bench/gpu_sweep/run.py with the tiny model (real PyTorch on the CPU, installed
     by .ci/run) and the stand-in clean check: the leftover caught, a second runner

@@ -58,18 +58,34 @@ def host() -> str:
     return socket.gethostname()
 
 
+# The setup waits for a line on its standard input before it runs its command, so that
+# it never runs unrecorded: the runner writes the line only once the ledger knows its
+# pid, and a runner killed before that closes the pipe, and the waiting shell exits.
+_HELD = 'read go || exit 125; exec /bin/sh -c "$1"'
+
+
 def start(command: str, cwd: str, log: str) -> Setup:
-    """Start `command` under /bin/sh in a new session, its output appended to `log`."""
+    """Start `command` under /bin/sh in a new session, its output appended to `log`,
+    held until `release` (the ledger records it in between)."""
     with open(log, "ab") as sink:
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            ["/bin/sh", "-c", _HELD, "todoledger-setup", command],
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     return Setup(proc.pid, start_ticks(proc.pid), log, proc)
+
+
+def release(setup: Setup) -> None:
+    """Let a started setup run its command (it is recorded now); its input then reads as empty."""
+    if setup.proc is not None and setup.proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            setup.proc.stdin.write(b"go\n")
+        with contextlib.suppress(OSError):
+            setup.proc.stdin.close()
 
 
 def _stat(pid: int) -> list[str] | None:

@@ -305,6 +305,7 @@ class _Sweep:
             except BaseException:
                 lifecycle.end_group(setup)  # never a server the ledger does not know of
                 raise
+            lifecycle.release(setup)  # recorded: only now does its command run
             self.live = _Live(index, check.item, combo, setup, seq)
             self.counts["setups"] += 1
             self._tell("setup", combo, f"setup started (pid {setup.pid}): {command}", index)

@@ -305,3 +305,29 @@ def test_a_cli_write_from_a_terminal_reaches_the_same_folder(ledger_env: Path, t
     )
     assert done.returncode == 0, done.stderr
     assert "Typed by a person" in by_subject(Path(found.folder))
+
+
+def test_a_model_row_mirrored_but_not_yet_recorded_is_adopted_not_doubled(
+    ledger_env: Path, where: Target
+) -> None:
+    """A sync between the hook's mirror of a TaskCreate and its record of the row."""
+    folder = Path(where.folder)
+    made = {
+        "id": "1",
+        "subject": "Model's own",
+        "description": "",
+        "status": "pending",
+        "blocks": [],
+        "blockedBy": [],
+    }
+    (folder / "1.json").write_text(json.dumps(made, indent=2))
+    with Ledger() as lg:
+        item = lg.write(
+            {"subject": "Model's own"},
+            dialect="claude-tasks",
+            writer="claude-code:s1",
+            response={"task": {"id": "1"}},
+        ).ids[0]
+        sync(lg, where)
+    shown = rows(folder)
+    assert list(shown) == ["1"] and shown["1"]["metadata"]["todoledger"]["item"] == item

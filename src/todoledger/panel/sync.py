@@ -90,6 +90,7 @@ def _write(
             return report, {}, list(recorded), True
         gone = [r for r in recorded if r not in present]  # deleted by the model or Claude
         row_of = {item: r for r, (item, _) in ours.items()}
+        _adopt(folder, present - set(recorded), [w for w in wants if w.key not in row_of], ours, row_of)
         wanted_keys = {w.key for w in wants}
         next_id = max([files.highwatermark(folder), *(_number(n) for n in present)]) + 1
         new: set[str] = set()
@@ -130,6 +131,36 @@ def _write(
         if numbers:
             files.raise_highwatermark(folder, max(numbers))
     return report, written, gone, False
+
+
+def _adopt(
+    folder: str,
+    foreign: set[str],
+    unrowed: list[Want],
+    ours: dict[str, tuple[str, str]],
+    row_of: dict[str, str],
+) -> None:
+    """Rows the model created whose item the hook has mirrored but not yet recorded
+    as the row's (a sync ran in between): the row is the item's, not a new one."""
+    if not foreign or not unrowed:
+        return
+    import json
+
+    by_subject: dict[str, list[tuple[str, bytes]]] = {}
+    for row in sorted(foreign, key=_number):
+        data = files.read(folder, row)
+        try:
+            subject = json.loads(data or b"{}").get("subject")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(subject, str) and data is not None:
+            by_subject.setdefault(subject, []).append((row, data))
+    for want in unrowed:
+        found = by_subject.get(want.subject)
+        if found:
+            row, data = found.pop(0)
+            ours[row] = (want.key, files.digest(data))
+            row_of[want.key] = row
 
 
 def _at(

@@ -119,7 +119,7 @@ ALLOWED_ACROSS = {
     *(
         (interface, module)
         for interface in ("hooks", "mcp", "web", "install")
-        for module in ("todoledger.panel", "todoledger.panel.sync")
+        for module in ("todoledger.panel", "todoledger.panel.sync", "todoledger.panel.files")
     ),
 }
 # What of the store and the formats an interface may import itself: the dialects are pure

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e import results
 from tests.e2e.agents import CLAUDE, RUN_TIMEOUT, Scratch, run
 from tests.e2e.fakemodel import FakeModel, Step
 from tests.e2e.test_agents import installed_project, todoledger
@@ -29,8 +30,8 @@ FIND = Step("ToolSearch", {"query": "select:TaskList,TaskCreate,TaskUpdate,TaskG
 FIRST, SECOND = "Write the parser", "Test the parser"
 
 
-def panel_project(root: Path) -> tuple[Scratch, Target]:
-    scratch = installed_project(CLAUDE, root, "--panel", "--approve")
+def panel_project(root: Path, route: str = "mcp") -> tuple[Scratch, Target]:
+    scratch = installed_project(CLAUDE, root, "--panel", "--approve", "--route", route)
     for text in (FIRST, SECOND):
         added = todoledger(scratch, "add", text)
         assert added.returncode == 0, added.describe()
@@ -75,8 +76,23 @@ def tool_results(fake: FakeModel) -> list[str]:
     return out
 
 
-def test_the_models_task_tools_see_and_keep_the_ledgers_rows(tmp_path: Path) -> None:
-    scratch, where = panel_project(tmp_path)
+@pytest.mark.parametrize("route", results.ROUTE_ORDER)
+def test_the_models_task_tools_see_and_keep_the_ledgers_rows(route: str, tmp_path: Path) -> None:
+    """The compatibility table's panel column (docs/agents.md), one route each."""
+    outcome = {"ok": False, "how": "", "why": "the test did not finish"}
+    try:
+        _see_and_keep(route, tmp_path, outcome)
+        outcome = {
+            "ok": True,
+            "how": "`TaskList` sees it; `TaskCreate` adopted; `TaskUpdate` kept",
+            "why": "",
+        }
+    finally:
+        results.record_panel(route, outcome)
+
+
+def _see_and_keep(route: str, tmp_path: Path, outcome: dict[str, Any]) -> None:
+    scratch, where = panel_project(tmp_path, route)
     assert sorted(r["subject"] for r in rows(where).values()) == sorted([FIRST, SECOND])  # the CLI's writes
     steps = [
         FIND,
@@ -87,15 +103,19 @@ def test_the_models_task_tools_see_and_keep_the_ledgers_rows(tmp_path: Path) -> 
     fake, result = claude(scratch, steps)
     why = f"{result.describe()}\nresults: {tool_results(fake)}"
     assert result.returncode == 0, why
+    outcome["why"] = "TaskList did not return the ledger's rows"
     listed = [r for r in tool_results(fake) if FIRST in r]
     assert listed and SECOND in listed[0], why  # TaskList returned the ledger's rows
+    outcome["why"] = "the model's TaskCreate/TaskUpdate did not reach the ledger"
     shown = items(scratch)
     assert shown["Model's own task"]["status"] == "pending", why  # the model's TaskCreate, mirrored
     assert shown[FIRST]["status"] == "in_progress", why  # its TaskUpdate of the ledger's row 1
+    outcome["why"] = "the model's row was doubled or not adopted"
     now = rows(where)
     assert sorted(r["subject"] for r in now.values()) == sorted([FIRST, SECOND, "Model's own task"]), now
     adopted = next(r for r in now.values() if r["subject"] == "Model's own task")
     assert adopted["metadata"]["todoledger"]["item"] == shown["Model's own task"]["id"]
+    outcome["why"] = "the next sync overwrote the model's update"
     # The next sync (a person's CLI write) keeps the model's update of row 1.
     todoledger(scratch, "add", "Ship the parser")
     assert rows(where)["1"]["status"] == "in_progress"

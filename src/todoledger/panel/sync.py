@@ -103,28 +103,31 @@ def _write(
         written: dict[str, tuple[str, str]] = {}
         for want in wants:
             row = row_of[want.key]
-            data = render(want, row, row_of, blocks.get(want.key, []), where.plan, revision)
+            mark = _signature(want, row, row_of, blocks)
             if row in new:
+                data = render(want, row, row_of, blocks.get(want.key, []), where.plan, revision)
                 while not files.create(folder, row, data):  # taken meanwhile: the next number
                     row = str(next_id)
                     next_id += 1
-                written[row] = (want.key, files.digest(data))
+                    data = render(want, row, row_of, blocks.get(want.key, []), where.plan, revision)
+                written[row] = (want.key, f"{mark}:{files.digest(data)}")
                 report.written.append(row)
                 continue
-            expect = ours[row][1]
+            was, expect = _split(ours[row][1])
+            if was == mark:
+                continue  # the row shows the item as it is: not even read
+            data = render(want, row, row_of, blocks.get(want.key, []), where.plan, revision)
             current = files.read(folder, row)
             if current is None or files.digest(current) != expect:
                 report.kept.append(row)  # the model changed it: its call reaches the ledger first
-            elif (
-                current != data
-                and current != _at(want, row, row_of, blocks, where.plan, current)
-                and files.replace(folder, row, data, expect)
-            ):
-                written[row] = (want.key, files.digest(data))
+            elif current == data:
+                written[row] = (want.key, f"{mark}:{expect}")
+            elif files.replace(folder, row, data, expect):
+                written[row] = (want.key, f"{mark}:{files.digest(data)}")
                 report.written.append(row)
-        for row, (item, expect) in ours.items():
+        for row, (item, recorded_as) in ours.items():
             if item not in wanted_keys:
-                if files.remove(folder, row, expect):
+                if files.remove(folder, row, _split(recorded_as)[1]):
                     report.removed.append(row)
                 gone.append(row)
         numbers = [_number(r) for r in written]
@@ -159,22 +162,24 @@ def _adopt(
         found = by_subject.get(want.subject)
         if found:
             row, data = found.pop(0)
-            ours[row] = (want.key, files.digest(data))
+            ours[row] = (want.key, f":{files.digest(data)}")
             row_of[want.key] = row
 
 
-def _at(
-    want: Want, row: str, row_of: dict[str, str], blocks: dict[str, list[str]], plan: str, current: bytes
-) -> bytes:
-    """The row as it would be rendered at the revision its file names: a row whose
-    item did not change is not rewritten only because the plan's revision moved."""
+def _signature(want: Want, row: str, row_of: dict[str, str], blocks: dict[str, list[str]]) -> str:
+    """What the row shows (not the revision it was written at): unchanged, it is not rewritten."""
+    import hashlib
     import json
 
-    try:
-        revision = int(json.loads(current)["metadata"]["todoledger"]["revision"])
-    except (ValueError, KeyError, TypeError):
-        return b""
-    return render(want, row, row_of, blocks.get(want.key, []), plan, revision)
+    shown = [row, want.subject, want.description, want.status, want.active_form, blocks.get(want.key, [])]
+    shown.append([row_of[k] for k in want.blockers if k in row_of])
+    return hashlib.sha1(json.dumps(shown).encode("utf-8"), usedforsecurity=False).hexdigest()[:16]
+
+
+def _split(recorded: str) -> tuple[str, str]:
+    """A row's record: the signature of what it shows, and the hash of its file."""
+    mark, _, digest = recorded.rpartition(":")
+    return mark, digest
 
 
 def _number(name: str) -> int:
@@ -221,4 +226,4 @@ def seen(lg: Ledger, where: Target, row_id: object, item: str | None) -> None:
     data = files.read(where.folder, str(row_id))
     if data is None or item == MORE:
         return
-    lg.save_panel(where.list_id, plan=where.plan, rows={str(row_id): (item, files.digest(data))})
+    lg.save_panel(where.list_id, plan=where.plan, rows={str(row_id): (item, f":{files.digest(data)}")})

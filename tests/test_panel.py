@@ -331,3 +331,75 @@ def test_a_model_row_mirrored_but_not_yet_recorded_is_adopted_not_doubled(
         sync(lg, where)
     shown = rows(folder)
     assert list(shown) == ["1"] and shown["1"]["metadata"]["todoledger"]["item"] == item
+
+
+def test_a_board_action_and_an_mcp_call_reach_the_panel(
+    ledger_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other interfaces' writes: the board's `/api/action` and an MCP tool call, in process."""
+    from starlette.testclient import TestClient
+
+    from todoledger.mcp.http import create_app
+    from todoledger.mcp.tools import PlanTools
+    from todoledger.web.app import Board
+
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git").mkdir(parents=True)
+    home.mkdir()
+    run("claude-code", project=project, home=home, panel=True, plan="main")
+    monkeypatch.setenv("HOME", str(home))
+    found = target(str(project))
+    assert found is not None
+    board = Board(name="tester", cwd=project)
+    app, tools = create_app(routes=board.routes(), shared=board.shared)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            headers = {"x-csrf-token": board.csrf, "Origin": "http://127.0.0.1:8765"}
+            answer = client.post(
+                "/api/action", json={"action": "add", "content": "From the board"}, headers=headers
+            )
+            assert answer.status_code == 200, answer.text
+    finally:
+        tools.close()
+        board.close()
+    assert "From the board" in by_subject(Path(found.folder))
+    server = PlanTools(cwd=project)
+    try:
+        server.todowrite({"todos": [{"content": "From an MCP call", "status": "pending"}]}, "mcp:codex:1")
+    finally:
+        server.close()
+    assert "From an MCP call" in by_subject(Path(found.folder))
+
+
+def test_watch_panel_brings_writes_that_sync_nothing_to_the_panel(ledger_env: Path, tmp_path: Path) -> None:
+    """Team mode: another machine's write runs no sync here; `todoledger watch --panel` does."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git").mkdir(parents=True)
+    home.mkdir()
+    run("claude-code", project=project, home=home, panel=True, plan="main")
+    found = target(str(project), home)
+    assert found is not None
+    env = {**subprocess_env(ledger_env), "HOME": str(home)}
+    with Ledger() as lg:  # the Python API: no interface, so no sync of its own
+        lg.add("Before the watch", writer=WRITER)
+    watch = subprocess.Popen(
+        [todoledger_bin(), "watch", "--panel", "--count", "1"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    folder = Path(found.folder)
+    try:
+        deadline = time.monotonic() + 30
+        while "Before the watch" not in by_subject(folder) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the watch's first sync: it has started
+        assert "Before the watch" in by_subject(folder)
+        with Ledger() as lg:
+            lg.add("From another machine", writer=WRITER)
+        assert watch.wait(timeout=30) == 0, watch.stderr.read() if watch.stderr else ""
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+    assert "From another machine" in by_subject(Path(found.folder))

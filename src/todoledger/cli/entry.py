@@ -90,10 +90,8 @@ def _panel(args: list[str]) -> None:
     `install claude-code --panel` set one up for this project (todoledger.panel)."""
     if not args or args[0] in READ_ONLY or (args[0] == "next" and "--claim" not in args):
         return
-    from todoledger.panel import any_installed
-
-    if not any_installed():
-        return
+    if not os.path.isdir(os.path.join(os.path.expanduser("~"), ".local", "state", "todoledger", "panels")):
+        return  # no panel on this machine (todoledger.panel.any_installed): nothing imported
     from todoledger.panel import target
 
     where = target()

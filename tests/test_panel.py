@@ -241,6 +241,7 @@ def test_the_hook_adopts_the_models_row_and_maps_its_updates(ledger_env: Path, t
     with Ledger() as lg:
         ours = lg.add("From the ledger", writer=WRITER)
     event = {"session_id": "s1", "cwd": str(project), "transcript_path": "/tmp/t.jsonl"}
+    folder.rmdir()  # gone since install: SessionStart makes it again, first of all
     _hook(env, {**event, "hook_event_name": "SessionStart", "source": "startup"})
     assert by_subject(folder)["From the ledger"]["id"] == "1"
     # The model's TaskCreate: Claude Code wrote row 2, then the hook ran.

@@ -7,7 +7,8 @@ rows to an id clash (Claude writes new rows without an exclusive create); one
 that holds it longer than Claude's retries (about 2 s) makes the model's own
 TaskCreate fail. So the lock is held for milliseconds, taken with a short
 patience, and never across a ledger query; every row is written to a
-temporary file and renamed into place.
+temporary file and renamed into place, a row of ours only while its file is
+still the one todoledger last wrote or saw.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ LIST_LOCK = ".lock.lock"
 HIGH = ".highwatermark"
 STALE_S = 10.0
 WAIT_S = 2.0
-ROW_WAIT_S = 0.2
 _POLL_S = 0.005
 
 
@@ -49,10 +49,10 @@ def _take(path: str, wait: float) -> bool:
 
 
 @contextlib.contextmanager
-def lock(folder: str, wait: float = WAIT_S, name: str = LIST_LOCK) -> Iterator[bool]:
-    """The list's lock (or a row's, by `name`); yields whether it was taken within `wait` seconds."""
-    path = os.path.join(folder, name)
-    got = _take(path, wait)
+def lock(folder: str, wait: float | None = None) -> Iterator[bool]:
+    """The list's lock; yields whether it was taken within `wait` seconds (default WAIT_S)."""
+    path = os.path.join(folder, LIST_LOCK)
+    got = _take(path, WAIT_S if wait is None else wait)
     try:
         yield got
     finally:
@@ -99,31 +99,32 @@ def create(folder: str, row_id: str, data: bytes) -> bool:
 
 
 def replace(folder: str, row_id: str, data: bytes, expect: str) -> bool:
-    """Rewrite a row only while it is still the file whose hash is `expect`,
-    under the row's own lock (the one Claude Code takes to update it)."""
-    with lock(folder, ROW_WAIT_S, f"{row_id}.json.lock") as got:
-        current = read(folder, row_id)
-        if not got or current is None or digest(current) != expect:
-            return False
-        tmp = _temporary(folder, row_id, data)
-        try:
-            os.replace(tmp, os.path.join(folder, f"{row_id}.json"))
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            return False
-        return True
+    """Rewrite a row only while it is still the file whose hash is `expect` (read
+    again just before the rename). Without the row's own lock, which would cost two
+    more directory operations a row: a TaskUpdate that lands between that read and
+    the rename loses only its file, never the call, which the hook mirrors from its
+    own input; the ledger then has it, and the next sync writes it back."""
+    current = read(folder, row_id)
+    if current is None or digest(current) != expect:
+        return False
+    tmp = _temporary(folder, row_id, data)
+    try:
+        os.replace(tmp, os.path.join(folder, f"{row_id}.json"))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+    return True
 
 
 def remove(folder: str, row_id: str, expect: str) -> bool:
     """Delete a row only while it is still the file whose hash is `expect`."""
-    with lock(folder, ROW_WAIT_S, f"{row_id}.json.lock") as got:
-        current = read(folder, row_id)
-        if not got or current is None or digest(current) != expect:
-            return False
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(folder, f"{row_id}.json"))
-        return True
+    current = read(folder, row_id)
+    if current is None or digest(current) != expect:
+        return False
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(folder, f"{row_id}.json"))
+    return True
 
 
 def highwatermark(folder: str) -> int:

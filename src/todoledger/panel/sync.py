@@ -169,11 +169,10 @@ def _adopt(
 def _signature(want: Want, row: str, row_of: dict[str, str], blocks: dict[str, list[str]]) -> str:
     """What the row shows (not the revision it was written at): unchanged, it is not rewritten."""
     import hashlib
-    import json
 
-    shown = [row, want.subject, want.description, want.status, want.active_form, blocks.get(want.key, [])]
-    shown.append([row_of[k] for k in want.blockers if k in row_of])
-    return hashlib.sha1(json.dumps(shown).encode("utf-8"), usedforsecurity=False).hexdigest()[:16]
+    shown = [row, want.subject, want.description, want.status, want.active_form or ""]
+    shown += [",".join(blocks.get(want.key, [])), ",".join(row_of[k] for k in want.blockers if k in row_of)]
+    return hashlib.blake2b("\x1f".join(shown).encode("utf-8"), digest_size=8).hexdigest()
 
 
 def _split(recorded: str) -> tuple[str, str]:

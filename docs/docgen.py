@@ -23,6 +23,7 @@ tests/test_docs.py fails (`cog --check`) while a generated page differs.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import sys
 from collections.abc import Iterator
@@ -215,7 +216,8 @@ def render(data: dict[str, Any]) -> str:
         text += (
             f"\nClaude Code's panel, live (interactive {live['version']} under a pseudo-terminal, the "
             f"screen rendered by a terminal emulator after ctrl+t): another agent's `todowrite` over MCP "
-            f"was on the panel {live['shown_s']:.1f} s after the call returned; {live['reset']}.\n"
+            f"was on the panel within {math.ceil(live['shown_s'] * 10) / 10:.1f} s of the call's return; "
+            f"{live['reset']}.\n"
         )
     if notes:
         text += "\nWhere a cell is not ✔, what install printed says why:\n\n" + "\n".join(notes) + "\n"

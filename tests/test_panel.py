@@ -404,3 +404,18 @@ def test_watch_panel_brings_writes_that_sync_nothing_to_the_panel(ledger_env: Pa
         if watch.poll() is None:
             watch.kill()
     assert "From another machine" in by_subject(Path(found.folder))
+
+
+def test_a_panel_for_another_plan_replaces_the_earlier_one(tmp_path: Path) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    run("claude-code", project=project, home=home, panel=True, plan="main")
+    result = run("claude-code", project=project, home=home, panel=True, plan="release")
+    env = json.loads((project / ".claude" / "settings.local.json").read_text())["env"]
+    assert env["CLAUDE_CODE_TASK_LIST_ID"] == list_id("release", project)
+    found = target(str(project), home)
+    assert found is not None and found.plan == "release"
+    assert any("(was todoledger-main-" in line for c in result.changes for line in c.summary)
+    uninstall("claude-code", project=project, home=home)
+    assert not (project / ".claude" / "settings.local.json").exists()

@@ -424,6 +424,16 @@ def panel(
         for name, value in wanted.items():
             path = ["env", name]
             have = found_env.value.get(name) if found_env is not None else None
+            if (
+                isinstance(have, str)
+                and have != value
+                and name == where.LIST_VAR
+                and have.startswith(where.PREFIX)
+            ):
+                doc.set_path(path, value)  # an earlier --panel's list (another plan): this one's now
+                doc.ensured.append((elements.member(path, value), True))
+                lines.append(f"~ env.{name}: {value} (was {have})")
+                continue
             if have is not None and have != value:
                 raise LedgerError(
                     f"{project / '.claude' / 'settings.local.json'}: env.{name} is {json.dumps(have)}; "

@@ -23,6 +23,7 @@ tests/test_docs.py fails (`cog --check`) while a generated page differs.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import sys
 from collections.abc import Iterator
@@ -205,11 +206,19 @@ def render(data: dict[str, Any]) -> str:
         for key, _ in results.COLUMNS:
             seen = cell[key]
             mark = MARK[seen["ok"]]
-            if seen["ok"] is not True:
+            if seen["ok"] is not True and seen.get("applies") is not False:
                 notes.append(f"- {cell['label']}, {cell['route']}, {key}: {mark} {seen['why']}")
             marks.append(f"{mark} {seen['how']}".strip())
         rows.append(f"| {cell['label']} | {cell['version']} | {cell['route']} | " + " | ".join(marks) + " |")
     text = "\n".join(rows) + "\n"
+    live = data.get("panel_live")
+    if live:
+        text += (
+            f"\nClaude Code's panel, live (interactive {live['version']} under a pseudo-terminal, the "
+            f"screen rendered by a terminal emulator after ctrl+t): another agent's `todowrite` over MCP "
+            f"was on the panel within {math.ceil(live['shown_s'] * 10) / 10:.1f} s of the call's return; "
+            f"{live['reset']}.\n"
+        )
     if notes:
         text += "\nWhere a cell is not ✔, what install printed says why:\n\n" + "\n".join(notes) + "\n"
     return text

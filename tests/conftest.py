@@ -62,6 +62,8 @@ ONE_RUN_MODULES = frozenset(
         "tests.e2e.test_fakemodel",
         "tests.e2e.test_routes",
         "tests.e2e.test_doctor_agents",
+        "tests.e2e.test_panel_agents",
+        "tests.e2e.test_panel_live",
     }
 )
 

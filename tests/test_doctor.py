@@ -351,3 +351,33 @@ def test_real_agents(machine: dict[str, Path]) -> None:
     assert any(
         w.startswith("Codex will not run 3 of todoledger's 3 hooks") for w in problems(report, "error")
     )
+
+
+def test_the_panel_route_is_checked(machine: dict[str, Path]) -> None:
+    """`install claude-code --panel`: the list's folder, the variables, the task list not
+    switched off, a file written and read back there; and what cannot be seen from files."""
+    fake_agents(machine["bin"])
+    run(
+        "claude-code", project=machine["project"], home=machine["home"], approve=True, panel=True, plan="main"
+    )
+    _, report = doctor(machine)
+    claude = agent(report, "claude-code")
+    assert not [p for p in problems(report, "error") if "panel" in p or "CLAUDE_CODE" in p]
+    assert any("round trip: a file written and read back" in line for line in claude["panel"]), claude[
+        "panel"
+    ]
+    assert any("does not read files" in line for line in claude["panel"])
+    folder = Path(claude["panel"][0].split(", folder ")[1])
+    assert [p.name for p in folder.iterdir()] == []  # the probe is gone
+    _, report = doctor(machine, CLAUDE_CODE_ENABLE_TASKS="false")
+    assert any("CLAUDE_CODE_ENABLE_TASKS=false in the environment" in p for p in problems(report, "error"))
+    local = machine["project"] / ".claude" / "settings.local.json"
+    data = json.loads(local.read_text())
+    del data["env"]["CLAUDE_CODE_ENABLE_TODO_TOOLS"]
+    local.write_text(json.dumps(data))
+    folder.rmdir()
+    code, report = doctor(machine)
+    errors = problems(report, "error")
+    assert code == 1
+    assert any("does not exist: Claude Code shows no external row" in p for p in errors), errors
+    assert any("CLAUDE_CODE_ENABLE_TODO_TOOLS=null" in p for p in errors), errors

@@ -60,6 +60,7 @@ RANKS = {
     "ingest": 4,
     "install": 4,
     "web": 4,
+    "panel": 4,  # Claude Code's task panel, written one way from a plan after every interface's write
 }
 INTERFACES = frozenset(name for name, rank in RANKS.items() if rank == 4)
 
@@ -110,7 +111,17 @@ LEDGER_SAME_RANK: set[tuple[str, str]] = set()  # none today
 # Interfaces are siblings: only the command line (the shell over all of them) imports the
 # others, and hooks may call the ingest entry points built for them: the Codex rollout, and
 # the bridges (a plan approved in plan mode: the hook sees the same call a transcript holds).
-ALLOWED_ACROSS = {("hooks", "todoledger.ingest.rollout"), ("hooks", "todoledger.ingest.bridges")}
+ALLOWED_ACROSS = {
+    ("hooks", "todoledger.ingest.rollout"),
+    ("hooks", "todoledger.ingest.bridges"),
+    # Every interface's writes reach Claude Code's task panel (todoledger.panel), and
+    # install sets it up; the panel imports no interface.
+    *(
+        (interface, module)
+        for interface in ("hooks", "mcp", "web", "install")
+        for module in ("todoledger.panel", "todoledger.panel.sync", "todoledger.panel.files")
+    ),
+}
 # What of the store and the formats an interface may import itself: the dialects are pure
 # (payload in, items out), and `store.locate` only finds where the ledger is.
 INTERFACE_STORAGE = ("store", "dialects")

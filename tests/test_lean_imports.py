@@ -169,3 +169,48 @@ def test_a_console_write_leaves_the_wal_for_the_next_call(tmp_path: Path) -> Non
     assert items == {"Build the drafter": "in_progress", "Benchmark it": "pending"}
     checked = subprocess.run([todoledger_bin(), "check"], capture_output=True, text=True, env=env, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+PANEL_PROBE = (
+    "import json, sys, io\nfrom todoledger.cli.entry import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    "loaded = [m for m in sys.modules if m.startswith('todoledger.panel')]\n"
+    "sys.stderr.write('LOADED ' + json.dumps(loaded) + '\\n')\n"
+)
+
+
+def test_without_a_panel_hooks_and_show_import_nothing_of_it(tmp_path: Path) -> None:
+    """Claude Code's task panel (install --panel) costs nothing where it is not installed."""
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        lg.add("Build the drafter", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(db), "HOME": str(tmp_path)}
+    env.pop("CLAUDE_CODE_TASK_LIST_ID", None)
+    todos = {"todos": [{"content": "Build the drafter", "status": "in_progress", "activeForm": "Building"}]}
+    events = [
+        {"hook_event_name": "SessionStart", "source": "startup", "session_id": "s", "cwd": str(tmp_path)},
+        {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "TodoWrite",
+            "tool_input": todos,
+            "session_id": "s",
+            "cwd": str(tmp_path),
+        },
+    ]
+    for args, stdin in [
+        (["show", "--json"], ""),
+        *((["hook", "claude-code"], json.dumps(e)) for e in events),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-c", PANEL_PROBE, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
+        loaded = json.loads(done.stderr.rsplit("LOADED ", 1)[1])
+        assert loaded == [], (args, loaded)
+    with Ledger(db) as lg:
+        assert lg.items()[0]["status"] == "in_progress"  # the hook did run

@@ -278,6 +278,22 @@ def test_aliases_are_per_writer_and_repointed(repo: Repo) -> None:
     assert repo.aliases("p", "v") == {"1": "zz"}
 
 
+def test_panel_rows_are_kept_per_list_and_forgotten_when_gone(repo: Repo) -> None:
+    assert repo.panel("L") == (None, False, {})
+    with repo.db.write():
+        repo.save_panel("L", "p", 3, False, {"1": ("a1", "h1"), "2": ("b2", "h2")}, [])
+        repo.save_panel("M", "p", 1, True, {"1": ("zz", "h9")}, [])
+    with repo.db.write():
+        repo.save_panel(
+            "L", "p", None, None, {"2": ("b2", "h3")}, ["1"]
+        )  # a row seen: the list's state stays
+    assert repo.panel("L") == (3, False, {"2": ("b2", "h3")})
+    with repo.db.write():
+        repo.save_panel("L", "p", 4, True, {}, [])
+    assert repo.panel("L") == (4, True, {"2": ("b2", "h3")})
+    assert repo.panel("M") == (1, True, {"1": ("zz", "h9")})
+
+
 # plans, ops and undo ---------------------------------------------------------------
 def test_revisions_count_changes_per_plan(repo: Repo) -> None:
     with repo.db.write():

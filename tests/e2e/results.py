@@ -22,7 +22,15 @@ COLUMNS = (
     ("recovery", "recovery text in the first request"),
     ("native", "native list mirrored"),
     ("gate", "Stop gate blocks once"),
+    ("panel", "task panel from the plan (`--panel`)"),
 )
+# Claude Code's task panel (tests/e2e/test_panel_agents.py): the other agents have none to write.
+NO_PANEL = {
+    "ok": None,
+    "how": "",
+    "why": "no task panel to write (`--panel` is Claude Code's)",
+    "applies": False,
+}
 AGENT_ORDER = ("claude-code", "opencode", "codex", "gemini")
 ROUTE_ORDER = ("mcp", "cli", "both")
 
@@ -31,7 +39,25 @@ def load(path: Path = RESULTS) -> dict[str, Any]:
     if not path.exists():
         return {"cells": {}}
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for cell in data["cells"].values():  # a cell from before the panel column: not run
+        cell.setdefault("panel", {"ok": None, "how": "", "why": "not run"})
     return data
+
+
+def record_panel(
+    route: str, seen: dict[str, Any], path: Path = RESULTS, live: dict[str, Any] | None = None
+) -> None:
+    """Claude Code's panel column for one route (tests/e2e/test_panel_agents.py); `live`:
+    what the interactive run under a pseudo-terminal saw (tests/e2e/test_panel_live.py)."""
+    data = load(path)
+    for name, cell in data["cells"].items():
+        if not name.startswith("claude-code/"):
+            cell["panel"] = NO_PANEL
+    if route:
+        data["cells"][f"claude-code/{route}"]["panel"] = seen
+    if live is not None:
+        data["panel_live"] = {**data.get("panel_live", {}), **live}
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def record(cell: dict[str, Any], path: Path = RESULTS) -> None:
@@ -53,6 +79,8 @@ def unexplained(data: dict[str, Any]) -> list[str]:
         printed = "\n".join(cell.get("install_output", []))
         for key, _ in COLUMNS:
             seen = cell[key]
+            if seen.get("applies") is False:  # the agent has no such thing: nothing to explain
+                continue
             if seen["ok"] is not True and (
                 not seen.get("explained_by") or seen["explained_by"] not in printed
             ):

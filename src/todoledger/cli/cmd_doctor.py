@@ -43,6 +43,8 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
         say(f"  todoledger server: {server}; approved: {a.approved}")
         say(f"  hooks: {', '.join(a.hooks) or 'none'}; approved: {a.hooks_approved}")
         say(f"  goal-lock: {'; '.join(a.goal_lock)}")
+        for line in a.panel:
+            say(f"  panel: {line}")
     sound = report.ledger.get("health") in ("ok", "not created yet (the first write creates it)")
     for s in report.servers:
         if not s["ok"]:

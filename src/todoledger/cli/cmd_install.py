@@ -60,6 +60,12 @@ HOME = click.option(
     is_flag=True,
     help="Also block the agent from stopping while items it completed fail their gates (not opencode).",
 )
+@click.option(
+    "--panel",
+    is_flag=True,
+    help="Claude Code: show the plan in its task panel (ctrl+t), written one way from the ledger; "
+    "gives newer models their Task tools back (mirrored by the hooks).",
+)
 def install(
     agent: str,
     dry_run: bool,
@@ -70,6 +76,7 @@ def install(
     exe: str | None,
     as_json: bool,
     gate_stop: bool,
+    panel: bool,
 ) -> None:
     """Add todoledger's hooks, MCP server and instructions to AGENT's config (merged, idempotent)."""
     from todoledger.install.exe import resolve
@@ -88,6 +95,7 @@ def install(
             route=route,
             approve=approve,
             gate_stop=gate_stop,
+            panel=panel,
         )
     except LedgerError as e:
         raise click.ClickException(str(e)) from e

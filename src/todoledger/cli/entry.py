@@ -48,10 +48,63 @@ def main(argv: list[str] | None = None) -> None:
 
         code = run(args, console=argv is None)
         if code is not None:
+            _panel(args)
             _exit(code, argv is None)
     from todoledger.cli.main import cli
 
-    cli.main(args, prog_name="todoledger")
+    try:
+        cli.main(args, prog_name="todoledger")
+    finally:
+        _panel(args)
+
+
+# Verbs that never write a plan: no panel sync after them.
+READ_ONLY = frozenset(
+    {
+        "show",
+        "prime",
+        "history",
+        "log",
+        "ops",
+        "export",
+        "check",
+        "doctor",
+        "install",
+        "uninstall",
+        "board",
+        "serve",
+        "watch",
+        "report",
+        "where",
+        "plans",
+        "schedule",
+        "--help",
+        "-h",
+        "--version",
+    }
+)
+
+
+def _panel(args: list[str]) -> None:
+    """After a verb that may have written a plan: Claude Code's task panel, where
+    `install claude-code --panel` set one up for this project (todoledger.panel)."""
+    if not args or args[0] in READ_ONLY or (args[0] == "next" and "--claim" not in args):
+        return
+    if not os.path.isdir(os.path.join(os.path.expanduser("~"), ".local", "state", "todoledger", "panels")):
+        return  # no panel on this machine (todoledger.panel.any_installed): nothing imported
+    from todoledger.panel import target
+
+    where = target()
+    if where is None:
+        return
+    from todoledger.ledger import Ledger
+    from todoledger.panel.sync import sync
+
+    try:
+        with Ledger(create=False, lean=True) as lg:
+            sync(lg, where)
+    except Exception:  # a view: the verb's own answer stands
+        pass
 
 
 def _real_clock_for_agents() -> None:

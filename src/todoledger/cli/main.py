@@ -536,7 +536,13 @@ def migrate(as_json: bool, target: str) -> None:
 @click.option("--plan", "plan", default=None, help="Only this plan's events (default: every plan's).")
 @click.option("--since", type=int, default=None, help="Start after this event number (default: from now).")
 @click.option("--count", type=click.IntRange(1), default=None, help="Exit after this many events.")
-def watch(as_json: bool, plan: str | None, since: int | None, count: int | None) -> None:
+@click.option(
+    "--panel",
+    is_flag=True,
+    help="Also keep this project's Claude Code task panel (install claude-code --panel) in step with "
+    "every change, other machines' included (team mode).",
+)
+def watch(as_json: bool, plan: str | None, since: int | None, count: int | None, panel: bool) -> None:
     """Print each change as it happens, from any process or machine (--json: one line per event).
     A lost connection, a server restart or a failover does not end it: it reconnects with
     backoff and goes on after the last event it printed, saying so on stderr. A SQLite ledger
@@ -547,10 +553,22 @@ def watch(as_json: bool, plan: str | None, since: int | None, count: int | None)
     from todoledger.core.model import UnavailableError
 
     shown, after, lost = 0, since, 0
+    where = None
+    if panel:
+        from todoledger.panel import target
+        from todoledger.panel.sync import sync
+
+        where = target()
+        if where is None:
+            raise click.ClickException(
+                "no Claude Code task panel is set up for this project: todoledger install claude-code --panel"
+            )
     try:
         while True:
             try:
                 with reader() as lg:
+                    if where is not None:
+                        sync(lg, where)
                     if after is None:
                         after = lg.last_event()
                     if lost:
@@ -560,6 +578,8 @@ def watch(as_json: bool, plan: str | None, since: int | None, count: int | None)
                         lost = 0
                     for ev in lg.watch(after=after):
                         after = ev["seq"]
+                        if where is not None and ev["plan"] == where.plan:
+                            sync(lg, where)  # one sync per revision: the rest find the rows matching
                         if plan is not None and ev["plan"] != plan:
                             continue
                         line = (

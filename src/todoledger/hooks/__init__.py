@@ -21,13 +21,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from todoledger.ledger import Ledger
+    from todoledger.ledger import Ledger, WriteResult
 
 MAX_LOG_BYTES = 1024 * 1024
 PLAN_VAR = "TODOLEDGER_PLAN"  # as todoledger.defaults reads it
 # Agents kill hooks after 5 s (Gemini) or 10 s (Claude Code): wait for a busy
 # ledger well under that, then keep the event for the next hook run.
 HOOK_BUSY_MS = 2_000
+PANELS = ".local/state/todoledger/panels"  # where `install claude-code --panel` records each panel
 MAX_SPOOLED = 1_000
 # What the spool keeps: a write that may succeed later (a busy ledger, a server
 # down, restarting or out of reach, a lost connection). Never a refusal by rule.
@@ -76,9 +77,18 @@ def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
     return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True)  # store/libpq.py says why
 
 
-def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response: Any = None) -> None:
+def mirror(
+    cwd: str | None,
+    payload: Any,
+    *,
+    writer: str,
+    dialect: str,
+    response: Any = None,
+    after: Callable[[Ledger, WriteResult], None] | None = None,
+) -> None:
     """Record an agent's list; what the writer should hear (unmet prerequisites,
-    work in progress it dropped) goes to the hook log, since the agent cannot be told."""
+    work in progress it dropped) goes to the hook log, since the agent cannot be told.
+    `after`: what the agent's hook does with the committed write (Claude Code: its panel)."""
     os.environ["PGAPPNAME"] = writer[:63]  # pg_stat_activity names this hook's writer
     with ledger(cwd) as lg:
         result = lg.write(
@@ -89,10 +99,32 @@ def mirror(cwd: str | None, payload: Any, *, writer: str, dialect: str, response
             source_key=_replaying.get("key"),
             at=_replaying.get("at"),
         )
+        if after is not None:
+            after(lg, result)
+        elif result.changes:
+            panel_sync(lg, cwd, result.plan)
     for w in result.warnings:
         log(f"{writer}: warning: {w.where}: {w.message}", cwd)
     for notice in result.notices:
         log(f"{writer}: {notice}", cwd)
+
+
+def panel_sync(lg: Ledger, cwd: str | None, plan: str | None = None) -> None:
+    """Claude Code's task panel, where `install claude-code --panel` set one up for
+    this project: the lookup is one file open; the sync is imported only then."""
+    if not os.path.isdir(os.path.join(os.path.expanduser("~"), PANELS)):
+        return  # no panel on this machine: one stat, nothing imported
+    from todoledger.panel import target
+
+    where = target(cwd)
+    if where is None or (plan is not None and plan != where.plan):
+        return
+    from todoledger.panel.sync import sync
+
+    try:
+        sync(lg, where)
+    except Exception as exc:  # a view: its failure never fails the agent's write
+        log(f"panel {where.list_id}: {type(exc).__name__}: {exc}", cwd)
 
 
 def spool(agent: str, raw: bytes, cwd: str | None) -> None:

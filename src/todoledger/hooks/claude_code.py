@@ -7,6 +7,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from todoledger.ledger import Ledger, WriteResult
+    from todoledger.panel import Target
+
 TOOL_DIALECTS = {"TodoWrite": "claude-code", "TaskCreate": "claude-tasks", "TaskUpdate": "claude-tasks"}
 
 
@@ -21,10 +24,17 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     from todoledger.hooks import mirror
 
     name = event.get("hook_event_name")
+    where = _panel(cwd)
     if name == "SessionStart":
+        if where is not None:  # first of all: Claude Code shows external rows only if the folder exists
+            from todoledger.panel.sync import ensure_folder
+
+            ensure_folder(where)
         # After a compaction the agent knows only what this text shows it.
         recovering = event.get("source") == "compact"
-        with hook_ledger(cwd, create=False) as ledger:
+        with hook_ledger(cwd, create=where is not None) as ledger:
+            if where is not None:
+                _sync(ledger, where, cwd)
             return ledger.prime(writer=writer_of(event), recovering=recovering)
     if name != "PostToolUse":
         return None
@@ -55,5 +65,48 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     # Task ids belong to the session's task list, which its subagents share:
     # their Task calls write as the session so that the ids resolve.
     writer = writer_of(event) if dialect == "claude-code" else writer_of({**event, "agent_id": None})
-    mirror(cwd, payload, writer=writer, dialect=dialect, response=response)
+    if where is None or dialect != "claude-tasks":
+        mirror(cwd, payload, writer=writer, dialect=dialect, response=response)
+        return None
+    from todoledger.panel.sync import seen, translate
+
+    # The panel's rows carry their item: an update of one names the item, not the row.
+    row = _row_id(tool, payload, response)
+    payload = translate(where, payload) if tool == "TaskUpdate" else payload
+
+    def adopt(ledger: Ledger, result: WriteResult) -> None:
+        seen(ledger, where, row, result.ids[0] if result.ids else None)
+        _sync(ledger, where, cwd)
+
+    mirror(cwd, payload, writer=writer, dialect=dialect, response=response, after=adopt)
     return None
+
+
+def _panel(cwd: str | None) -> Target | None:
+    """This project's panel (`install claude-code --panel`): its list id is in the
+    hook's environment (settings.local.json `env`), so no other hook imports anything."""
+    import os
+
+    if not os.environ.get("CLAUDE_CODE_TASK_LIST_ID", "").startswith("todoledger-"):
+        return None
+    from todoledger.panel import target
+
+    return target(cwd)
+
+
+def _sync(ledger: Ledger, where: Target, cwd: str | None) -> None:
+    from todoledger.hooks import log
+    from todoledger.panel.sync import sync
+
+    try:
+        sync(ledger, where)
+    except Exception as exc:  # a view: its failure never fails the agent's call
+        log(f"panel {where.list_id}: {type(exc).__name__}: {exc}", cwd)
+
+
+def _row_id(tool: object, payload: dict[str, Any], response: Any) -> object:
+    """The row the model's Task call wrote: the new task's id is only in the response."""
+    if tool == "TaskCreate":
+        task = response.get("task") if isinstance(response, dict) else None
+        return task.get("id") if isinstance(task, dict) else None
+    return next((payload[k] for k in ("taskId", "id", "task_id") if k in payload), None)

@@ -405,6 +405,64 @@ def _trust_gemini(project: str) -> Edit:
     return edit
 
 
+def panel(
+    project: Path, home: Path, plan: str, env: dict[str, str]
+) -> tuple[list[FileChange], list[str], Any]:
+    """`--panel` (Claude Code): its task list, per plan and project root, in
+    settings.local.json `env` with the Task tools switched on, and the record
+    every interface reads to find the list's folder (todoledger.panel)."""
+    from todoledger import panel as where
+
+    list_name = where.list_id(plan, project)
+    folder = where.tasks_folder(where.config_dir(home, env), list_name)
+    found = where.Target(str(project), plan, list_name, str(folder))
+    wanted = {where.LIST_VAR: list_name, where.TODO_TOOLS_VAR: "1"}
+
+    def edit(doc: JsonDoc) -> tuple[list[str], list[str]]:
+        found_env = doc.require(["env"], "object")
+        lines: list[str] = []
+        for name, value in wanted.items():
+            path = ["env", name]
+            have = found_env.value.get(name) if found_env is not None else None
+            if (
+                isinstance(have, str)
+                and have != value
+                and name == where.LIST_VAR
+                and have.startswith(where.PREFIX)
+            ):
+                doc.set_path(path, value)  # an earlier --panel's list (another plan): this one's now
+                doc.ensured.append((elements.member(path, value), True))
+                lines.append(f"~ env.{name}: {value} (was {have})")
+                continue
+            if have is not None and have != value:
+                raise LedgerError(
+                    f"{project / '.claude' / 'settings.local.json'}: env.{name} is {json.dumps(have)}; "
+                    f"--panel needs {json.dumps(value)}: remove it first (nothing was changed)"
+                )
+            if have is None:
+                doc.set_path(path, value)
+            doc.ensured.append((elements.member(path, value), have is None))
+            lines.append(f"{'+' if have is None else '='} env.{name}: {value}")
+        return lines, []
+
+    local, _ = json_change(project / ".claude" / "settings.local.json", edit)
+    record_path = where.record_path(home, project)
+    before = read_text(record_path)
+    after = where.record_text(found)
+    label = "todoledger panel record"
+    line = f"{'+' if before is None else ('~' if before != after else '=')} {label}: list {list_name}"
+    record = FileChange(record_path, before, after, [line], fmt="file")
+    record.ensured = [(elements.whole_file(after, label), True)]
+    notes = [
+        f"Claude Code panel: the plan {plan!r} is shown in the task list {list_name} ({folder}); "
+        "todoledger writes it after every change of the plan, one way.",
+        f"What this changes for the model: {where.TODO_TOOLS_VAR}=1 gives newer models (Opus 4.8, "
+        "Sonnet 5 and later) their TaskCreate/TaskUpdate/TaskList tools back; the hooks mirror "
+        "every call into the ledger, and its TaskList shows the ledger's open items.",
+    ]
+    return [local, record], notes, found
+
+
 def _env_marker(doc: JsonDoc, agent: str) -> str:
     """`env.TODOLEDGER_AGENT` in an agent's settings (a value the user set is kept)."""
     found = doc.require(["env"], "object")

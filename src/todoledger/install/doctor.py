@@ -10,6 +10,7 @@ checked from files (the fix says how to make sure).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -58,6 +59,8 @@ class AgentReport:
     problems: list[Problem] = field(default_factory=list)
     # The harness's own ways of saying "done" and whether todoledger gates each (hooks/goal_lock.py).
     goal_lock: list[str] = field(default_factory=list)
+    # Claude Code's task panel written from the plan (`install claude-code --panel`): what was found.
+    panel: list[str] = field(default_factory=list)
 
     @property
     def configured(self) -> bool:
@@ -129,6 +132,8 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
             _codex_hook_trust(report, hooks[0] if hooks else None)
         if report.configured:
             _needs(report, project, home, env, installs.get(report.name), hooks[0] if hooks else None)
+        if report.name == "claude-code":
+            _panel(report, project, home, env, installs.get(report.name))
     servers: list[dict[str, Any]] = []
     server_seconds = 0.0
     for command, check, _ in checks:
@@ -258,6 +263,92 @@ def _claude(r: AgentReport, project: Path, home: Path, env: dict[str, str]) -> N
         enabled |= SERVER in _strings(data.get("enabledMcpjsonServers"))
         disabled |= SERVER in _strings(data.get("disabledMcpjsonServers"))
     r.approved = "no" if disabled or not enabled else "yes"
+
+
+STORE_NOTE = (
+    "Claude Code 2.1.332 keeps tasks as one file each in this folder, which is what todoledger "
+    "writes; a second storage backend in its binary, behind a feature flag (not seen on here), "
+    "does not read files: where it is on, the panel stays empty however many rows the folder holds"
+)
+
+
+def _panel(
+    r: AgentReport, project: Path, home: Path, env: dict[str, str], install: dict[str, Any] | None
+) -> None:
+    """The panel route (todoledger.panel): the list's folder, Claude Code's variables, its
+    Task tools not switched off, and a file written and read back in the list's folder."""
+    from todoledger import panel
+    from todoledger.panel import files
+
+    where = panel.target(str(project), home)
+    recorded = bool(install and install.get("panel"))
+    if where is None and not recorded:
+        return  # not installed: nothing to check
+    again = "todoledger install claude-code --panel"
+    if where is None:
+        r.problems.append(Problem("error", "the panel's record is gone: no interface finds the list", again))
+        return
+    r.panel.append(f"list {where.list_id}, plan {where.plan!r}, folder {where.folder}")
+    folder = Path(where.folder)
+    if not folder.is_dir():
+        r.problems.append(
+            Problem(
+                "error",
+                f"the panel's folder {folder} does not exist: Claude Code shows no external row in a "
+                "session that started without it",
+                f"mkdir -p {shlex.quote(str(folder))} (or {again}), then start Claude Code again",
+            )
+        )
+    wanted = {panel.LIST_VAR: where.list_id, panel.TODO_TOOLS_VAR: "1"}
+    settings = [_json(r, p) for p in _claude_settings(project, home)]
+    merged: dict[str, Any] = {}
+    for data in reversed(settings):  # the project's local settings win
+        given = data.get("env")
+        merged.update(given if isinstance(given, dict) else {})
+    for name, value in wanted.items():
+        have = merged.get(name)
+        if str(have) != value:
+            r.problems.append(
+                Problem(
+                    "error",
+                    f"Claude Code's settings `env` has {name}={json.dumps(have)}, the panel needs {value!r}",
+                    again,
+                )
+            )
+    switches: list[tuple[str, Any]] = [
+        ("settings `env`", merged.get(panel.TASKS_VAR)),
+        ("environment", env.get(panel.TASKS_VAR)),
+    ]
+    for source, switch in switches:
+        if switch is not None and str(switch).strip().lower() in ("false", "0", "no", "off"):
+            r.problems.append(
+                Problem(
+                    "error",
+                    f"{panel.TASKS_VAR}={switch} in the {source} switches Claude Code's task list off: "
+                    "no panel, no Task tools",
+                    f"remove {panel.TASKS_VAR} from the {source}",
+                )
+            )
+    if folder.is_dir():
+        probe_name = ".todoledger-doctor"
+        data = b'{"probe": "todoledger doctor"}'
+        try:
+            written = (
+                files.create(str(folder), probe_name, data) and files.read(str(folder), probe_name) == data
+            )
+        except OSError as e:
+            written = False
+            r.problems.append(
+                Problem("error", f"cannot write in the panel's folder {folder}: {e.strerror}", again)
+            )
+        finally:
+            with contextlib.suppress(OSError):
+                (folder / f"{probe_name}.json").unlink()
+        rows = files.listing(str(folder)) or set()
+        r.panel.append(
+            f"round trip: {'a file written and read back' if written else 'failed'}; {len(rows)} rows now"
+        )
+    r.panel.append(STORE_NOTE)
 
 
 def _claude_settings(project: Path, home: Path) -> list[Path]:

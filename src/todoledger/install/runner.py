@@ -45,6 +45,8 @@ def run(
     route: str = "mcp",
     approve: bool = False,
     gate_stop: bool = False,
+    panel: bool = False,
+    plan: str | None = None,
 ) -> InstallResult:
     """Merge todoledger's hooks/MCP entries into `agent`'s config files.
 
@@ -60,6 +62,15 @@ def run(
     project, home = Path(project), Path(home)
     builder: Builder = getattr(agents, spec.installer)
     changes, notes = builder(project, home, command, route, approve, gate_stop)
+    target = None
+    if panel:
+        if agent != "claude-code":
+            raise LedgerError("--panel is Claude Code's task panel: it is for claude-code only")
+        from todoledger.defaults import default_plan
+
+        more, said, target = agents.panel(project, home, plan or default_plan(), dict(os.environ))
+        changes = _merged(changes, more)
+        notes += said
     record = _load(home, project)
     mine: dict[str, Any] = record["agents"].get(agent, {"files": {}})
     files: dict[str, Any] = dict(mine["files"])
@@ -109,7 +120,12 @@ def run(
                 }
                 _apply(trust, files[key])
                 changes.append(trust)
-        record["agents"][agent] = {"route": route, "gate_stop": gate_stop, "files": files}
+        kept: dict[str, Any] = {"route": route, "gate_stop": gate_stop, "files": files}
+        if target is not None:
+            kept["panel"] = _make_folder(target, mine.get("panel"))
+        elif mine.get("panel"):
+            notes += _take_folder(mine["panel"])
+        record["agents"][agent] = kept
         if not files:
             del record["agents"][agent]
         _save(home, project, record)
@@ -126,7 +142,11 @@ def installed(home: Path, project: Path) -> dict[str, dict[str, Any]]:
     except LedgerError:
         return {}
     return {
-        name: {"route": entry.get("route", "mcp"), "gate_stop": bool(entry.get("gate_stop"))}
+        name: {
+            "route": entry.get("route", "mcp"),
+            "gate_stop": bool(entry.get("gate_stop")),
+            "panel": entry.get("panel"),
+        }
         for name, entry in record["agents"].items()
         if isinstance(entry, dict)
     }
@@ -156,6 +176,8 @@ def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -
             kept[path] = {**entry, "elements": taken.kept, "hunks": None}
         if taken.changed:
             changes.append(taken)
+    if mine.get("panel"):
+        notes += _take_folder(mine["panel"], dry_run)
     if not dry_run:
         for change in changes:
             _apply(change, mine["files"].get(str(change.path)))
@@ -165,6 +187,70 @@ def uninstall(agent: str, *, project: Path, home: Path, dry_run: bool = False) -
             del record["agents"][agent]
         _save(home, project, record)
     return InstallResult(agent, changes, notes, dry_run)
+
+
+def _merged(changes: list[FileChange], more: list[FileChange]) -> list[FileChange]:
+    """`more` joined to `changes`; two edits of one file (--approve and --panel both
+    write settings.local.json) become one: the second applied to the first's text."""
+    out = list(changes)
+    for extra in more:
+        twin = next((c for c in out if c.path == extra.path), None)
+        if twin is None:
+            out.append(extra)
+            continue
+        from todoledger.install.jsonedit import JsonDoc
+
+        doc = JsonDoc(twin.after, str(twin.path))  # the extra's members, put on the twin's text
+        for element, _added in extra.ensured:
+            if element["type"] == "member" and doc.find(element["path"]) is None:
+                doc.require(element["path"][:-1], "object")
+                doc.set_path(element["path"], element["value"])
+        twin.after = doc.text
+        twin.summary += extra.summary
+        twin.ensured += extra.ensured
+    return out
+
+
+def _make_folder(target: Any, earlier: dict[str, Any] | None) -> dict[str, Any]:
+    """The list's folder, made now: Claude Code shows external rows only if it
+    exists when a session starts. The folders made here are recorded, so that
+    uninstall removes them (if nothing but Claude's own lock files is in them)."""
+    folder = Path(target.folder)
+    made = list((earlier or {}).get("made") or []) if (earlier or {}).get("folder") == target.folder else []
+    missing = _new_dirs(folder / "x", (folder.parent.parent.parent,))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LedgerError(f"{folder}: cannot create the task list's folder: {e.strerror}") from e
+    made += [d for d in missing if d not in made]
+    return {"list": target.list_id, "folder": target.folder, "plan": target.plan, "made": made}
+
+
+def _take_folder(panel: dict[str, Any], dry_run: bool = False) -> list[str]:
+    """Remove the folders install made for the task list, if they hold no task;
+    a list with tasks in it stays (Claude Code's, and the model's), and is named."""
+    folder = Path(panel.get("folder") or "")
+    made = [Path(d) for d in panel.get("made") or []]
+    if not made:
+        return []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        names = []
+    rows = [n for n in names if n.endswith(".json") and not n.startswith(".")]
+    if rows:
+        return [
+            f"{folder}: kept: Claude Code's task list holds {len(rows)} task files (delete the folder if unwanted)"
+        ]
+    if dry_run:
+        return []
+    for name in names:  # only Claude Code's own `.lock`, `.highwatermark` and temporary files
+        with contextlib.suppress(OSError):
+            os.remove(folder / name)
+    for made_dir in reversed(made):
+        with contextlib.suppress(OSError):
+            os.rmdir(made_dir)
+    return []
 
 
 def _said(taken: FileChange) -> list[str]:

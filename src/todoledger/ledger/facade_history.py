@@ -68,6 +68,32 @@ class HistoryMethods(Facade):
         with self._unit.locked(plan):
             self._unit.repo.save_markdown_layout(plan, layout, now())
 
+    def panel(self, list_id: str, plan: str | None = None) -> dict[str, Any]:
+        """Claude Code's task list as todoledger last wrote it (todoledger.panel), with
+        the plan's revision now: `revision` (the one it showed; None: never written),
+        `reset` (Claude deleted the all-completed list), `rows` (row id -> item, hash)."""
+        plan = self._plan(plan)
+        with self._unit.store.read():
+            revision, reset, rows = self._unit.repo.panel(list_id)
+            current = self._unit.repo.revision(plan)
+        return {"revision": revision, "reset": reset, "rows": rows, "plan_revision": current}
+
+    def save_panel(
+        self,
+        list_id: str,
+        *,
+        plan: str | None = None,
+        revision: int | None = None,
+        reset: bool | None = None,
+        rows: dict[str, tuple[str, str]] | None = None,
+        gone: Iterable[str] = (),
+    ) -> None:
+        """Record what a sync wrote to the task list (or a row the hook saw the model
+        write): no op and no revision, the panel is a view of the plan."""
+        plan = self._plan(plan)
+        with self._unit.locked(plan):
+            self._unit.repo.save_panel(list_id, plan, revision, reset, rows or {}, list(gone))
+
     def imported_from_others(self, plan: str, source_prefix: str) -> bool:
         """Does the plan hold imported calls whose source key does not start
         with `source_prefix` (another session's calls)?"""

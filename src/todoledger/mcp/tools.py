@@ -390,11 +390,22 @@ class PlanTools:
         """Run one call on the ledger: on PostgreSQL a pooled connection of its
         own (calls run side by side), on SQLite one connection, a call at a time."""
         with self.shared.session(run_checks=self.run_checks, override="force true with a reason") as get:
-            self._call.get = get
+            wrote: list[Ledger] = []
+
+            def getter(write: bool) -> Ledger:
+                found = get(write)
+                if write:
+                    wrote.append(found)
+                return found
+
+            self._call.get = getter
             try:
-                return fn()
+                out = fn()
             finally:
                 del self._call.get
+            if wrote:
+                _panel(wrote[0], self.cwd)
+            return out
 
     def _known(self, lg: Ledger, plan: str, explicit: bool) -> bool:
         """Whether the plan exists. A plan named explicitly must exist; the
@@ -1007,3 +1018,13 @@ def render_markdown(view: PlanView) -> str:
             if value:
                 lines.append(f"{indent}  {label}: {md_text(value)}")
     return "\n".join(lines) + "\n"
+
+
+def _panel(lg: Ledger, cwd: Path | None) -> None:
+    """Claude Code's task panel, where `install claude-code --panel` set one up (todoledger.panel)."""
+    from todoledger.panel import any_installed
+
+    if any_installed():
+        from todoledger.panel.sync import after_write
+
+        after_write(lg, str(cwd) if cwd is not None else None)

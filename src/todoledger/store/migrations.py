@@ -325,6 +325,22 @@ def m015_sweep_runners(db: Executor) -> None:
     )
 
 
+def m016_panel_rows(db: Executor) -> None:
+    """Claude Code's task panel, written one way from a plan (todoledger.panel): per
+    task list, the plan revision it last showed and whether Claude reset it (all
+    completed, then deleted); per row file, the item it shows and the hash of the
+    file as todoledger last wrote or saw it, so that a row the model changed since
+    is never overwritten."""
+    db.execute_script(
+        [
+            "CREATE TABLE panel_lists (list TEXT PRIMARY KEY, plan TEXT NOT NULL, revision BIGINT NOT NULL,"
+            " reset INTEGER NOT NULL DEFAULT 0)",
+            "CREATE TABLE panel_rows (list TEXT NOT NULL, row_id TEXT NOT NULL, item TEXT NOT NULL,"
+            " digest TEXT NOT NULL, PRIMARY KEY (list, row_id))",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -341,5 +357,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("dropped_status", m013_dropped_status),
     ("markdown_layouts", m014_markdown_layouts),
     ("sweep_runners", m015_sweep_runners),
+    ("panel_rows", m016_panel_rows),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

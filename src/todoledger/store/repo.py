@@ -587,6 +587,51 @@ class Repo:
             (plan, layout, at),
         )
 
+    def panel(self, list_id: str) -> tuple[int | None, bool, dict[str, tuple[str, str]]]:
+        """Claude Code's task list `list_id` as todoledger last wrote it: the plan
+        revision it showed (None: never), whether Claude reset it, and per row id
+        the item and the hash of the file."""
+        head = self.db.query("SELECT revision, reset FROM panel_lists WHERE list = ?", (list_id,))
+        rows = self.db.query("SELECT row_id, item, digest FROM panel_rows WHERE list = ?", (list_id,))
+        revision = int(head[0][0]) if head and int(head[0][0]) >= 0 else None
+        return revision, bool(head and head[0][1]), {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
+
+    def save_panel(
+        self,
+        list_id: str,
+        plan: str,
+        revision: int | None,
+        reset: bool | None,
+        rows: dict[str, tuple[str, str]],
+        gone: list[str],
+    ) -> None:
+        """Record a sync (or a row the hook saw): rows written or seen, rows gone;
+        `revision`/`reset` None keeps the list's."""
+        if revision is not None or reset is not None:
+            head = self.db.query("SELECT revision, reset FROM panel_lists WHERE list = ?", (list_id,))
+            kept_revision, kept_reset = (int(head[0][0]), bool(head[0][1])) if head else (-1, False)
+            self.db.execute(
+                "INSERT INTO panel_lists (list, plan, revision, reset) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (list) DO UPDATE SET plan = excluded.plan, revision = excluded.revision,"
+                " reset = excluded.reset",
+                (
+                    list_id,
+                    plan,
+                    kept_revision if revision is None else revision,
+                    int(kept_reset if reset is None else reset),
+                ),
+            )
+        if gone:
+            self.db.executemany(
+                "DELETE FROM panel_rows WHERE list = ? AND row_id = ?", [(list_id, r) for r in gone]
+            )
+        if rows:
+            self.db.executemany(
+                "INSERT INTO panel_rows (list, row_id, item, digest) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (list, row_id) DO UPDATE SET item = excluded.item, digest = excluded.digest",
+                [(list_id, r, item, digest) for r, (item, digest) in rows.items()],
+            )
+
     # ops and events --------------------------------------------------------
     @contextmanager
     def savepoint(self, name: str = "ledger_write") -> Iterator[None]:

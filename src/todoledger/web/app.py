@@ -125,7 +125,10 @@ class Board:
         SQLite's one connection, one call at a time). Until the ledger exists,
         reads see it empty and create nothing; the first write creates it."""
         with self.shared.session(run_checks=self.allow_checks) as ledger:
-            return fn(ledger(write))
+            out = fn(ledger(write))
+            if write:
+                _panel(ledger(write), self.cwd)
+            return out
 
     def close(self) -> None:
         self.shared.close()
@@ -606,3 +609,13 @@ def _moved(lg: Ledger, plan: str, ref: str, up: bool) -> float:
     after = siblings[index + 1]["position"]
     further = siblings[index + 2]["position"] if index + 2 < len(siblings) else after + 2.0
     return float((after + further) / 2)
+
+
+def _panel(lg: Ledger, cwd: Path | str | None) -> None:
+    """Claude Code's task panel, where `install claude-code --panel` set one up (todoledger.panel)."""
+    from todoledger.panel import any_installed
+
+    if any_installed():
+        from todoledger.panel.sync import after_write
+
+        after_write(lg, str(cwd) if cwd is not None else None)

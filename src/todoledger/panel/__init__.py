@@ -1,0 +1,96 @@
+"""Claude Code's task panel, written one way from a plan (`install claude-code --panel`).
+
+The panel (ctrl+t, the "n/m tasks done" line) reads one JSON file per task from
+`${CLAUDE_CONFIG_DIR:-~/.claude}/tasks/<list>/`; with `CLAUDE_CODE_TASK_LIST_ID`
+set, every session of the project reads the same list. Install picks the list
+id (per plan and project root, so worktrees get their own and a resume keeps
+it), creates its folder and records where it is, so that every interface (a
+hook, the CLI from a person's terminal, the MCP server, the board) finds the
+same folder. This module is that lookup: stdlib only, because every write of
+every interface asks it (`target`) and most projects have no panel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LIST_VAR = "CLAUDE_CODE_TASK_LIST_ID"
+TODO_TOOLS_VAR = "CLAUDE_CODE_ENABLE_TODO_TOOLS"
+TASKS_VAR = "CLAUDE_CODE_ENABLE_TASKS"  # Claude Code's switch: "false" turns the task tools off
+CONFIG_VAR = "CLAUDE_CONFIG_DIR"
+PREFIX = "todoledger-"
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")  # Claude Code turns these into "-" in the folder name
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a plan's panel lives: the project, the plan, the list id and its folder."""
+
+    project: str
+    plan: str
+    list_id: str
+    folder: str
+
+
+def project_key(project: Path | str) -> str:
+    return hashlib.sha256(os.path.realpath(project).encode("utf-8")).hexdigest()
+
+
+def list_id(plan: str, project: Path | str) -> str:
+    """`todoledger-<plan>-<8 hex of the project root's real path>`."""
+    return f"{PREFIX}{_UNSAFE.sub('-', plan)}-{project_key(project)[:8]}"
+
+
+def config_dir(home: Path, env: dict[str, str] | None = None) -> Path:
+    given = (env if env is not None else os.environ).get(CONFIG_VAR)
+    return Path(given) if given else home / ".claude"
+
+
+def tasks_folder(config: Path, list_name: str) -> Path:
+    return config / "tasks" / _UNSAFE.sub("-", list_name)
+
+
+def any_installed(home: Path | None = None) -> bool:
+    """Whether any project on this machine has a panel: one stat, before anything else is asked."""
+    base = home or Path(os.path.expanduser("~"))
+    return os.path.isdir(base / ".local" / "state" / "todoledger" / "panels")
+
+
+def record_path(home: Path, project: Path | str) -> Path:
+    """The record install writes (and uninstall removes): in the home's state, never in the project."""
+    return home / ".local" / "state" / "todoledger" / "panels" / f"{project_key(project)[:16]}.json"
+
+
+def record_text(target: Target) -> str:
+    data = {"project": target.project, "plan": target.plan, "list": target.list_id, "folder": target.folder}
+    return json.dumps(data, indent=1) + "\n"
+
+
+def project_root(start: str | None = None) -> str:
+    """The git root above `start` (else `start`), as install finds the project."""
+    here = os.path.realpath(start or os.getcwd())
+    folder = here
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return here
+        folder = parent
+
+
+def target(cwd: str | None = None, home: Path | None = None) -> Target | None:
+    """The panel recorded for the project around `cwd`, or None (one failed open)."""
+    project = project_root(cwd)
+    path = record_path(home or Path(os.path.expanduser("~")), project)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        return Target(str(data["project"]), str(data["plan"]), str(data["list"]), str(data["folder"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

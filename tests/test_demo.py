@@ -518,10 +518,10 @@ def test_demo_checks_run_the_seeds_assumptions_against_stand_ins(ledger_env: Pat
             assert f"STAND-IN draft_tokens={wanted} " in r["output"] and r["env"]["params"] == {
                 "draft_tokens": wanted
             }
-        # The first server left a worker on purpose; the clean check caught it and stopped the sweep
-        # before the baseline, whose ready check the worker would have answered; then it resumed.
+        # The first server left a worker on purpose; the teardown, waiting for the port, named it and
+        # stopped the sweep before the baseline, whose ready check the worker would have answered.
         stop = next(line for line in ran.story if "stopped after draft_tokens=16" in line)
-        assert "a process still listens on 127.0.0.1:" in stop and "standin_server.py --port" in stop
+        assert "its teardown could not free port" in stop and "standin_server.py --port" in stop
         assert ran.story.index(stop) < next(
             n for n, line in enumerate(ran.story) if line.startswith("draft_tokens=0: ready")
         )

@@ -305,7 +305,7 @@ def test_a_clean_check_that_fails_for_3_s_then_holds_lets_the_sweep_go_on(
         define(
             lg,
             port,
-            teardown="python3 -c 'import time; open(\"down-{k}\", \"w\").write(str(time.time()))'",
+            teardown='python3 -c \'import time; open("down-{k}", "w").write(str(time.time()))\'',
             clean="cmd:python3 settling.py {k}",
             repeat=1,
         )

@@ -270,9 +270,7 @@ def _listening_inodes(port: int) -> set[str]:
     thousands of connections, and splitting each line cost 13 ms a look."""
     import re
 
-    line = re.compile(
-        rb"^\s*\d+: [0-9A-F]+:%04X [0-9A-F]+:0000 0A (?:\S+\s+){5}(\d+)" % port, re.MULTILINE
-    )
+    line = re.compile(rb"^\s*\d+: [0-9A-F]+:%04X [0-9A-F]+:0000 0A (?:\S+\s+){5}(\d+)" % port, re.MULTILINE)
     inodes: set[str] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:

@@ -127,7 +127,9 @@ class _Heartbeat(threading.Thread):
                 try:
                     twin = twin or self.lg.twin()
                     twin.beat_sweep_runner(self.name_, pid=self.pid, doing=self.doing, plan=self.plan)
-                except Exception:  # a missed beat (the ledger busy, a lost connection): the next one tries again
+                except (
+                    Exception
+                ):  # a missed beat (the ledger busy, a lost connection): the next one tries again
                     if twin is not None:
                         twin.close()
                     twin = None

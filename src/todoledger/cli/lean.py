@@ -173,6 +173,7 @@ class _Opened:
         from todoledger.ledger import Ledger
 
         self.ledger = Ledger(create=create, lean=True)  # psycopg's import would cost more than the call
+        self.ledger.sign_with(_unlock)  # called only where a signed ledger needs a person's signature
 
     def __enter__(self) -> Any:
         return self.ledger
@@ -317,3 +318,10 @@ VERB_RUNNERS: dict[str, Callable[[Options, list[str]], None]] = {
     "write": _write,
     "prime": _prime,
 }
+
+
+def _unlock(registered: set[str]) -> Any:
+    """A person's key, unlocked at their terminal (`cli/signing.py`): loaded only when asked."""
+    from todoledger.cli.signing import unlock_registered
+
+    return unlock_registered(registered)

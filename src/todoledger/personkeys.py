@@ -233,29 +233,50 @@ def _from_tty(prompt: str, lines: int) -> list[str]:
     import termios
 
     out: list[str] = []
-    with os.fdopen(fd, "r+", encoding="utf-8", errors="replace") as tty:
+    try:
         for n in range(lines):
-            tty.write(prompt if n == 0 else "  the ledger's name (as shown above): ")
-            tty.flush()
-            old = termios.tcgetattr(fd) if n == 0 else None
+            os.write(fd, (prompt if n == 0 else "the ledger's name (as shown above): ").encode())
+            old = None
+            if n == 0:
+                try:
+                    old = termios.tcgetattr(fd)
+                    quiet = termios.tcgetattr(fd)
+                    quiet[3] &= ~termios.ECHO
+                    termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
+                except termios.error:
+                    old = None
             try:
-                if old is not None:
-                    new = termios.tcgetattr(fd)
-                    new[3] &= ~termios.ECHO
-                    termios.tcsetattr(fd, termios.TCSAFLUSH, new)
-                line = tty.readline()
-            except termios.error:
-                line = tty.readline()
+                line = _read_line(fd)
             finally:
                 if old is not None:
                     termios.tcsetattr(fd, termios.TCSAFLUSH, old)
-                    tty.write("\n")
-            if not line:
+                    os.write(fd, b"\n")
+            if line is None:
                 raise LedgerError("no passphrase was typed at the terminal: nothing was done")
-            out.append(line.rstrip("\r\n"))
+            out.append(line)
+    finally:
+        os.close(fd)
     if not out[0]:
         raise LedgerError("no passphrase was typed at the terminal: nothing was done")
     return out
+
+
+TTY_WAIT_SECONDS = 120  # nobody typing: refused, not a command that hangs for ever
+
+
+def _read_line(fd: int) -> str | None:
+    """One line from the terminal (None at its end, or after TTY_WAIT_SECONDS without a key)."""
+    import select
+
+    got = b""
+    while not got.endswith(b"\n"):
+        if not select.select([fd], [], [], TTY_WAIT_SECONDS)[0]:
+            return None
+        chunk = os.read(fd, 1)
+        if not chunk or chunk == b"\x04":
+            return None if not got else got.decode("utf-8", "replace")
+        got += chunk
+    return got.decode("utf-8", "replace").rstrip("\r\n")
 
 
 # heads -----------------------------------------------------------------------

@@ -38,11 +38,10 @@ def init(name: str | None, as_json: bool) -> None:
 
     name = name or os_user() or "person"
     with ledger() as lg:
-        if lg.exists and lg.signed():
-            raise LedgerError(
-                f"this ledger has person keys already ({lg.people()['line']}): a new key is signed in by one"
-                " of them (`todoledger person export` where the new key is, then `todoledger person add` here)"
-            )
+        signed = lg.exists and lg.signed()
+        if signed:  # the key is made (or kept) here; a registered key signs it in
+            _key_only(name)
+            return
         history = lg.exists and lg.agent_history()
         fd = PASSPHRASE_FD[0]
         if history:
@@ -69,6 +68,25 @@ def init(name: str | None, as_json: bool) -> None:
         return
     say(f"person key {record['id']} for {name} registered (trust on first use): this ledger is signed")
     say(line)
+
+
+def _key_only(name: str) -> None:
+    from todoledger.cli.signing import PASSPHRASE_FD
+    from todoledger.personkeys import export_line, make_key, read_key, read_passphrase
+
+    data = read_key(name)
+    if data is None:
+        line = read_passphrase(PASSPHRASE_FD[0], f"passphrase for {name}'s new todoledger key: ")[0]
+        if PASSPHRASE_FD[0] is None and read_passphrase(None, "the same passphrase again: ")[0] != line:
+            raise LedgerError("the two passphrases differ: nothing was done")
+        make_key(name, line)
+        data = read_key(name)
+        assert data is not None
+    say(
+        f"this ledger has person keys already: {name}'s key is not registered in it. A registered person"
+        " signs it in with `todoledger person add` and this line:"
+    )
+    click.echo(export_line(data))
 
 
 @person.command("export")

@@ -550,6 +550,17 @@ def steer(lg: Ledger, body: dict[str, Any], writer: str) -> dict[str, Any]:
     if action == "undo":
         done = lg.undo(plan, writer=writer)
         return {"undone_op": done["undone_op"]}
+    if action in PERSON_ONLY_ACTIONS and lg.signed():
+        # A bearer token is no signature, and this server holds no person's key.
+        command = (
+            f"todoledger approve {ref} --plan {plan}"
+            if action == "approve"
+            else f"todoledger approve --plan {plan}"
+        )
+        raise LedgerError(
+            "this ledger is signed: an approval is a person's signature, and a board's token makes none;"
+            f" sign it at your own terminal: {command}"
+        )
     if action == "approve_plan":
         return {"hash": lg.approve_plan(plan, writer=writer)["hash"]}
     if not ref:

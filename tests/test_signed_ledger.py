@@ -275,7 +275,7 @@ def test_check_reports_a_person_token_forged_with_a_hand_written_chain(
     assert refused.returncode == 1 and approvers(item) == []
     found = check(ledger_env)
     assert found.returncode == 1
-    assert f"(tokens)/-: event" in found.stdout and "(token, op" in found.stdout, found.stdout
+    assert "(tokens)/-: event" in found.stdout and "(token, op" in found.stdout, found.stdout
     assert "a person-only action without a person's signature on a signed ledger" in found.stdout
 
 

@@ -214,8 +214,8 @@ def sql(db: Path | str, *statements: tuple[str, tuple[Any, ...]]) -> list[Any]:
 def test_check_reports_a_receipt_and_a_check_author_edited_in_the_database(
     ledger_env: Path | str, tmp_path: Path, config: Path
 ) -> None:
-    """The Why: two SQL updates turned a failing completion into `verified`, and check said ok."""
-    sign_ledger(ledger_env, tmp_path)
+    """The Why: two SQL updates turned a failing completion into `verified`, and check said ok.
+    The columns are cross-checked against their events on any ledger, signed or not."""
     with Ledger() as lg:
         item = lg.add("Beat 3x catid", writer=AGENT)["id"]
         row = lg.add_check(item, "cmd:test -f built.txt", writer=AGENT)

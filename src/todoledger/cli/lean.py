@@ -201,7 +201,15 @@ def _show(opts: Options, _: list[str]) -> None:
 
         where = lg.location if lg.exists else f"{lg.location} (not created yet: the first write creates it)"
         view = lg.view(plan, writer=writer)
-    render.plan(view, where, show_all=bool(opts.get("all")), pager=not opts.get("no-pager"))
+        # On a terminal (a person reading), the line about person keys: signed or not, a recent reset.
+        people = lg.people()["line"] if lg.exists and sys.stdout.isatty() else None
+    render.plan(
+        view,
+        where,
+        show_all=bool(opts.get("all")),
+        pager=not opts.get("no-pager"),
+        people=people,
+    )
     from todoledger.store.locate import spooled_line
 
     if (line := spooled_line(None)) is not None:

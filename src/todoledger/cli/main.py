@@ -233,9 +233,16 @@ def show(
             emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
             return
         view, location = lg.view(plan, writer=writer), where(lg)
+        people = lg.people()["line"] if lg.exists and sys.stdout.isatty() else None
     from todoledger.cli import render
 
-    render.plan(view, location, show_all=show_all, pager=not no_pager)
+    render.plan(
+        view,
+        location,
+        show_all=show_all,
+        pager=not no_pager,
+        people=people,
+    )
     _say_spooled()
 
 

@@ -115,11 +115,10 @@ def report(plan: str, fmt: str, as_json: bool, output: Path | None) -> None:
         text = render_html(analysis)
     else:
         text = render_json(analysis) + "\n" if fmt == "json" else render_md(analysis)
-        if fmt == "md":  # under the title
+        if fmt == "md":  # the last line of the headline, above the phases
             from todoledger.core.sanitize import for_terminal
 
-            title, _, rest = text.partition("\n")
-            text = f"{title}\n\n{for_terminal(people)}\n{rest}"
+            text = text.replace("\n\n## Phases", f"\n{for_terminal(people)}\n\n## Phases", 1)
     if output is None:
         click.echo(text, nl=False)
         return

@@ -398,3 +398,79 @@ def test_a_process_holding_the_persons_token_gets_no_signed_approval_from_the_bo
     with Ledger() as lg:
         assert lg.approvals("main")["plan"]["by"] is None
     assert os.path.exists(str(ledger_env)) or "://" in str(ledger_env)
+
+
+def test_an_answer_through_the_agents_client_approves_nothing_on_a_signed_ledger(
+    ledger_env: Path | str, tmp_path: Path, config: Path
+) -> None:
+    """The stdio approval prompt (elicitation): on an unsigned ledger a yes there is the
+    client's user's (tests/test_mcp_approval_prompt.py); on a signed one it is never asked."""
+    import anyio
+
+    from tests.test_mcp_approval_prompt import Person, client
+
+    sign_ledger(ledger_env, tmp_path)
+    item = gated()
+    person = Person("accept")
+
+    async def main() -> Any:
+        async with client(ledger_env, person) as c:  # type: ignore[arg-type]
+            return await c.call_tool("plan_next", {"claim": True})
+
+    result = anyio.run(main)
+    assert person.asked == []
+    assert approvers(item) == []
+    with Ledger() as lg:
+        assert lg.get(item)["status"] == "pending"
+    assert result is not None
+
+
+# Every other person-only verb: refused under a person's token alone, signed with the passphrase.
+def _setup_trust(lg: Ledger) -> list[str]:
+    item = lg.add("Check the build", writer=AGENT)["id"]
+    check_id = lg.add_check(item, "cmd:test -d .", writer=AGENT)["id"]
+    return ["trust", check_id, "--yes"]
+
+
+def _setup_token(lg: Ledger) -> list[str]:
+    return ["token", "add", "carol"]
+
+
+def _setup_undo_any(lg: Ledger) -> list[str]:
+    lg.add("An agent's item", writer=AGENT)
+    return ["undo", "--any"]
+
+
+def _setup_accept_metric(lg: Ledger) -> list[str]:
+    item = lg.add("Beat 3x catid", writer=AGENT)["id"]
+    lg.record_metrics(item, {"speedup": 3.2}, writer=AGENT)
+    return ["accept-metric", item, "speedup"]
+
+
+VERBS = {
+    "trust": _setup_trust,
+    "token add": _setup_token,
+    "undo --any": _setup_undo_any,
+    "accept-metric": _setup_accept_metric,
+}
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_each_person_only_verb_needs_a_signature_on_a_signed_ledger(
+    ledger_env: Path | str, tmp_path: Path, config: Path, verb: str
+) -> None:
+    with Ledger() as lg:
+        lg.add_token("ann", token="ann-token-0123456789abcdef", writer="cli:ann")
+    sign_ledger(ledger_env, tmp_path)
+    with Ledger() as lg:
+        args = VERBS[verb](lg)
+    refused = tl(ledger_env, *args, TODOLEDGER_TOKEN="ann-token-0123456789abcdef")
+    assert refused.returncode == 1 and "nothing was done" in refused.stderr, refused.stderr
+    assert check(ledger_env).returncode == 0
+    signed = tl(ledger_env, *args, typed=secret_file(tmp_path, PASSPHRASE))
+    assert signed.returncode == 0, signed.stderr
+    found = check(ledger_env)
+    assert found.returncode == 0, found.stdout
+    with Ledger() as lg:
+        ops = [e for p in ("main", "(tokens)") for e in lg.history(p) if e["field"] == "signed"]
+    assert ops and ops[-1]["new"]["statement"]["action"] == verb

@@ -132,7 +132,10 @@ def trust(
 def awaiting_trust(u: Unit, plan: str, writer: str, refs: Sequence[str] = ()) -> list[CheckRow]:
     """The checks `writer` could approve: untrusted ones, and for a person
     those no person has approved yet (an agent's own, trusted only to run)."""
-    person = is_person(writer)
+    from todoledger.ledger.signed import is_signed
+
+    # On a signed ledger whoever signs is the person, whatever route runs `trust`.
+    person = is_person(writer) or is_signed(u)
     return [r for r in checks(u, plan, refs) if not r.trusted or (person and not r.person_backed)]
 
 
@@ -177,14 +180,14 @@ def record_metrics(
 def accept_metrics(u: Unit, plan: str, writer: str, ref: str, name: str) -> dict[str, Any]:
     """A person accepts the typed values of a metric on an item, so that a
     `metric:` gate may count them. Person-only: an agent gets one line."""
-    if not is_person(writer):
+    from todoledger.ledger.signed import is_signed, person, sign
+
+    if not is_person(writer) and not is_signed(u):
         raise LedgerError(
             f"accept-metric: only a person may accept a typed number ({writer} is an agent);"
             " a person runs it from a terminal or the board"
         )
-    from todoledger.ledger.signed import person, sign
-
-    writer = person(u, "accept-metric", writer)
+    writer = person(u, "accept-metric", writer)  # on a signed ledger: whoever signs, else refused
     name, _ = metric_pair(name, 0.0)
     at = now()
     with u.transaction(plan):

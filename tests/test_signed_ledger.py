@@ -394,10 +394,41 @@ def test_a_process_holding_the_persons_token_gets_no_signed_approval_from_the_bo
         )
         assert answer.status_code == 400, answer.text
         assert "sign it at your own terminal: todoledger approve" in answer.json()["error"]
+        assert answer.json()["sign"] is True  # the page asks the passphrase
+    guess = httpx2.post(
+        f"{base}/api/action",
+        json={"action": "approve", "id": item, "passphrase": "letmein-guess"},
+        headers={"Authorization": f"Bearer {token}", "X-CSRF-Token": csrf.group(1)},
+    )
+    assert guess.status_code == 400 and "wrong passphrase" in guess.json()["error"]
     assert approvers(item) == []
     with Ledger() as lg:
         assert lg.approvals("main")["plan"]["by"] is None
     assert os.path.exists(str(ledger_env)) or "://" in str(ledger_env)
+
+
+def test_the_persons_passphrase_typed_in_the_page_signs_one_approval(
+    board: tuple[str, str], ledger_env: Path | str
+) -> None:
+    """`serve` run by the person can read their sealed key: the passphrase sent with the
+    approval opens it in the server's memory for that signature, and check verifies it."""
+    import re
+
+    base, token = board
+    item = gated()
+    page = httpx2.get(f"{base}/", headers={"Authorization": f"Bearer {token}", "Accept": "text/html"})
+    csrf = re.search(r'<meta name=csrf content="([^"]+)">', page.text)
+    assert csrf is not None
+    answer = httpx2.post(
+        f"{base}/api/action",
+        json={"action": "approve", "id": item, "passphrase": PASSPHRASE},
+        headers={"Authorization": f"Bearer {token}", "X-CSRF-Token": csrf.group(1)},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    assert approvers(item) == ["web:ann"]
+    found = check(ledger_env)
+    assert found.returncode == 0, found.stdout
 
 
 def test_an_answer_through_the_agents_client_approves_nothing_on_a_signed_ledger(

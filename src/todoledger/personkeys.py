@@ -313,6 +313,15 @@ def remember_head(ledger: str, key: str, seq: int, chain: str) -> None:
     os.replace(tmp, path)
 
 
+def unlock_named(name: str, passphrase: str, route: str) -> Signer:
+    """The key of `name` in this user's key folder, opened with the passphrase
+    (the board: a `serve` the person runs decrypts it in memory for one signature)."""
+    data = read_key(name)
+    if data is None:
+        raise LedgerError(f"this server holds no key of {name} ({key_dir()}): nothing was done")
+    return unlock(data, passphrase, route)
+
+
 def export_line(data: dict[str, Any]) -> str:
     """What `person export` prints and `person add` reads: the name and the public key."""
     return f"todoledger-person-key {data['name']} {data['public']}"

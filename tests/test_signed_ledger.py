@@ -342,6 +342,11 @@ def test_person_reset_at_the_owners_terminal_removes_the_keys_and_is_flagged(
     listed = tl(ledger_env, "person", "list").stdout
     assert listed.startswith("unsigned: an agent running as you could act as you")
     assert "WARNING: person keys were reset at" in listed
+    # Unsigned again: a person's approval now needs no signature, and check does not list it.
+    item = gated()
+    with Ledger() as lg:
+        lg.approve(item, writer="cli:ann")
+    assert check(ledger_env).returncode == 0, check(ledger_env).stdout
 
 
 @pytest.fixture

@@ -189,6 +189,8 @@ def audit(u: Unit) -> list[str]:
     keys: dict[str, str] = {}  # key id -> public key, as registered so far (by event number)
     ledger_id: str | None = None
     signed_since: int | None = None
+    # (event number, signed from there on?): a reset makes the ledger unsigned until a new first key.
+    spans: list[tuple[int, bool]] = [(0, False)]
     valid_ops: set[int] = set()
     statements: dict[int, dict[str, Any]] = {}  # op -> the statement its valid signature covers
     by_op: dict[int, list[Any]] = {}
@@ -219,10 +221,13 @@ def audit(u: Unit) -> list[str]:
             ledger_id = ledger_id or str(new.get("ledger"))
             signed_since = signed_since or e.seq
             keys[kid] = public
+            spans.append((e.seq, True))
         elif e.field == "person_key_removed":
             keys.pop(str(new.get("id")), None)
+            spans.append((e.seq, bool(keys)))
         elif e.field == "person_reset":
             keys.clear()
+            spans.append((e.seq, False))
         elif e.field == "signed":
             raw = new.get("statement")
             stated: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -255,7 +260,7 @@ def audit(u: Unit) -> list[str]:
                     " changed around todoledger"
                 )
             continue
-        if e.seq <= signed_since or e.op in valid_ops:
+        if e.op in valid_ops or not _signed_at(spans, e.seq):
             continue
         writer, _kind = writers.get(e.op, (e.writer, ""))
         if e.field == "check" and not (is_person(writer) and (e.new is not None or e.old is not None)):
@@ -267,6 +272,13 @@ def audit(u: Unit) -> list[str]:
             " action without a person's signature on a signed ledger"
         )
     return problems
+
+
+def _signed_at(spans: list[tuple[int, bool]], seq: int) -> bool:
+    """Was the ledger signed when event `seq` was written (a key registered before it)?"""
+    from bisect import bisect_left
+
+    return spans[max(0, bisect_left(spans, (seq, False)) - 1)][1]
 
 
 def _columns(u: Unit) -> list[str]:

@@ -530,3 +530,32 @@ def test_each_person_only_verb_needs_a_signature_on_a_signed_ledger(
     with Ledger() as lg:
         ops = [e for p in ("main", "(tokens)") for e in lg.history(p) if e["field"] == "signed"]
     assert ops and ops[-1]["new"]["statement"]["action"].startswith(verb)
+
+
+@pytest.mark.sqlite_only
+def test_person_init_on_a_ledger_with_agents_history_asks_for_its_name(
+    ledger_env: Path, tmp_path: Path, config: Path
+) -> None:
+    gated()  # an agent wrote here first
+    wrong = tl(ledger_env, "person", "init", "ann", typed=secret_file(tmp_path, PASSPHRASE, "other.db"))
+    assert wrong.returncode == 1 and "the ledger's name was not typed as shown (ledger.db)" in wrong.stderr
+    assert not (config / "todoledger" / "keys" / "ann.key").exists()
+    assert tl(ledger_env, "person", "list").stdout.startswith("unsigned:")
+    right = tl(ledger_env, "person", "init", "ann", typed=secret_file(tmp_path, PASSPHRASE, ledger_env.name))
+    assert right.returncode == 0, right.stderr
+    assert "person keys: ann" in tl(ledger_env, "person", "list").stdout
+
+
+def test_install_prints_person_init_while_no_key_signs_the_ledger(
+    ledger_env: Path | str, tmp_path: Path, config: Path
+) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    args = ["install", "claude-code", "--project", str(project), "--home", str(home)]
+    before = tl(ledger_env, *args)
+    assert before.returncode == 0, before.stderr
+    assert "Sign it before any agent runs: todoledger person init" in before.stdout
+    sign_ledger(ledger_env, tmp_path)
+    after = tl(ledger_env, *args)
+    assert after.returncode == 0 and "person init" not in after.stdout

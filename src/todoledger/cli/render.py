@@ -52,11 +52,9 @@ def plan(
     if sys.stdout.isatty():
         from todoledger.cli import render_term
 
+        if people is not None and location:  # on the ledger's own line, the last one
+            location = f"{location}; {people}"
         lines = render_term.plan_lines(view, location, show_all=show_all)
-        if people is not None:
-            from todoledger.core.sanitize import for_terminal
-
-            lines.append(for_terminal(people))
         if pager:
             from todoledger.cli.pager import page
 

@@ -61,7 +61,7 @@ def init(name: str | None, as_json: bool) -> None:
                 raise LedgerError("the two passphrases differ: nothing was done")
         signer = unlock(existing, lines[0]) if existing is not None else make_key(name, lines[0])
         lg.sign_with(signer)
-        record = lg.person_init(signer)
+        record = lg.person_init(signer, route="terminal" if fd is None else "script (--passphrase-fd)")
         line = lg.people()["line"]
     if as_json:
         emit(record | {"people": line})

@@ -107,11 +107,11 @@ def trust(
     trusts. Returns the approved checks."""
     from todoledger.ledger.signed import person, sign
 
-    writer = person(u, "trust", writer)
     pending = awaiting_trust(u, plan, writer, refs)
     approved = [r for r in pending if approve(r)]
     if not approved:
         return []
+    writer = person(u, "trust", writer)  # after the person saw what they trust: then the passphrase
     at = now()
     with u.transaction():
         repo = check_repo(u)

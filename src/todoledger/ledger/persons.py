@@ -128,7 +128,7 @@ def standing(u: Unit) -> dict[str, Any]:
     with u.store.read():
         reg = registry(u)
     keys = [
-        {k: v[k] for k in ("name", "id", "at", "route")} | {"first": v["seq"] == reg["signed_since"]}
+        {k: v[k] for k in ("name", "id", "at", "route", "by")} | {"first": v["seq"] == reg["signed_since"]}
         for v in sorted(reg["keys"].values(), key=lambda k: int(k["seq"]))
     ]
     reset = reg["reset"]
@@ -136,8 +136,12 @@ def standing(u: Unit) -> dict[str, Any]:
     if keys:
         parts = []
         for k in keys:
-            how = "trusted on first use, " if k["first"] else ""
-            parts.append(f"{k['name']} ({how}registered at {k['at']} from the {k['route']})")
+            if k["first"]:
+                parts.append(
+                    f"{k['name']} (trusted on first use, registered at {k['at']} from the {k['route']})"
+                )
+            else:
+                parts.append(f"{k['name']} (registered at {k['at']}, signed in by {k['by']})")
         line = "person keys: " + "; ".join(parts)
     else:
         line = "unsigned: an agent running as you could act as you (sign it: todoledger person init)"

@@ -105,6 +105,7 @@ def registry(u: Unit) -> dict[str, Any]:
             keys.pop(str(new.get("id")), None)
         elif e.field == "person_reset":
             keys.clear()
+            since = None  # the next key is trusted on first use again
             reset = {"at": e.at, "by": new.get("by"), "seq": e.seq, "keys": new.get("keys", [])}
     return {"ledger": ledger_id, "keys": keys, "reset": reset, "signed_since": since}
 

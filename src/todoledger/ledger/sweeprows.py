@@ -189,12 +189,17 @@ def approve(
     """A person approves a sweep's whole definition, every combination's
     commands as `definition` shows them (`shown` is asked); its run checks are
     trusted with it. None when `shown` says no."""
-    from todoledger.ledger.signed import person, sign
+    from todoledger.core.approval import require_person
+    from todoledger.ledger.signed import person, registry, sign
 
-    writer = person(u, "sweep trust", writer)
+    with u.store.read():
+        signed = bool(registry(u)["keys"])
+    if not signed:
+        require_person("sweep trust", writer)  # refused before anything is shown, as before
     found = definition(u, plan, name)
     if not shown(found):
         return None
+    writer = person(u, "sweep trust", writer)  # after the person saw every command: then the passphrase
     at = now()
     repo = CheckRepo(u.store)
     with u.transaction():

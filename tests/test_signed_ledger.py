@@ -559,3 +559,34 @@ def test_install_prints_person_init_while_no_key_signs_the_ledger(
     sign_ledger(ledger_env, tmp_path)
     after = tl(ledger_env, *args)
     assert after.returncode == 0 and "person init" not in after.stdout
+
+
+def test_a_signer_that_only_names_a_registered_key_signs_nothing(
+    ledger_env: Path | str, tmp_path: Path, config: Path
+) -> None:
+    """The Python API takes any signer object: one that names ann's key id (read from the
+    ledger) and makes up signatures is refused, and nothing is approved."""
+    from todoledger.personkeys import read_key
+
+    sign_ledger(ledger_env, tmp_path)
+    item = gated()
+    data = read_key("ann")
+    assert data is not None
+
+    class Impostor:
+        name, route, public = "ann", "cli", str(data["public"])
+        writer = "cli:ann"
+        id = __import__("todoledger.personkeys", fromlist=["key_id"]).key_id(public)
+
+        def sign(self, message: bytes) -> str:
+            import base64
+
+            return base64.b64encode(b"\0" * 64).decode()
+
+    from todoledger.core.model import LedgerError
+
+    with Ledger() as lg:
+        lg.sign_with(Impostor())
+        with pytest.raises(LedgerError, match="does not hold the private key"):
+            lg.approve(item)
+    assert approvers(item) == []

@@ -148,6 +148,15 @@ def unlock(u: Unit, verb: str, reg: dict[str, Any]) -> Any:
             f"{verb}: the key {signer.name} ({signer.id}) is not registered in this ledger (person keys:"
             f" {names}); a registered key signs it in with `todoledger person add`: nothing was done"
         )
+    # The key must sign as the registered public key does: an object that only names a
+    # registered key's id (the Python API takes any signer) proves nothing.
+    from todoledger.personkeys import verify
+
+    probe = canonical({"v": 1, "ledger": reg["ledger"], "probe": "unlock"})
+    if not verify(str(reg["keys"][signer.id]["key"]), signer.sign(probe), probe):
+        raise LedgerError(
+            f"{verb}: the signer does not hold the private key of {signer.id}: nothing was done"
+        )
     check_head(u, reg, signer)
     return signer
 
@@ -176,13 +185,13 @@ def sign(u: Unit, verb: str, plan: str, target: str | None, content: Any) -> Non
     if not reg["keys"]:
         return
     signer = unlock(u, verb, reg)
+    from todoledger.personkeys import verify
+
     stated = statement(str(reg["ledger"]), plan, verb, target, content, u.repo.revision(plan))
-    record = {
-        "key": signer.id,
-        "name": signer.name,
-        "statement": stated,
-        "sig": signer.sign(canonical(stated)),
-    }
+    sig = signer.sign(canonical(stated))
+    if not verify(str(reg["keys"][signer.id]["key"]), sig, canonical(stated)):
+        raise LedgerError(f"{verb}: the signature does not verify against {signer.id}: nothing was done")
+    record = {"key": signer.id, "name": signer.name, "statement": stated, "sig": sig}
     u.signatures.append((plan, target if target and plan != PEOPLE_PLAN else None, record))
 
 

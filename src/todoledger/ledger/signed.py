@@ -210,20 +210,6 @@ def force(u: Unit, verb: str, writer: str, plan: str, target: str | None, conten
     sign(u, verb, plan, target, content)
 
 
-def vouches(u: Unit, writer: str) -> bool:
-    """Does a person stand behind `writer`'s write here? A person's writer on an
-    unsigned ledger; on a signed one only the writer of the key this unit unlocked."""
-    from todoledger.core.approval import is_person
-
-    if not is_person(writer):
-        return False
-    with u.store.read():
-        if not registry(u)["keys"]:
-            return True
-    signer = u.signer if hasattr(u.signer, "sign") else None
-    return signer is not None and signer.writer == writer
-
-
 def last_signed(u: Unit, key: str) -> tuple[int, str] | None:
     """The newest `signed` event of `key`: (number, chain value)."""
     with u.store.read():

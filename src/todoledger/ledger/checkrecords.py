@@ -105,8 +105,11 @@ def trust(
     and asks). A person may also approve an agent's own check: its passing then
     proves that agent's claim (`self-checked` becomes `verified`). Only a person
     trusts. Returns the approved checks."""
-    from todoledger.ledger.signed import person, sign
+    from todoledger.core.approval import require_person
+    from todoledger.ledger.signed import is_signed, person, sign
 
+    if not is_signed(u):
+        require_person("trust", writer)  # refused before anything is shown, as before
     pending = awaiting_trust(u, plan, writer, refs)
     approved = [r for r in pending if approve(r)]
     if not approved:

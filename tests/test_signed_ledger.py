@@ -501,7 +501,20 @@ def _setup_force(lg: Ledger) -> list[str]:
     return ["done", item, "--force", "--reason", "shipping without it"]
 
 
+def _setup_sweep_trust(lg: Ledger) -> list[str]:
+    lg.add_sweep(
+        "draft",
+        template="Benchmark {n} draft tokens",
+        params=["n=16,5"],
+        run="python3 bench.py {n}",
+        metrics=["tok_s=$.tok_s"],
+        writer=AGENT,
+    )
+    return ["sweep", "trust", "draft", "--yes"]
+
+
 VERBS = {
+    "sweep trust": _setup_sweep_trust,
     "gate remove": _setup_gate_remove,
     "--force past": _setup_force,
     "trust": _setup_trust,

@@ -833,3 +833,54 @@ def test_the_demo_sweep_chart_holds_its_baseline_and_its_mode_bar_is_out_of_the_
     assert planned.locator("td.n").evaluate_all("ns => ns.map(n => n.textContent)") == ["0"] * 4
     page.evaluate(f"document.querySelector('{section}').scrollIntoView()")
     shot(page, "demo-sweep-chart")
+
+
+def test_on_a_signed_ledger_the_passphrase_typed_in_the_page_signs_the_approval(
+    ledger_env: Path, browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: the person's token alone gets a dialog that asks the passphrase; typed
+    there, the `serve` the person runs opens their key for that one signature, and
+    `todoledger check` verifies it."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    passphrase = "correct horse battery"
+    typed = tmp_path / "typed"
+    typed.write_text(passphrase + "\n")
+    with open(typed, "rb") as fh:
+        made = subprocess.run(
+            [todoledger_bin(), "person", "init", "ann", "--passphrase-fd", str(fh.fileno())],
+            env=subprocess_env(ledger_env),
+            pass_fds=(fh.fileno(),),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert made.returncode == 0, made.stderr
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{PERSON_TOKEN} ann person\n")
+    run(ledger_env, "add", "Deploy to production", "--needs-approval")
+    item = items(ledger_env)["Deploy to production"]["id"]
+    server = Served(ledger_env, "--tokens", str(tokens))
+    try:
+        context, tab = _login(browser, server.base, PERSON_TOKEN)
+        try:
+            tab.click(f'button[data-act=approve][data-id="{item}"]')
+            tab.wait_for_selector("dialog.sign input[type=password]")
+            assert "this ledger is signed" in tab.inner_text("dialog.sign")
+            tab.fill("dialog.sign input[type=password]", passphrase)
+            shot(tab, "signed-passphrase")
+            tab.click("dialog.sign button[value=sign]")
+            tab.wait_for_selector("text=No item waits for a person.")
+        finally:
+            context.close()
+    finally:
+        server.stop()
+    approvals = [e for e in run_json(ledger_env, "history", item) if e["field"] == "approved"]
+    assert [e["writer"] for e in approvals] == ["web:ann"]
+    checked = subprocess.run(
+        [todoledger_bin(), "check"],
+        env=subprocess_env(ledger_env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout

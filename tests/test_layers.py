@@ -45,6 +45,7 @@ RANKS = {
     "dialects": 1,
     "store": 2,
     "defaults": 2,  # who writes and which plan when nobody says (environment)
+    "personkeys": 2,  # a person's signing key on their machine: the key file, the passphrase, the heads
     "tokens": 2,  # who holds each token, a person or an agent (the tokens file)
     "identity": 2,  # who is at the other end of a command line: from where the call comes (environment)
     "screen": 2,  # the pre-tool shell screen: denies an agent's shell command running a person-only verb
@@ -75,6 +76,9 @@ LEDGER_RANKS = {
     # ids, fencing, lease renewal at commit), and the values (field validation, pure helpers).
     "unit": 0,
     "values": 0,
+    # the person keys a signed ledger holds, and the signature each person-only action needs
+    # (the unit calls it for a --force past a lease; it takes the unit typed loosely)
+    "signed": 0,
     # 1: the gates (each check's record, verification state, which items are gated).
     "gates": 1,
     # 2: receipts (running checks and recording them, the gate of done, the checks of an
@@ -89,6 +93,7 @@ LEDGER_RANKS = {
     "reading": 3,
     "history": 3,
     "people": 3,
+    "persons": 3,
     "tokens": 3,
     "checkrecords": 3,
     # 4: sweeps' records: a sweep defined as items (through `items`) with their checks.
@@ -106,7 +111,7 @@ LEDGER_RANKS = {
     "": 9,
 }
 # (importer, imported) pairs of one rank that may import each other, as LEDGER_RANKS keys.
-LEDGER_SAME_RANK: set[tuple[str, str]] = set()  # none today
+LEDGER_SAME_RANK: set[tuple[str, str]] = {("unit", "signed")}
 
 # Interfaces are siblings: only the command line (the shell over all of them) imports the
 # others, and hooks may call the ingest entry points built for them: the Codex rollout, and

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from todoledger.cli.main import emit, ledger, options, reader, say, writer_option, writes
+from todoledger.cli.main import emit, ledger, options, passphrase_option, reader, say, writer_option, writes
 from todoledger.cli.schedule_text import label as _label
 
 
@@ -108,6 +108,7 @@ def set_fields(
     help="Never a person: a person approves from a terminal, the board or TODOLEDGER_TOKEN.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@passphrase_option
 def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None, as_json: bool) -> None:
     """Approve an item (an agent may then start it); `--plan` approves the plan
     as it stands; with neither, list what waits for a person, with the diff."""
@@ -171,6 +172,7 @@ def token() -> None:
     "--writer", "writer", default=None, callback=writer_option, help="Never a person: a person adds tokens."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@passphrase_option
 def token_add(name: str, agent: bool, given: str | None, writer: str | None, as_json: bool) -> None:
     """A person registers a token for NAME: the secret is printed once; the ledger keeps its hash."""
     with ledger() as lg:
@@ -209,6 +211,7 @@ def token_list(as_json: bool) -> None:
     help="Never a person: a person removes tokens.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@passphrase_option
 def token_remove(ref: str, writer: str | None, as_json: bool) -> None:
     """A person removes a token (its id) or every token of a holder (its name)."""
     with ledger() as lg:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from todoledger.cli.main import emit, ledger, options, reader, writes
+from todoledger.cli.main import emit, ledger, options, passphrase_option, reader, writes
 from todoledger.core.model import LedgerError
 
 TYPE_CHECKING = False
@@ -116,6 +116,7 @@ def gate() -> None:
 @click.argument("ref", metavar="ID")
 @click.argument("spec", metavar="SPEC")
 @check_options
+@passphrase_option
 def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json: bool, **kw: Any) -> None:
     """Give item ID a gate: `done` runs SPEC and refuses while it fails. The gate
     `approval` instead makes the item wait for a person's approval."""
@@ -135,6 +136,7 @@ def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json:
 @click.option(
     "--force", is_flag=True, help="Also the check of an item completed without passing it (recorded)."
 )
+@passphrase_option
 def gate_remove(check_id: str, plan: str | None, writer: str | None, as_json: bool, force: bool) -> None:
     """Remove a check (gate or assumption check) by its id."""
 
@@ -255,6 +257,7 @@ def _verify_once(refs: tuple[str, ...], plan: str | None, writer: str | None, as
 @writes
 @click.argument("refs", metavar="[ID...]", nargs=-1)
 @click.option("--yes", is_flag=True, help="Approve every check shown without asking.")
+@passphrase_option
 def trust(refs: tuple[str, ...], plan: str | None, writer: str | None, as_json: bool, yes: bool) -> None:
     """Show untrusted checks (imported, or from the HTTP server) and agents' own
     checks, and approve their exact text: a person's approval makes an agent's
@@ -330,6 +333,7 @@ def metrics_cmd(ref: str | None, plan: str | None, as_json: bool) -> None:
 @writes
 @click.argument("ref", metavar="ID")
 @click.argument("name")
+@passphrase_option
 def accept_metric(ref: str, name: str, plan: str | None, writer: str | None, as_json: bool) -> None:
     """A person accepts the typed values of a metric on an item: a `metric:` gate
     passes on measured values only (a sweep run) unless a person accepts the typed one."""

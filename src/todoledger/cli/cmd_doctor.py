@@ -62,6 +62,8 @@ def doctor(project: Path | None, home: Path | None, as_json: bool) -> None:
     say(f"ledger: {led.get('location')}: {led.get('health')}")
     if led.get("source"):
         say(f"  from: {led['source']}")
+    if led.get("people"):
+        say(f"  {led['people']}")
     from todoledger.store.locate import waiting
 
     count, folder = waiting(str(project))

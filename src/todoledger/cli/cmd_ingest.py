@@ -107,6 +107,7 @@ def report(plan: str, fmt: str, as_json: bool, output: Path | None) -> None:
 
     with Ledger(create=False) as lg:
         analysis = load(lg, plan)
+        people = lg.people()["line"]  # who could sign here: person keys, or unsigned, or a recent reset
     fmt = "json" if as_json else fmt
     if fmt == "html":
         from todoledger.ingest.html import render_html
@@ -114,6 +115,10 @@ def report(plan: str, fmt: str, as_json: bool, output: Path | None) -> None:
         text = render_html(analysis)
     else:
         text = render_json(analysis) + "\n" if fmt == "json" else render_md(analysis)
+        if fmt == "md":  # the last line of the headline, above the phases
+            from todoledger.core.sanitize import for_terminal
+
+            text = text.replace("\n\n## Phases", f"\n{for_terminal(people)}\n\n## Phases", 1)
     if output is None:
         click.echo(text, nl=False)
         return

@@ -112,6 +112,31 @@ def install(
         emit(_as_dict(result))
     else:
         _print_human(result, project)
+        if not dry_run:
+            _offer_person_key(project)
+
+
+def _offer_person_key(project: Path) -> None:
+    """Before any agent runs: a ledger no person key signs lets an agent running as
+    you act as you. At a person's terminal, offer to make the key; elsewhere print the command."""
+    from todoledger.ledger import Ledger
+
+    try:
+        with Ledger(cwd=project, create=False) as lg:
+            if lg.exists and lg.signed():
+                return
+    except LedgerError:
+        return
+    click.echo(
+        "no person key signs this ledger: an agent running as you could act as you."
+        " Sign it before any agent runs: todoledger person init"
+    )
+    from todoledger.identity import at_terminal, local_writer
+
+    if at_terminal() and local_writer().startswith("cli:") and click.confirm("make your person key now?"):
+        from todoledger.cli.cmd_person import init
+
+        click.get_current_context().invoke(init, name=None, as_json=False)
 
 
 @click.command("uninstall", context_settings=HELP)

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from todoledger.cli.main import emit, ledger, options, reader, writes
+from todoledger.cli.main import emit, ledger, options, passphrase_option, reader, writes
 from todoledger.core.model import LedgerError
 
 
@@ -187,6 +187,7 @@ def _definition_lines(out: dict[str, Any]) -> list[str]:
 @writes
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Approve without asking (after showing every command).")
+@passphrase_option
 def sweep_trust(name: str, plan: str | None, writer: str | None, as_json: bool, yes: bool) -> None:
     """A person approves every command of sweep NAME (its setup, ready, runs,
     teardown and clean, per combination), as shown: an agent's sweep runs only then."""

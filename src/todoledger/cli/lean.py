@@ -173,6 +173,7 @@ class _Opened:
         from todoledger.ledger import Ledger
 
         self.ledger = Ledger(create=create, lean=True)  # psycopg's import would cost more than the call
+        self.ledger.sign_with(_unlock)  # called only where a signed ledger needs a person's signature
 
     def __enter__(self) -> Any:
         return self.ledger
@@ -200,7 +201,15 @@ def _show(opts: Options, _: list[str]) -> None:
 
         where = lg.location if lg.exists else f"{lg.location} (not created yet: the first write creates it)"
         view = lg.view(plan, writer=writer)
-    render.plan(view, where, show_all=bool(opts.get("all")), pager=not opts.get("no-pager"))
+        # On a terminal (a person reading), the line about person keys: signed or not, a recent reset.
+        people = lg.people()["line"] if lg.exists and sys.stdout.isatty() else None
+    render.plan(
+        view,
+        where,
+        show_all=bool(opts.get("all")),
+        pager=not opts.get("no-pager"),
+        people=people,
+    )
     from todoledger.store.locate import spooled_line
 
     if (line := spooled_line(None)) is not None:
@@ -317,3 +326,10 @@ VERB_RUNNERS: dict[str, Callable[[Options, list[str]], None]] = {
     "write": _write,
     "prime": _prime,
 }
+
+
+def _unlock(registered: set[str]) -> Any:
+    """A person's key, unlocked at their terminal (`cli/signing.py`): loaded only when asked."""
+    from todoledger.cli.signing import unlock_registered
+
+    return unlock_registered(registered)

@@ -34,6 +34,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "approve": "todoledger.cli.cmd_board:approve",
     "set": "todoledger.cli.cmd_board:set_fields",
     "token": "todoledger.cli.cmd_board:token",
+    "person": "todoledger.cli.cmd_person:person",
     "ingest": "todoledger.cli.cmd_ingest:ingest",
     "report": "todoledger.cli.cmd_ingest:report",
     "stats": "todoledger.cli.cmd_ingest:stats",
@@ -128,9 +129,33 @@ def where(lg: Ledger) -> str:
 
 
 def ledger() -> Ledger:
+    from todoledger.cli.signing import unlocker
     from todoledger.ledger import Ledger
 
-    return Ledger()
+    lg = Ledger()
+    lg.sign_with(unlocker())  # asked only where a signed ledger needs a person's signature
+    return lg
+
+
+def passphrase_option(func: F) -> F:
+    """`--passphrase-fd N` on a command that may need a person's signature."""
+    from todoledger.personkeys import PASSPHRASE_FD_HELP
+
+    def keep(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+        from todoledger.cli.signing import PASSPHRASE_FD
+
+        if value is not None:
+            PASSPHRASE_FD[0] = value
+
+    return click.option(
+        "--passphrase-fd",
+        type=int,
+        default=None,
+        metavar="N",
+        expose_value=False,
+        callback=keep,
+        help=PASSPHRASE_FD_HELP,
+    )(func)
 
 
 def reader() -> Ledger:
@@ -208,9 +233,16 @@ def show(
             emit(lg.show(plan, writer=writer) if writer else lg.show(plan))
             return
         view, location = lg.view(plan, writer=writer), where(lg)
+        people = lg.people()["line"] if lg.exists and sys.stdout.isatty() else None
     from todoledger.cli import render
 
-    render.plan(view, location, show_all=show_all, pager=not no_pager)
+    render.plan(
+        view,
+        location,
+        show_all=show_all,
+        pager=not no_pager,
+        people=people,
+    )
     _say_spooled()
 
 
@@ -377,7 +409,14 @@ FORCE = click.option(
     help="Go ahead although prerequisites are unmet or, for a person, another writer holds the lease"
     " (recorded in the history).",
 )
-_item_command("start", "Mark an item in_progress.", lambda lg, ref, **kw: lg.start(ref, **kw), FORCE, TOKEN)
+_item_command(
+    "start",
+    "Mark an item in_progress.",
+    lambda lg, ref, **kw: lg.start(ref, **kw),
+    FORCE,
+    TOKEN,
+    passphrase_option,
+)
 
 
 def _done(lg: Ledger, ref: str, **kw: Any) -> dict[str, Any]:
@@ -390,6 +429,7 @@ _item_command(
     "done",
     "Mark an item completed, with evidence; its gates run first and must pass.",
     _done,
+    passphrase_option,
     click.option(
         "--evidence", default=None, help="What shows it is done (a command's output, a file, a figure)."
     ),
@@ -605,6 +645,7 @@ def watch(as_json: bool, plan: str | None, since: int | None, count: int | None,
 @cli.command()
 @writes
 @click.option("--any", "any_writer", is_flag=True, help="Undo the plan's last change, whoever made it.")
+@passphrase_option
 def undo(plan: str | None, writer: str | None, as_json: bool, any_writer: bool) -> None:
     """Reverse your last change in the plan (by appending inverse events)."""
     with ledger() as lg:

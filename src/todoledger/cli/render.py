@@ -39,11 +39,21 @@ def _short() -> ModuleType:
     return render_plain
 
 
-def plan(view: PlanView, location: str | None = None, *, show_all: bool = False, pager: bool = False) -> None:
-    """The plan, open work first (`core.view.fold`); `pager`: page it on a terminal (`cli.pager`)."""
+def plan(
+    view: PlanView,
+    location: str | None = None,
+    *,
+    show_all: bool = False,
+    pager: bool = False,
+    people: str | None = None,
+) -> None:
+    """The plan, open work first (`core.view.fold`); `pager`: page it on a terminal (`cli.pager`).
+    `people`: on a terminal, the header's line about person keys (signed or not, a recent reset)."""
     if sys.stdout.isatty():
         from todoledger.cli import render_term
 
+        if people is not None and location:  # on the ledger's own line, the last one
+            location = f"{location}; {people}"
         lines = render_term.plan_lines(view, location, show_all=show_all)
         if pager:
             from todoledger.cli.pager import page

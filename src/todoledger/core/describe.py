@@ -83,6 +83,8 @@ def _annotation(field: str, old: dict[str, Any], new: dict[str, Any]) -> str:
         return f"forced past {new.get('past', 'a rule')}{why}"
     if field == "approved":
         return "approved by a person"
+    if field == "signed":
+        return f"signed by {new.get('name')} (key {new.get('key')})"
     if field == "plan_approved":
         return f"plan approved ({len(new.get('items') or [])} items)"
     return f"{field} recorded"

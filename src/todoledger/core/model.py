@@ -66,6 +66,8 @@ ANNOTATIONS: frozenset[str] = frozenset(
     | {"check", "receipt", "metric", "trust", "forced"}
     # leases: an item given to a writer for a while, and taken back
     | {"claimed", "released"}
+    # a person's signature over the op's person-only action (ledger/signed.py)
+    | {"signed"}
 )
 # Leases: how long a claim holds an item unless the plan or the claim says otherwise.
 DEFAULT_LEASE_SECONDS = 30 * 60

@@ -517,6 +517,7 @@ def _ledger(project: Path) -> tuple[dict[str, Any], list[Problem]]:
                 return info, []
             integrity = lg.integrity()
             differences = lg.check()
+            info["people"] = lg.people()["line"]
     except LedgerError as exc:
         try:
             where = locate(str(project))

@@ -39,9 +39,17 @@ def add_check(
     if role not in core.ROLES:
         raise LedgerError(f"role must be one of {', '.join(core.ROLES)}, not {role!r}")
     check = parse(spec, options)
+    if is_person(writer) and trusted:  # a person's check vouches: on a signed ledger, signed
+        from todoledger.ledger.signed import person
+
+        writer = person(u, "gate add (a person's)", writer)
     at = now()
     with u.transaction(plan):
         item = u.require(plan, ref)
+        if is_person(writer) and trusted:
+            from todoledger.ledger.signed import sign
+
+            sign(u, "gate add (a person's)", plan, item.id, {"role": role, "spec": check.canonical()})
         if not is_person(writer):
             # Another agent's check on a leased item would change what its holder must pass;
             # a person adding a gate only asks for more proof, and may.
@@ -54,12 +62,13 @@ def remove_check(u: Unit, plan: str, writer: str, check_id: str, *, force: bool 
     completion would read as reported, not failed, and what waits for it would
     go ahead; `force` does it all the same, and is recorded. Only a person removes
     a check: an agent would remove the proof its own claim is waiting for."""
-    from todoledger.core.approval import require_person
+    from todoledger.ledger.signed import person, sign
 
-    require_person("gate remove", writer)
+    writer = person(u, "gate remove", writer)
     at = now()
     with u.transaction():
         row = require_check(u, plan, check_id)
+        sign(u, "gate remove", plan, row.item, {"check": row.id, "spec": row.check.canonical()})
         item = u.require(plan, row.item)
         state = states(u, plan, [(item.id, item.status)])[item.id] if item.status == "completed" else None
         unpassed = state is not None and state != core.VERIFIED
@@ -97,16 +106,20 @@ def trust(
     proves that agent's claim (`self-checked` becomes `verified`). Only a person
     trusts. Returns the approved checks."""
     from todoledger.core.approval import require_person
+    from todoledger.ledger.signed import is_signed, person, sign
 
-    require_person("trust", writer)
+    if not is_signed(u):
+        require_person("trust", writer)  # refused before anything is shown, as before
     pending = awaiting_trust(u, plan, writer, refs)
     approved = [r for r in pending if approve(r)]
     if not approved:
         return []
+    writer = person(u, "trust", writer)  # after the person saw what they trust: then the passphrase
     at = now()
     with u.transaction():
         repo = check_repo(u)
         w = u.op(plan, writer, at, "trust", summary=f"trusted {len(approved)} checks")
+        sign(u, "trust", plan, None, [{"id": r.id, "spec": r.check.canonical()} for r in approved])
         done: list[dict[str, Any]] = []
         for row in approved:
             current = repo.get(row.id)
@@ -122,7 +135,10 @@ def trust(
 def awaiting_trust(u: Unit, plan: str, writer: str, refs: Sequence[str] = ()) -> list[CheckRow]:
     """The checks `writer` could approve: untrusted ones, and for a person
     those no person has approved yet (an agent's own, trusted only to run)."""
-    person = is_person(writer)
+    from todoledger.ledger.signed import is_signed
+
+    # On a signed ledger whoever signs is the person, whatever route runs `trust`.
+    person = is_person(writer) or is_signed(u)
     return [r for r in checks(u, plan, refs) if not r.trusted or (person and not r.person_backed)]
 
 
@@ -154,7 +170,10 @@ def record_metrics(
                 item.id, "metric", None, {"name": name, "value": value, "run": run, "provenance": "typed"}
             )
             out.append({"item": item.id, "name": name, "value": value, "run": run, "provenance": "typed"})
-        if is_person(writer):
+        from todoledger.ledger.signed import registry
+
+        # On a signed ledger a typed number is accepted only by a signed accept-metric.
+        if is_person(writer) and not registry(u)["keys"]:
             for name in dict.fromkeys(n for n, _ in checked):
                 repo.accept_metrics(item.id, name, writer)
         u.repo.touch_plan(plan, at)
@@ -164,16 +183,20 @@ def record_metrics(
 def accept_metrics(u: Unit, plan: str, writer: str, ref: str, name: str) -> dict[str, Any]:
     """A person accepts the typed values of a metric on an item, so that a
     `metric:` gate may count them. Person-only: an agent gets one line."""
-    if not is_person(writer):
+    from todoledger.ledger.signed import is_signed, person, sign
+
+    if not is_person(writer) and not is_signed(u):
         raise LedgerError(
             f"accept-metric: only a person may accept a typed number ({writer} is an agent);"
             " a person runs it from a terminal or the board"
         )
+    writer = person(u, "accept-metric", writer)  # on a signed ledger: whoever signs, else refused
     name, _ = metric_pair(name, 0.0)
     at = now()
     with u.transaction(plan):
         item = u.require(plan, ref)
         repo = check_repo(u)
+        sign(u, "accept-metric", plan, item.id, {"metric": name})
         count = repo.accept_metrics(item.id, name, writer)
         if not count:
             raise LedgerError(f"{item.id} has no typed {name} waiting for acceptance")

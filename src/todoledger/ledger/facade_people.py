@@ -53,6 +53,68 @@ class PeopleMethods(Facade):
 
         return people.durations(self._unit, self._plan(plan))
 
+    # person keys (ledger.persons, ledger.signed) -----------------------------
+    def sign_with(self, signer: Any) -> None:
+        """The person's key for person-only actions on a signed ledger: an unlocked
+        `personkeys.Signer`, or a callable that unlocks one when first needed (the
+        CLI asks the passphrase then, and only then), or None."""
+        self._unit.signer = signer
+
+    def signer(self) -> Any:
+        """The key unlocked for this ledger's last signed action, if any."""
+        signer = self._unit.signer
+        return signer if hasattr(signer, "sign") else None
+
+    def people(self) -> dict[str, Any]:
+        """The person keys, as every header shows them (`person keys: ann (registered at …)`)."""
+        from todoledger.ledger import persons
+
+        return persons.standing(self._unit)
+
+    def signed(self) -> bool:
+        """Does a registered person key sign this ledger's person-only actions?"""
+        from todoledger.ledger import signed
+
+        return signed.is_signed(self._unit)
+
+    def person_init(self, signer: Any, *, route: str = "terminal") -> dict[str, Any]:
+        """Register the ledger's first person key (trust on first use; it signs its own registration)."""
+        from todoledger.ledger import persons
+
+        return persons.init(self._unit, signer, route)
+
+    def person_add(self, name: str, public: str) -> dict[str, Any]:
+        """A registered key (this ledger's signer) signs another person's key in."""
+        from todoledger.ledger import persons
+
+        return persons.add(self._unit, name, public)
+
+    def person_remove(self, ref: str) -> dict[str, Any]:
+        """A registered key signs a key's removal."""
+        from todoledger.ledger import persons
+
+        return persons.remove(self._unit, ref)
+
+    def person_reset(self, by: str) -> dict[str, Any]:
+        """Every key removed without a signature (a lost passphrase); flagged seven days."""
+        from todoledger.ledger import persons
+
+        return persons.reset(self._unit, by)
+
+    def remember_head(self) -> None:
+        """After a signed action: the key's folder keeps the event it signed last."""
+        from todoledger.ledger import persons
+
+        signer = self.signer()
+        if signer is not None:
+            persons.remember_head(self._unit, signer)
+
+    def agent_history(self) -> bool:
+        """Has any agent written to this ledger?"""
+        from todoledger.ledger import reading
+
+        return reading.agent_history(self._unit)
+
     # tokens (ledger.tokens) ---------------------------------------------------
     def add_token(
         self, name: str, *, agent: bool = False, token: str | None = None, writer: str | None = None

@@ -37,8 +37,13 @@ def undo(u: Unit, plan: str, writer: str, *, any_writer: bool = False) -> dict[s
         op, kind, by, when, summary = last
         if any_writer:
             from todoledger.core.approval import is_person, person_only, principal
+            from todoledger.ledger.signed import person, registry, sign
 
-            if not is_person(writer) and principal(by) != principal(writer):
+            if principal(by) != principal(writer) and (is_person(writer) or registry(u)["keys"]):
+                # Another's change: a person's to undo (signed, on a signed ledger).
+                writer = person(u, f"undo --any of {by}'s change (op {op})", writer)
+                sign(u, "undo --any", plan, None, {"op": op, "kind": kind, "by": by})
+            elif not is_person(writer) and principal(by) != principal(writer):
                 raise LedgerError(person_only(f"undo --any of {by}'s change (op {op})", writer))
         events = [
             ev for ev in u.repo.events(plan, op=op) if ev.item is not None and ev.field not in ANNOTATIONS

@@ -254,9 +254,12 @@ def _gate(
 
 def _refuse_force_past_person(u: Unit, plan: str, ref: str, writer: str) -> None:
     """Only a person forces past a gate whose check a person wrote."""
-    from todoledger.core.approval import is_person, person_only
+    from todoledger.core.approval import is_person
+    from todoledger.ledger.signed import force, registry
 
-    if is_person(writer):
+    with u.store.read():
+        signed = bool(registry(u)["keys"])
+    if is_person(writer) and not signed:
         return
     from todoledger.core.verification import ROLES
     from todoledger.ledger.gates import check_repo
@@ -267,6 +270,5 @@ def _refuse_force_past_person(u: Unit, plan: str, ref: str, writer: str) -> None
             r for r in check_repo(u).checks(plan, [item.id]) if r.role in ROLES and is_person(r.created_by)
         ]
     if theirs:
-        raise LedgerError(
-            person_only(f"--force past {theirs[0].created_by}'s gate {theirs[0].id} on {item.id}", writer)
-        )
+        verb = f"--force past {theirs[0].created_by}'s gate {theirs[0].id} on {item.id}"
+        force(u, verb, writer, plan, item.id, {"past": "gate", "check": theirs[0].id})

@@ -164,7 +164,13 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         return Ledger(self._target, create=False)
 
     def close(self) -> None:
-        """Close the store."""
+        """Close the store; after a signed action, the signing key's folder first
+        remembers the last event it signed here (a later signature checks it)."""
+        if hasattr(self._unit.signer, "sign"):
+            from contextlib import suppress
+
+            with suppress(OSError):  # a head not kept weakens a later check; it never undoes what was done
+                self.remember_head()
         self._unit.store.close()
 
     def __enter__(self) -> Ledger:
@@ -245,6 +251,10 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         from todoledger.ledger import reading, tokens
 
         found = reading.check(self._unit, plan)
+        if plan is None:  # the signatures and the columns that decide verification, ledger-wide
+            from todoledger.ledger import persons
+
+            found += persons.audit(self._unit)
         return found + tokens.breaks(self._unit) if plan in (None, tokens.TOKENS_PLAN) else found
 
     def watch(

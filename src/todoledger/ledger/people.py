@@ -16,14 +16,17 @@ if TYPE_CHECKING:
 
 def approve(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
     """A person approves an item as it is now: an agent may then start it."""
-    from todoledger.core.approval import item_snapshot, require_person
+    from todoledger.core.approval import item_snapshot
+    from todoledger.ledger.signed import person, sign
 
-    require_person("approve", writer)
+    writer = person(u, "approve", writer)
     at = now()
     with u.transaction():
         item = u.require(plan, ref)
+        snapshot = item_snapshot(item.as_dict())
+        sign(u, "approve", plan, item.id, snapshot)
         w = u.op(plan, writer, at, "approve", summary=f"approved {item.id}")
-        w.annotate(item.id, "approved", None, item_snapshot(item.as_dict()))
+        w.annotate(item.id, "approved", None, snapshot)
         u.repo.touch_plan(plan, at)
     standing: dict[str, Any] = approvals(u, plan)["items"].get(item.id, {})
     return standing | {"id": item.id, "content": item.content}
@@ -32,9 +35,10 @@ def approve(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
 def approve_plan(u: Unit, plan: str, writer: str) -> dict[str, Any]:
     """A person approves the plan as it stands: its items' content, order,
     dependencies and gates, with a hash; any later change is flagged."""
-    from todoledger.core.approval import plan_hash, plan_snapshot, require_person
+    from todoledger.core.approval import plan_hash, plan_snapshot
+    from todoledger.ledger.signed import person, sign
 
-    require_person("approve --plan", writer)
+    writer = person(u, "approve --plan", writer)
     at = now()
     with u.transaction():
         items = u.repo.items(plan)
@@ -42,6 +46,7 @@ def approve_plan(u: Unit, plan: str, writer: str) -> dict[str, Any]:
             raise LedgerError(f"plan {plan!r} is empty: nothing to approve")
         snap = plan_snapshot([it.as_dict() for it in items])
         digest = plan_hash(snap)
+        sign(u, "approve --plan", plan, None, {"hash": digest, "items": snap})
         w = u.op(plan, writer, at, "approve", summary=f"approved the plan ({len(items)} items)")
         w.annotate(None, "plan_approved", None, {"hash": digest, "items": snap})
         u.repo.touch_plan(plan, at)

@@ -194,6 +194,15 @@ def ops(u: Unit, plan: str) -> list[dict[str, Any]]:
         ]
 
 
+def agent_history(u: Unit) -> bool:
+    """Has any agent (any writer that is not a person) written to this ledger?"""
+    from todoledger.core.approval import is_person
+    from todoledger.store.migrations import MIGRATION_WRITER
+
+    with u.store.read():
+        return any(not is_person(w) and w != MIGRATION_WRITER for w in u.repo.all_writers())
+
+
 def integrity(u: Unit) -> list[str]:
     """What the backend finds wrong with the stored file itself; empty when sound."""
     return u.store.integrity()

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from todoledger.core import sweep as core
-from todoledger.core.approval import is_person, require_person
+from todoledger.core.approval import is_person
 from todoledger.core.checkspec import parse
 from todoledger.core.model import OPEN_STATUSES, LedgerError
 from todoledger.core.timefmt import now
@@ -192,10 +192,17 @@ def approve(
     """A person approves a sweep's whole definition, every combination's
     commands as `definition` shows them (`shown` is asked); its run checks are
     trusted with it. None when `shown` says no."""
-    require_person("sweep trust", writer)
+    from todoledger.core.approval import require_person
+    from todoledger.ledger.signed import person, registry, sign
+
+    with u.store.read():
+        signed = bool(registry(u)["keys"])
+    if not signed:
+        require_person("sweep trust", writer)  # refused before anything is shown, as before
     found = definition(u, plan, name)
     if not shown(found):
         return None
+    writer = person(u, "sweep trust", writer)  # after the person saw every command: then the passphrase
     at = now()
     repo = CheckRepo(u.store)
     with u.transaction():
@@ -203,6 +210,7 @@ def approve(
         if sweep.as_dict() != found["definition"]:
             raise LedgerError(f"sweep {name} changed while it was shown; run sweep trust again")
         digest = sweep.digest()
+        sign(u, "sweep trust", plan, parent, {"sweep": name, "digest": digest})
         repo.approve_sweep(plan, name, writer, at, digest)
         w = u.op(plan, writer, at, "trust", summary=f"approved sweep {name} ({len(rows)} combinations)")
         w.annotate(parent, "sweep_approved", None, {"sweep": name, "digest": digest})

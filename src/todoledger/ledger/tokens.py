@@ -9,7 +9,6 @@ written around todoledger (`breaks`)."""
 
 from __future__ import annotations
 
-from todoledger.core.approval import require_person
 from todoledger.core.model import LedgerError
 from todoledger.core.timefmt import now
 from todoledger.store.tokens import TokenRepo
@@ -35,7 +34,9 @@ def add(u: Unit, writer: str, name: str, *, agent: bool = False, token: str | No
     """Register a token for `name` (a person, or with `agent` an agent's
     `agent:<name>`); a fresh secret unless `token` gives one. Returns the secret
     once: the ledger keeps only its hash."""
-    require_person("token add", writer)
+    from todoledger.ledger.signed import person, sign
+
+    writer = person(u, "token add", writer)
     import secrets
 
     secret = token.strip() if token is not None else secrets.token_urlsafe(24)
@@ -46,6 +47,7 @@ def add(u: Unit, writer: str, name: str, *, agent: bool = False, token: str | No
         repo = TokenRepo(u.store)
         if repo.find(hashed) is not None:
             raise LedgerError("this token is registered already: give another (or none: one is made)")
+        sign(u, "token add", TOKENS_PLAN, None, _record(hashed, holder.name, role))
         repo.add(hashed, holder.name, role, writer, at)
         w = u.op(TOKENS_PLAN, writer, at, "token", summary=f"token {hashed[:ID_CHARS]} for {holder.name}")
         w.annotate(None, "token", None, _record(hashed, holder.name, role))
@@ -55,7 +57,9 @@ def add(u: Unit, writer: str, name: str, *, agent: bool = False, token: str | No
 def remove(u: Unit, writer: str, ref: str) -> list[dict[str, Any]]:
     """Remove the tokens `ref` names: a token's id (or a prefix of six or more
     characters), or a holder's name (all of that holder's)."""
-    require_person("token remove", writer)
+    from todoledger.ledger.signed import person, sign
+
+    writer = person(u, "token remove", writer)
     at = now()
     with u.transaction():
         repo = TokenRepo(u.store)
@@ -66,6 +70,7 @@ def remove(u: Unit, writer: str, ref: str) -> list[dict[str, Any]]:
                 f"no token {ref!r}: give a token's id or its holder's name (todoledger token list)"
             )
         w = u.op(TOKENS_PLAN, writer, at, "untoken", summary=f"removed {len(chosen)} token(s) of {ref}")
+        sign(u, "token remove", TOKENS_PLAN, None, [r[0] for r in chosen])
         for hashed, name, role, _by, _at in chosen:
             repo.remove(hashed)
             w.annotate(None, "token", _record(hashed, name, role), None)

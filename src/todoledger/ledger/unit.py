@@ -50,6 +50,13 @@ class Unit:
         # (writer, item): a person's --force past another writer's live lease in this transaction.
         self.overrides: set[tuple[str, str]] = set()
         self._plans: list[str | None] = []  # the plan of each open transaction, outermost first
+        # A person's key for person-only actions on a signed ledger (ledger/signed.py):
+        # an unlocked `personkeys.Signer`, or a callable that unlocks one when first
+        # needed (the CLI's passphrase prompt), or None (no person here to sign).
+        self.signer: Any = None
+        # Signatures made in this transaction: (plan, item, record), each kept as a
+        # `signed` event of the transaction's op of that plan.
+        self.signatures: list[tuple[str, str | None, dict[str, Any]]] = []
 
     @contextmanager
     def locked(self, plan: str | None = None) -> Iterator[None]:
@@ -82,11 +89,22 @@ class Unit:
                 # ledger-wide feed (Writes.flush) lasts only to the commit.
                 for w in self._writes:
                     self._renew_leases(w)
+                self._attach_signatures()
                 for w in self._writes:
                     w.flush()
             finally:
                 self._writes = None
                 self.overrides = set()
+                self.signatures = []
+
+    def _attach_signatures(self) -> None:
+        """Each signature made in this transaction joins the op of its plan (the
+        action it signs); one with no op there signed nothing that was written."""
+        assert self._writes is not None
+        for plan, item, record in self.signatures:
+            w = next((w for w in self._writes if w.plan == plan), None)
+            if w is not None:
+                w.annotate(item, "signed", None, record)
 
     def op(self, plan: str, writer: str, at: str, kind: str, **extra: Any) -> Writes:
         """A new op of this transaction: the change's record, its events to follow."""
@@ -194,10 +212,16 @@ class Unit:
             return None
         if not force:
             raise LedgerError(lease_refusal(lease))
-        from todoledger.core.approval import is_person, person_only
+        from todoledger.ledger.signed import force as person_force
 
-        if not is_person(writer):
-            raise LedgerError(person_only(f"--force past {lease.holder}'s lease on {item.id}", writer))
+        person_force(
+            self,
+            f"--force past {lease.holder}'s lease on {item.id}",
+            writer,
+            item.plan,
+            item.id,
+            {"past": "lease", "holder": lease.holder, "token": lease.token},
+        )
         if self._writes is not None:
             self.overrides.add((writer, item.id))
         return lease

@@ -846,6 +846,8 @@ class PlanTools:
         lg = self.ledger(write=False)
         if plan not in [p["plan"] for p in lg.plans()]:
             return None
+        if lg.signed():  # an answer through the agent's client is never a person's signature: not asked
+            return None
         waiting = set(lg.approvals(plan)["waiting"])
         if tool == "plan_update":
             try:

@@ -117,6 +117,22 @@ class CheckRepo:
             (check.check.digest(), by, at, check.id),
         )
 
+    def provenance(self) -> list[tuple[str, str, str, str | None]]:
+        """Every check's (id, plan, author, who trusted it), for `check`."""
+        return [
+            (str(r[0]), str(r[1]), str(r[2]), None if r[3] is None else str(r[3]))
+            for r in self.db.query("SELECT id, plan, created_by, trusted_by FROM checks ORDER BY plan, id")
+        ]
+
+    def receipt_results(self) -> list[tuple[str, str, list[str]]]:
+        """Per check, its plan and its receipts' results in the order written, for `check`."""
+        out: dict[str, tuple[str, list[str]]] = {}
+        for check_id, plan, result in self.db.query(
+            "SELECT check_id, plan, result FROM receipts ORDER BY seq"
+        ):
+            out.setdefault(str(check_id), (str(plan), []))[1].append(str(result))
+        return [(k, plan, results) for k, (plan, results) in out.items()]
+
     # receipts --------------------------------------------------------------
     def add_receipt(self, plan: str, r: Receipt) -> None:
         self.db.execute(

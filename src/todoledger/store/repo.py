@@ -793,6 +793,10 @@ class Repo:
             (plan,),
         )
 
+    def all_writers(self) -> list[str]:
+        """Every writer that recorded an op, in any plan."""
+        return [str(r[0]) for r in self.db.query("SELECT DISTINCT writer FROM ops")]
+
     def last_ops(self) -> list[Row]:
         """(plan, op, writer, at, kind, summary, untimed, source_at) of each plan's latest op."""
         return self.db.query(
@@ -913,6 +917,45 @@ class Repo:
         """The chain value of the ledger's last event ("" before the first)."""
         rows = self.db.query("SELECT chain FROM events ORDER BY seq DESC LIMIT 1")
         return str(rows[0][0] or "") if rows else ""
+
+    def chain_at(self, seq: int) -> str | None:
+        """The chain value of event `seq`, or None where the ledger has no such event."""
+        rows = self.db.query("SELECT chain FROM events WHERE seq = ?", (seq,))
+        return str(rows[0][0] or "") if rows else None
+
+    def last_signed(self, key: str) -> tuple[int, str] | None:
+        """The newest `signed` event made by `key` (a person key's id): (number, chain value)."""
+        for seq, new, chain in self.db.query(
+            "SELECT seq, new, chain FROM events WHERE field = 'signed' ORDER BY seq DESC LIMIT 50"
+        ):
+            value = decode(new)
+            if isinstance(value, dict) and value.get("key") == key:
+                return int(seq), str(chain or "")
+        return None
+
+    def fields_events(self, fields: Sequence[str]) -> list[Event]:
+        """Every event of these fields, in every plan, oldest first (for `check`)."""
+        marks = ",".join("?" * len(fields))
+        return [
+            Event(r[0], r[1], r[2], r[3], r[4], decode(r[5]), decode(r[6]), r[7], r[8])
+            for r in self.db.query(
+                "SELECT seq, op, plan, item, field, old, new, writer, at FROM events"
+                f" WHERE field IN ({marks}) ORDER BY seq",
+                list(fields),
+            )
+        ]
+
+    def op_writers(self, ops: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """op -> (writer, kind), for `check`."""
+        out: dict[int, tuple[str, str]] = {}
+        for start in range(0, len(ops), 500):
+            part = list(ops[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for op, writer, kind in self.db.query(
+                f"SELECT op, writer, kind FROM ops WHERE op IN ({marks})", part
+            ):
+                out[int(op)] = (str(writer), str(kind))
+        return out
 
     def chain_breaks(self, plan: str | None = None, page: int = 5000) -> list[str]:
         """Events whose chain value does not follow from the event before them

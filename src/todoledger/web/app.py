@@ -431,10 +431,27 @@ class Board:
                 },
                 status_code=403,
             )
+        passphrase = body.pop("passphrase", None)
+        signer = None
+        if body["action"] in PERSON_ONLY_ACTIONS and isinstance(passphrase, str) and passphrase:
+            identity = request.headers.get(IDENTITY_HEADER)
+            if not identity:  # no token showed who types: a signature is a token's person's, or none
+                return JSONResponse(
+                    {"error": "a signed approval on the board needs a person's token (log in at /login)"},
+                    status_code=403,
+                )
+            from todoledger.personkeys import unlock_named
+
+            try:  # decrypted in this server's memory, for this one signature
+                signer = await run_in_threadpool(unlock_named, identity, passphrase, "web")
+            except LedgerError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
         try:
             result = await run_in_threadpool(
-                lambda: self.locked(lambda lg: steer(lg, body, writer), write=True)
+                lambda: self.locked(lambda lg: steer(lg, body, writer, signer), write=True)
             )
+        except NeedsSignature as exc:
+            return JSONResponse({"error": str(exc), "sign": True}, status_code=400)
         except LedgerError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse({"ok": True, "writer": writer, **result})
@@ -533,7 +550,38 @@ def _text(body: dict[str, Any], name: str, *, required: bool = True) -> str:
     return value
 
 
-def steer(lg: Ledger, body: dict[str, Any], writer: str) -> dict[str, Any]:
+class NeedsSignature(LedgerError):
+    """A person-only action on a signed ledger, asked without a passphrase."""
+
+
+def steer(lg: Ledger, body: dict[str, Any], writer: str, signer: Any = None) -> dict[str, Any]:
+    """One change from the page, through the service as `writer`; `signer`: the
+    person's key, unlocked with the passphrase typed in the page for this action only."""
+    if body["action"] in PERSON_ONLY_ACTIONS and lg.signed():
+        if signer is None:
+            ref = body.get("id") if isinstance(body.get("id"), str) else ""
+            plan = (
+                body.get("plan") if isinstance(body.get("plan"), str) and body.get("plan") else default_plan()
+            )
+            command = (
+                f"todoledger approve {ref} --plan {plan}" if ref else f"todoledger approve --plan {plan}"
+            )
+            # A bearer token is no signature.
+            raise NeedsSignature(
+                "this ledger is signed: an approval is a person's signature, and a board's token makes none;"
+                f" type your passphrase (a board you serve holds your key), or sign it at your own terminal: {command}"
+            )
+        lg.sign_with(signer)
+        try:
+            done = _steer(lg, body, str(signer.writer))
+            lg.remember_head()
+            return done
+        finally:
+            lg.sign_with(None)  # the key leaves this server's memory with the request
+    return _steer(lg, body, writer)
+
+
+def _steer(lg: Ledger, body: dict[str, Any], writer: str) -> dict[str, Any]:
     """One change from the page, through the service as `writer`."""
     action = body["action"]
     plan = body.get("plan") if isinstance(body.get("plan"), str) and body.get("plan") else default_plan()

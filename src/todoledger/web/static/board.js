@@ -153,10 +153,49 @@
     }
     let answer = {};
     try { answer = await r.json(); } catch (e) { /* not JSON: say the status */ }
+    if (!r.ok && answer.sign && !body.passphrase) {
+      // A signed ledger: the person's passphrase, typed here, signs this one approval.
+      const passphrase = await askPassphrase(answer.error);
+      if (passphrase) { body.passphrase = passphrase; return act(body); }
+    }
     if (!r.ok) { say(answer.error || `refused (${r.status})`, true); refresh(); return false; }
     say("");
     refresh();
     return true;
+  }
+
+  // The passphrase of the person's key, in a password field of a modal dialog: never
+  // kept by the page, sent once with the approval it signs.
+  function askPassphrase(message) {
+    return new Promise((resolve) => {
+      const dialog = document.createElement("dialog");
+      dialog.className = "sign";
+      const form = document.createElement("form");
+      form.method = "dialog";
+      const text = document.createElement("p");
+      text.textContent = message;
+      const input = document.createElement("input");
+      input.type = "password";
+      input.autocomplete = "off";
+      input.setAttribute("aria-label", "passphrase");
+      const ok = document.createElement("button");
+      ok.value = "sign";
+      ok.textContent = "sign";
+      const cancel = document.createElement("button");
+      cancel.value = "cancel";
+      cancel.textContent = "cancel";
+      form.append(text, input, ok, cancel);
+      dialog.append(form);
+      document.body.append(dialog);
+      dialog.addEventListener("close", () => {
+        const value = dialog.returnValue === "sign" ? input.value : null;
+        input.value = "";
+        dialog.remove();
+        resolve(value);
+      });
+      dialog.showModal();
+      input.focus();
+    });
   }
 
   function chooser(button, kind, id) {

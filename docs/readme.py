@@ -16,7 +16,9 @@ commands run one by one through bash, as shown, with the real `todoledger` of
 this environment and:
 - TODOLEDGER_DB=.todoledger/ledger.db (so outputs name no temporary path),
 - TODOLEDGER_ID_SEED=readme-<session>: the same ids on every run,
-- TODOLEDGER_NOW: a fixed clock, for outputs that show times,
+- TODOLEDGER_NOW: a fixed clock, for outputs that show times (each session's
+  ledger is created as `todoledger init --test-clock` creates one: no other
+  ledger honours it),
 - HOME in the scratch folder (install's records stay there) and a PATH of
   this environment's scripts and the system's, so no agent CLI of this
   machine shows up in an output.
@@ -78,6 +80,7 @@ def _register_you(db: Path) -> None:
 
     db.parent.mkdir(parents=True, exist_ok=True)
     with Ledger(db) as lg:
+        lg.start_test_clock()
         lg.add_token("you", token=README_TOKEN, writer="cli:you")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import person_env, subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin, with_test_clock
 from tests.test_mcp import call, stdio
 from todoledger import Ledger
 
@@ -303,6 +303,7 @@ def test_the_agent_cannot_date_its_liveness_receipt_in_the_future(
     from tests.test_proof import serving
     from todoledger.core.timefmt import now, shift
 
+    with_test_clock(ledger_env)  # the test ages the receipt by TODOLEDGER_NOW; the agent's shell may not
     item = add_item("Server is up")
     with serving(b"ready") as port:
         with Ledger() as lg:

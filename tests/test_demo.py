@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import subprocess_env, todoledger_bin, with_test_clock
 from todoledger import Ledger, LedgerError
 from todoledger.core.ids import new_id, seeded
 from todoledger.demo import (
@@ -47,6 +47,7 @@ def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
     from tests.conftest import act_as_person
 
+    with_test_clock(ledger_env)  # type: ignore[arg-type]  # a few tests fix the clock (TODOLEDGER_NOW)
     act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 
@@ -463,6 +464,7 @@ def test_id_seed_env_repeats_ids_across_processes_and_keeps_collision_checks(tmp
 
 def test_clock_override_and_its_bad_value(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
+    with_test_clock(db)
     assert add(db, "x", TODOLEDGER_NOW="2026-02-12T08:30:00Z").returncode == 0
     with Ledger(db) as ledger:
         assert {e["at"] for e in ledger.history()} == {"2026-02-12T08:30:00.000Z"}

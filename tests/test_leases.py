@@ -18,7 +18,7 @@ import pytest
 from todoledger import Ledger
 from todoledger.core.model import LedgerError
 
-from .conftest import subprocess_env, todoledger_bin
+from .conftest import subprocess_env, todoledger_bin, with_test_clock
 
 T0 = "2026-03-01T10:00:00.000Z"
 
@@ -31,6 +31,7 @@ def t(seconds: int) -> str:
 
 @pytest.fixture
 def lg(ledger_env: Path) -> Iterator[Ledger]:
+    with_test_clock(ledger_env)  # the lease tests age leases by TODOLEDGER_NOW
     ledger = Ledger()
     ledger.write(
         {"todos": [{"content": f"Task {n}", "status": "pending"} for n in range(1, 5)]}, writer="lead"

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import subprocess_env, todoledger_bin, with_test_clock
 from tests.test_mcp import call, refuse, stdio
 from todoledger import Ledger, LedgerError
 from todoledger.core.checkspec import cannot_fail, parse
@@ -33,6 +33,7 @@ def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
     from tests.conftest import act_as_person
 
+    with_test_clock(ledger_env)  # type: ignore[arg-type]  # receipts are aged by TODOLEDGER_NOW
     act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 

@@ -854,7 +854,13 @@ def hook(agent: str, gate_stop: bool) -> None:
     help="A team's PostgreSQL ledger, named without a password: creates its schema and tables and"
     " writes the URL to .todoledger/config.toml.",
 )
-def init(url: str | None) -> None:
+@click.option(
+    "--test-clock",
+    is_flag=True,
+    help="For tests and generated docs: let TODOLEDGER_NOW fix this new ledger's clock (a ledger"
+    " with history cannot be switched; every other ledger keeps the real clock).",
+)
+def init(url: str | None, test_clock: bool) -> None:
     """Create this project's ledger: a SQLite file in .todoledger/, or with --team URL a
     PostgreSQL schema that every agent, hook and terminal of the project then finds."""
     from pathlib import Path
@@ -867,7 +873,12 @@ def init(url: str | None) -> None:
         from todoledger.ledger import Ledger
 
         with Ledger(str(folder / FILENAME)) as lg:
-            say(f"ledger: {lg.location}")
+            if test_clock:
+                lg.start_test_clock()
+            say(
+                f"ledger: {lg.location}"
+                + (" (test clock: TODOLEDGER_NOW fixes its time)" if test_clock else "")
+            )
         return
     config = folder / CONFIG
     line = f"ledger = {json.dumps(url)}\n"
@@ -877,6 +888,9 @@ def init(url: str | None) -> None:
     from todoledger.store.locate import GITIGNORE
 
     location = Ledger.create_team(url)
+    if test_clock:
+        with Ledger(url) as lg:
+            lg.start_test_clock()
     folder.mkdir(exist_ok=True)
 
     ignore = folder / ".gitignore"

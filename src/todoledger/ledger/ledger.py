@@ -78,6 +78,21 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         finally:
             store.close()
 
+    def start_test_clock(self) -> None:
+        """Let TODOLEDGER_NOW fix this ledger's clock (`init --test-clock`): only a
+        ledger without history yet, for the README generator and tests."""
+        from todoledger.core.timefmt import now
+        from todoledger.store.settings import start_test_clock
+
+        start_test_clock(self._unit.store, now())
+
+    @property
+    def test_clock(self) -> bool:
+        """Whether TODOLEDGER_NOW fixes this ledger's clock (created with --test-clock)."""
+        from todoledger.store.settings import has_test_clock
+
+        return has_test_clock(self._unit.store)
+
     @property
     def location(self) -> str:
         """Where the ledger lives, or where its first write will create it (a

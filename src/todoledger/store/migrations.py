@@ -310,6 +310,14 @@ def m014_markdown_layouts(db: Executor) -> None:
     )
 
 
+def m015_ledger_settings(db: Executor) -> None:
+    """Settings fixed when a ledger is created (store/settings.py): the test clock,
+    which lets TODOLEDGER_NOW fix the time on that ledger and no other."""
+    db.execute_script(
+        ["CREATE TABLE ledger_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL, set_at TEXT NOT NULL)"]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -325,5 +333,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("sweep_lifecycle", m012_sweep_lifecycle),
     ("dropped_status", m013_dropped_status),
     ("markdown_layouts", m014_markdown_layouts),
+    ("ledger_settings", m015_ledger_settings),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

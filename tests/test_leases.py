@@ -148,6 +148,8 @@ def test_claim_renew_release_on_the_command_line(ledger_env: Path | str, lg: Led
     got = json.loads(run("next", "--claim", "--lease", "90", "--json").stdout)
     token = got[0]["token"]
     assert got[0]["lease_seconds"] == 90
+    # The claim's secret, given to the claimant only, proves it the holder on later command lines.
+    env["TODOLEDGER_LEASE_SECRET"] = got[0]["lease_secret"]
     renewed = run("renew", got[0]["id"], "--token", str(token), "--json")
     assert json.loads(renewed.stdout)["holder"] == "cli:alice"
     wrong = run("done", got[0]["id"], "--token", str(token + 7))

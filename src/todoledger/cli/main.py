@@ -297,7 +297,10 @@ def next_cmd(
 
     render.items(found, title="claimed" if claim else "ready", empty="nothing is ready")
     for row in found if claim else []:
-        say(f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates")
+        say(
+            f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates, with"
+            f" TODOLEDGER_LEASE_SECRET={row['lease_secret']} (yours only: it proves you hold the lease)"
+        )
     if stranded:
         render.stranded(stranded)
 

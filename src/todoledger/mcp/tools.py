@@ -53,7 +53,7 @@ INSTRUCTIONS = (
     "partial or failing work stays in_progress. Add items you discover; cancel ones no longer "
     "needed. At session start or after compaction, call todoread and continue that plan "
     "instead of starting anew. Sharing work: plan_next claim=true takes one ready item for you. "
-    "If a reply returns a writer, pass it back as writer."
+    "If a reply returns a writer or a lease_secret, pass each back as it is named."
 )
 
 _PLAN = {"type": "string", "description": "Plan name (default: main)"}
@@ -103,9 +103,9 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "plan_next": {
         "description": (
-            "Ready items by priority. claim=true atomically starts one for you, leased (default 30 min; "
-            "your updates renew it; others' are refused; renew/release=<id>; token fences a lapsed claim). "
-            "Finish it first; pass back a returned writer."
+            "Ready items by priority. claim=true atomically starts one for you, leased (30 min default; "
+            "your updates renew it; others' are refused; renew/release=<id>; token fences a lapsed one). "
+            "Finish it first."
         ),
         "inputSchema": {
             "type": "object",
@@ -147,6 +147,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "force": {"type": "boolean"},
                 "reason": {"type": "string"},
                 "token": {"type": "integer", "minimum": 1},
+                "lease_secret": {"type": "string"},
                 "check": {"type": "string"},
                 "metrics": {"type": "array", "items": {"type": "string"}},
                 "plan": _PLAN,
@@ -202,6 +203,7 @@ TEXT_LIMITS: dict[str, int] = {
     "renew": 64,
     "release": 64,
     "check": MAX_NOTES_CHARS,
+    "lease_secret": 64,
 }
 MAX_LISTED = 100  # strings in `metrics` or `ids`
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -363,6 +365,9 @@ class PlanTools:
         self.shared: SharedLedger = shared if shared is not None else SharedLedger(cwd)
         self._call = threading.local()  # this thread's call: its getter of the Ledger
         self._tokens: dict[tuple[str, str], int] = {}  # (writer, item): the token of its claim
+        # (writer, item): the secret of its claim, kept here for the session that claimed
+        # and never sent on: it proves that session the holder (ledger/leases.py).
+        self._secrets: dict[tuple[str, str], str] = {}
         # Checks written here are trusted (stdio: this machine's user); the HTTP
         # server marks them untrusted and runs none unless started --allow-checks.
         self.trusted_checks = True
@@ -439,6 +444,9 @@ class PlanTools:
         if not parsed.whole:
             raise ToolInputError(f"{parsed.dialect} updates are patches, not a whole list; use plan_update")
         lg = self.ledger(write=True)
+        for (holder, _), secret in self._secrets.items():
+            if holder == writer:  # this session's claims: its list writes them as their holder
+                lg.hold(secret)
         result = lg.apply(parsed, plan=plan, writer=writer, restore_hint=RESTORE_CALL)
         mine = lg.rows(plan, result.ids)
         out: dict[str, Any] = {"plan": plan, "revision": result.revision}
@@ -527,6 +535,7 @@ class PlanTools:
     ) -> dict[str, Any]:
         lg = self.ledger(write=True)
         item = lg.get(ref, plan)["id"]
+        lg.hold(self._secrets.get((writer, item)))
         writer = _token_holder(lg, plan, item, token, writer)
         token = token or self._tokens.get((writer, item))
         if token is None:
@@ -536,6 +545,7 @@ class PlanTools:
             return {"plan": plan, "renewed": item, "token": token, "lease_expires": held["expires_at"]}
         lg.release(item, plan=plan, writer=writer, token=token)
         self._tokens.pop((writer, item), None)
+        self._secrets.pop((writer, item), None)
         return {"plan": plan, "released": item}
 
     def _plan_next(
@@ -565,12 +575,17 @@ class PlanTools:
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
         item = got[0]
         self._tokens[(writer, item["id"])] = item["token"]
+        if not sessionless(writer):  # a session's claims: kept here, for that session alone
+            self._secrets[(writer, item["id"])] = item["lease_secret"]
         out: dict[str, Any] = {
             "plan": plan,
             "claimed": _compact(item, "priority", "notes", "token", "lease_expires"),
         }
         if sessionless(writer):
             out["writer"] = writer  # the lease's holder: passed back, later calls are its holder's
+            # A sessionless client has no session for the server to keep its proof in: the
+            # secret goes back to it alone, and its later calls pass it (`lease_secret`).
+            out["claimed"]["lease_secret"] = item["lease_secret"]
         others = _also_in_progress(lg, plan, writer, item["id"])
         if others:
             out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
@@ -609,9 +624,13 @@ class PlanTools:
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        return self.locked(
-            lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force, token, proof)
-        )
+        secret = args.get("lease_secret")
+
+        def update() -> dict[str, Any]:
+            self.ledger(write=True).hold(secret)  # a sessionless client's claim: its own proof
+            return self._plan_update(plan, explicit is not None, ref, fields, writer, force, token, proof)
+
+        return self.locked(update)
 
     @staticmethod
     def _proof(args: dict[str, Any]) -> dict[str, Any]:
@@ -688,6 +707,8 @@ class PlanTools:
         )
         if status == "cancelled":
             fields["reason"] = fields.get("reason") or "cancelled"
+        if self._secrets:
+            lg.hold(self._secrets.get((writer, lg.get(ref, plan)["id"])))
         if token is None and self._tokens:
             # A claim made in this session fences this session's updates of its item.
             token = self._tokens.get((writer, lg.get(ref, plan)["id"]))
@@ -801,6 +822,17 @@ class PlanTools:
             # Another agent's name would make this agent's own check look independent.
             raise ToolInputError(
                 f"writer {given!r} is not this session's agent: it writes as {session_writer} or its own writers"
+            )
+        if (
+            given
+            and given.startswith("mcp:")
+            and given != session_writer
+            and not sessionless(session_writer)
+            and given.count(":") >= 2
+        ):
+            # A session's writer is the session's: another client's would pass as its lease holder.
+            raise ToolInputError(
+                f"writer {given!r} names another client's session; this session writes as {session_writer}"
             )
         return given or session_writer
 

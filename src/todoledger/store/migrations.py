@@ -318,6 +318,12 @@ def m015_ledger_settings(db: Executor) -> None:
     )
 
 
+def m016_lease_secrets(db: Executor) -> None:
+    """A lease's secret (its SHA-256; the secret itself goes only to the claimant):
+    a fenced write proves its holder by it, never by a writer's name alone."""
+    db.execute_script(["ALTER TABLE leases ADD COLUMN secret TEXT"])
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -334,5 +340,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("dropped_status", m013_dropped_status),
     ("markdown_layouts", m014_markdown_layouts),
     ("ledger_settings", m015_ledger_settings),
+    ("lease_secrets", m016_lease_secrets),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -174,7 +174,18 @@ def shell(name: str, *commands: str | tuple[str, int], head: int | None = None) 
 
 
 def python(name: str, code: str) -> str:
-    """The code as a Python block and, run as a script in the session's project, what it prints."""
+    """The code as a Python block and, run as a script in the session's project, what it prints.
+    A ledger file the code names (`Ledger("plan.db")`) is made first with a test clock, as
+    `init --test-clock` makes one, so that TODOLEDGER_NOW fixes its times too."""
+    import re
+
+    from todoledger import Ledger
+
+    for path in re.findall(r'Ledger\("([^"]+\.db)"\)', code):
+        target = session(name) / path
+        if not target.exists():
+            with Ledger(str(target)) as lg:
+                lg.start_test_clock()
     file(name, "example.py", code)
     out = run(name, f"{sys.executable} example.py", script=True).split("\n", 1)[1:]
     return f"```python\n{code.rstrip()}\n```\n\nprints:\n\n```\n{''.join(out)}\n```\n"

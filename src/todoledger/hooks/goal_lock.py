@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 MAX_BLOCKS = 3
 MAX_NAMED = 10
 # The verification state that proves a gated item; every other state of an item
-# with gates (failed, stale, unverified, self-checked) does not: the one place to adjust.
+# with gates (failed, stale, unverified, stand-in, typed, self-checked, cross-checked,
+# accepted by a person) does not: the one place to adjust.
 PROVEN = frozenset({"verified"})
 WHAT_PROVES = {
     "failed": "make its gate pass, then run `todoledger verify {id}` (or the plan_verify tool)",
@@ -55,6 +56,11 @@ WHAT_PROVES = {
     " a person must approve that check (`todoledger trust`)",
     "self_checked": "its passing checks are an agent's, with no person or token behind them:"
     " a person must approve that check (`todoledger trust`)",
+    "cross-checked": "its passing check is another agent's, with no person behind it:"
+    " a person must approve that check (`todoledger trust`)",
+    "stand-in": "its check ran against a stand-in, which proves nothing: a check on the real thing must pass",
+    "typed": "its numbers were typed, not measured: measure them (a sweep run) or ask a person to accept"
+    " them (`todoledger accept-metric`)",
     "plan-mode": "approved in plan mode, changed since ({what}): a person must approve it again "
     "(`todoledger approve {id}` in a terminal, or the board)",
 }

@@ -161,26 +161,33 @@ def clock() -> float:
     return epoch(now())
 
 
-def _proof(u: Unit, rows: Sequence[CheckRow]) -> Callable[[CheckRow, str | None], bool]:
-    """Does a passing check prove the claimant's claim? Its author must be
-    independent of the claimant (`CheckRow.independent`); for a `metric:` gate,
-    so must the numbers: measured by an independent check, or accepted by a person."""
+def _proof(u: Unit, rows: Sequence[CheckRow]) -> Callable[[CheckRow, str | None], str]:
+    """The state a passing, fresh check gives the claimant's claim
+    (`core.passing_state`: who wrote or trusted the check); for a `metric:` gate,
+    also where its numbers came from: typed ones give `typed`, typed ones a person
+    accepted `accepted by <person>`, measured ones the state of the check that
+    measured them, whichever is weakest."""
     by_id = {r.id: r for r in rows}
     repo = check_repo(u)
 
-    def proves(row: CheckRow, claimant: str | None) -> bool:
-        if not row.independent(claimant):
-            return False
-        if row.check.kind != "metric":
-            return True
-        runs = [m for m in repo.metric_runs(row.item, row.check.target) if usable(m)]
-        for _, provenance, check_id, _accepted, _writer in runs:
+    def proves(row: CheckRow, claimant: str | None) -> str:
+        own = core.passing_state(row, claimant)
+        if row.check.kind != "metric" or own == core.STAND_IN:
+            return own
+        runs = repo.metric_runs(row.item, row.check.target)
+        counted = [m for m in runs if usable(m)]
+        if not counted:
+            return core.TYPED if runs else own
+        found = [own]
+        for _, provenance, check_id, accepted, _writer in counted:
             if provenance != core.MEASURED:
-                continue  # accepted by a person (`_usable`): theirs
+                found.append(core.accepted_by(accepted or "a person"))
+                continue
             source = by_id.get(check_id or "")
-            if source is None or not source.independent(claimant):
-                return False
-        return bool(runs)
+            found.append(core.passing_state(source, claimant) if source is not None else core.SELF_CHECKED)
+        # A person's gate met by a person's accepted numbers reads as accepted, never verified.
+        state = core.weakest(found) or own
+        return state
 
     return proves
 
@@ -254,7 +261,7 @@ def write_warnings(u: Unit, plan: str, completed: Sequence[str]) -> list[Finding
     out: list[Finding] = []
     for item in completed:
         state = found.get(item)
-        if item in gated and state not in (core.VERIFIED, core.SELF_CHECKED):
+        if item in gated and state not in (core.VERIFIED, core.SELF_CHECKED, core.CROSS_CHECKED):
             claimed = core.claimed_label("completed", state)
             shown = (
                 f"counted as {claimed!r}, not as completed" if claimed else "kept as reported, not verified"

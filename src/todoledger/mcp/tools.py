@@ -329,7 +329,7 @@ def self_checked_hint(lg: Ledger, plan: str, item_id: str) -> str:
     """What the claimant is told when only its own check passed."""
     ids = " ".join(r.id for r in lg.checks([item_id], plan=plan))
     return (
-        "self-checked: its gate is an agent's check with no person or token behind it (yours, or one"
+        "self-checked: its gate is an agent's check with no person behind it (yours, or one"
         " you could have written), so it does not prove your claim; what waits on it starts once a"
         f" person approves the check (todoledger trust {ids}, from a terminal or the board)"
     )
@@ -748,6 +748,9 @@ class PlanTools:
         elif state == "self-checked":
             out["item"]["verification"] = state
             out["hint"] = self_checked_hint(lg, plan, item["id"])
+        elif state is not None and state != "verified" and status == "completed":
+            # cross-checked, stand-in, typed, accepted by <person>: said as it is, never as verified
+            out["item"]["verification"] = state
         elif status == "completed" and not item.get("evidence"):
             out["hint"] = "add evidence: what shows it is done"
         elif status == "in_progress":

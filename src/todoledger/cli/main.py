@@ -823,7 +823,9 @@ def _show_demo_checks(ran: Any, plan: str) -> None:
     say("The reviewer's gates on what the seeds' agent claimed completed (see each item's notes):")
     for r in ran.claims:
         verdict = (
-            "proven by the reviewer's gate" if r["result"] == "holds" else "refused: the gate does not hold"
+            "holds, but on a file the demo wrote: a stand-in, no proof of the seeds' claim"
+            if r["result"] == "holds"
+            else "refused: the gate does not hold"
         )
         say(f"  {r['item']} {r['content']}: {r['result']}: {r['spec']}: {verdict}")
     click.echo()

@@ -50,6 +50,14 @@ PERSON_ACTIONS: tuple[PersonAction, ...] = (
         "ledger/checkrecords.py",
     ),
     PersonAction(
+        "gate real",
+        ("gate", "real"),
+        "",
+        "say a check marked as a stand-in runs against the real thing (its passing may then prove)",
+        "todoledger gate real CHECK",
+        "ledger/checkrecords.py",
+    ),
+    PersonAction(
         "done --force",
         ("done",),
         "--force",

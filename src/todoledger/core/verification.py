@@ -229,7 +229,7 @@ class CheckRow:
             if self.person_backed and self.trusted_by and self.trusted_by != self.created_by
             else None,
             "at": self.at,
-        }
+        } | ({"stand_in": True} if self.stand_in else {})
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,13 @@ SHOWN = {
 
 
 def known_state(value: str | None) -> bool:
-    """A word of the vocabulary (`accepted by <person>` included)."""
-    return value is not None and (value in VERIFICATIONS or value.startswith("accepted by "))
+    """A word of the vocabulary that an item carries (`accepted by <person>` included);
+    `reported` is said where a completion is shown, not as a tag of its own."""
+    return (
+        value is not None
+        and value != "reported"
+        and (value in VERIFICATIONS or value.startswith("accepted by "))
+    )
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,16 @@ def new_check_id() -> str:
 
 
 def insert_check(
-    u: Unit, plan: str, item: str, role: str, check: Check, writer: str, at: str, *, trusted: bool
+    u: Unit,
+    plan: str,
+    item: str,
+    role: str,
+    check: Check,
+    writer: str,
+    at: str,
+    *,
+    trusted: bool,
+    stand_in: bool = False,
 ) -> CheckRow:
     from todoledger.core.checkspec import cannot_fail
 
@@ -80,6 +89,7 @@ def insert_check(
         route,
         cwd,
         path,
+        stand_in,
     )
     repo.add(row, trusted_by=writer if trusted else None)
     w = u.op(plan, writer, at, role, summary=f"{role} {row.id} on {item}")
@@ -87,7 +97,8 @@ def insert_check(
         item,
         "check",
         None,
-        {"id": row.id, "role": role, "spec": check.canonical(), "trusted": trusted, "route": route},
+        {"id": row.id, "role": role, "spec": check.canonical(), "trusted": trusted, "route": route}
+        | ({"stand_in": True} if stand_in else {}),
     )
     u.repo.touch_plan(plan, at)
     return row

@@ -748,7 +748,7 @@ class PlanTools:
         elif state == "self-checked":
             out["item"]["verification"] = state
             out["hint"] = self_checked_hint(lg, plan, item["id"])
-        elif state is not None and state != "verified" and status == "completed":
+        elif state not in (None, "verified", "reported") and status == "completed":
             # cross-checked, stand-in, typed, accepted by <person>: said as it is, never as verified
             out["item"]["verification"] = state
         elif status == "completed" and not item.get("evidence"):

@@ -324,6 +324,12 @@ def m016_lease_secrets(db: Executor) -> None:
     db.execute_script(["ALTER TABLE leases ADD COLUMN secret TEXT"])
 
 
+def m017_check_stand_in(db: Executor) -> None:
+    """A check against a stand-in (its author said so, or a demo): its passing is
+    `stand-in`, never proof (core/verification.py). Only a person clears the mark."""
+    db.execute_script(["ALTER TABLE checks ADD COLUMN stand_in INTEGER NOT NULL DEFAULT 0"])
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -341,5 +347,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("markdown_layouts", m014_markdown_layouts),
     ("ledger_settings", m015_ledger_settings),
     ("lease_secrets", m016_lease_secrets),
+    ("check_stand_in", m017_check_stand_in),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

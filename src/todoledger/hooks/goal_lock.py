@@ -95,10 +95,12 @@ def task_completed(event: dict[str, Any], cwd: str | None) -> Refusal | None:
     with hook_ledger(cwd, create=False) as lg:
         if not lg.exists:
             return None
+        wanted, task_id = normalised(subject), str(event.get("task_id") or "")
         rows = [
             r
             for r in _rows(lg, plan)
-            if r.get("content") == subject.strip() and r.get("status") not in ("cancelled", "dropped")
+            if (r.get("id") == task_id or normalised(str(r.get("content") or "")) == wanted)
+            and r.get("status") not in ("cancelled", "dropped")
         ]
         if not rows:
             return None
@@ -305,6 +307,19 @@ def reason(unproven: list[dict[str, Any]], head: str) -> str:
         lines.append(f"- and {len(unproven) - MAX_NAMED} more")
     lines.append("Do not report it done until then.")
     return "\n".join(lines)
+
+
+def normalised(subject: str) -> str:
+    """A task's subject as the goal lock compares it: Unicode-normalised, case
+    folded, runs of spaces as one, without the punctuation around it. A subject
+    reworded only in those ways is the same task (a renamed subject would
+    otherwise slip past its gate)."""
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", subject).casefold()
+    text = re.sub(r"\s+", " ", text)
+    return text.strip(" .,;:!?-–—'\"`*_()[]")
 
 
 def _rows(lg: Ledger, plan: str) -> list[dict[str, Any]]:

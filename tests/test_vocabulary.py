@@ -120,3 +120,32 @@ def test_each_word_has_its_own_colour_on_the_terminal_and_the_board(word: str) -
     assert render_term._word_style(word)
     css = (Path(render_term.__file__).parent.parent / "web" / "static" / "board.css").read_text()
     assert f".v-{word.split(' ')[0]} {{" in css
+
+
+def test_a_gate_that_accepts_cross_checked_opens_on_it_and_still_says_cross_checked(
+    ledger_env: Path | str,
+) -> None:
+    """Gates requiring proof accept only verified, unless the gate says `--accept cross-checked`."""
+    with Ledger() as lg:
+        strict = lg.add("Strict", writer=PERSON)["id"]
+        lenient = lg.add("Lenient", writer=PERSON)["id"]
+        after_strict = lg.add("After strict", depends_on=[strict], writer=PERSON)["id"]
+        after_lenient = lg.add("After lenient", depends_on=[lenient], writer=PERSON)["id"]
+        lg.add_check(strict, "cmd:test -d .", writer="mcp:codex:c1")
+        lg.add_check(lenient, "cmd:test -d .", {"accept": "cross-checked"}, writer="mcp:codex:c1")
+        for item in (strict, lenient):
+            lg.done(item, evidence="ok", writer="mcp:claude-code:s1")
+            assert state(lg, item) == "cross-checked"
+        assert not ready(lg, after_strict) and ready(lg, after_lenient)
+    with pytest.raises(Exception, match="accept is cross-checked"):
+        with Ledger() as lg:
+            lg.add_check(strict, "cmd:test -e .", {"accept": "self-checked"}, writer=PERSON)
+    ran = subprocess.run(
+        [todoledger_bin(), "gate", "add", strict, "cmd:test -e .", "--accept", "cross-checked", "--json"],
+        env=subprocess_env(ledger_env),
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0 and '"accept": "cross-checked"' in ran.stdout.replace('":"', '": "'), (
+        ran.stdout
+    )

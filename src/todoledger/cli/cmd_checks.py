@@ -42,6 +42,14 @@ def check_options(func: F) -> F:
                 help="How long a passing receipt stands (90s, 10m, 2h; http and port default to 10m).",
             ),
             click.option(
+                "--accept",
+                "accept",
+                type=click.Choice(["cross-checked"]),
+                default=None,
+                help="What waits on the item may start on another agent's passing check too (it still"
+                " reads cross-checked; by default only verified opens it).",
+            ),
+            click.option(
                 "--watch",
                 "watch",
                 multiple=True,
@@ -54,7 +62,7 @@ def check_options(func: F) -> F:
 
 
 def _options(kw: dict[str, Any]) -> dict[str, Any]:
-    names = ("expect", "status", "timeout", "nonempty", "newer", "baseline", "watch", "max_age")
+    names = ("expect", "status", "timeout", "nonempty", "newer", "baseline", "watch", "max_age", "accept")
     out = {n: kw.pop(n, None) for n in names}
     out["watch"] = list(out["watch"] or []) or None
     if out["max_age"] is not None:

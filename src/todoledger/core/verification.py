@@ -364,6 +364,34 @@ def derive(
     }
 
 
+def held_back(
+    items: Iterable[tuple[str, str]],
+    checks: Iterable[CheckRow],
+    latest: Mapping[str, Receipt],
+    fresh: Callable[[CheckRow, Receipt], bool],
+    claimants: Mapping[str, str] | None = None,
+    proves: Callable[[CheckRow, str | None], str] | None = None,
+) -> frozenset[str]:
+    """Items with a gate that does not open (`opens`, gate by gate: a metric gate
+    on accepted numbers, a gate that accepts cross-checked): what waits on them
+    is not ready."""
+    by_item: dict[str, list[CheckRow]] = {}
+    for c in checks:
+        by_item.setdefault(c.item, []).append(c)
+    who = claimants or {}
+    out: set[str] = set()
+    for item, status in items:
+        rows = by_item.get(item, [])
+        found = gate_states(rows, latest, fresh, who.get(item) if status == "completed" else None, proves)
+        by_id = {r.id: r for r in rows}
+        for check_id, state in found.items():
+            row = by_id[check_id]
+            if not opens(state, metric=row.check.kind == "metric", accept=row.check.accept):
+                out.add(item)
+                break
+    return frozenset(out)
+
+
 def gated(verification: Mapping[str, str | None]) -> frozenset[str]:
     """Items that count as unfinished for those waiting on them: checked but not verified.
 

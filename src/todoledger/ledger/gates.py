@@ -152,10 +152,18 @@ def select(u: Unit, plan: str, refs: Sequence[str]) -> list[CheckRow]:
 def states(u: Unit, plan: str, items: Iterable[tuple[str, str]]) -> dict[str, str | None]:
     """Each item's verification; costs one query for a plan without checks.
     Call inside a read or write transaction."""
+    return states_and_held(u, plan, items)[0]
+
+
+def states_and_held(
+    u: Unit, plan: str, items: Iterable[tuple[str, str]]
+) -> tuple[dict[str, str | None], frozenset[str]]:
+    """Each item's verification, and the items a gate of which does not open
+    (`core.held_back`): what waits on them is not ready."""
     pairs = list(items)
     repo = check_repo(u)
     if not pairs or not repo.any_in(plan):
-        return {i: (core.REPORTED if s == "completed" else None) for i, s in pairs}
+        return {i: (core.REPORTED if s == "completed" else None) for i, s in pairs}, frozenset()
     rows = repo.checks(plan)
     latest_by_spec = repo.latest_receipts(plan)
     latest = {
@@ -164,7 +172,9 @@ def states(u: Unit, plan: str, items: Iterable[tuple[str, str]]) -> dict[str, st
         if (r.id, r.check.canonical()) in latest_by_spec
     }
     claimants = repo.completers(plan) if any(s == "completed" for _, s in pairs) else {}
-    return core.derive(pairs, rows, latest, _freshness(), claimants, _proof(u, rows))
+    fresh, proof = _freshness(), _proof(u, rows)
+    found = core.derive(pairs, rows, latest, fresh, claimants, proof)
+    return found, core.held_back(pairs, rows, latest, fresh, claimants, proof)
 
 
 def clock() -> float:
@@ -260,7 +270,7 @@ def gated_items(u: Unit, plan: str) -> frozenset[str]:
     if not repo.any_in(plan):
         return frozenset()
     items = u.repo.items(plan)
-    return core.gated(states(u, plan, [(i.id, i.status) for i in items]))
+    return states_and_held(u, plan, [(i.id, i.status) for i in items])[1]
 
 
 def write_warnings(u: Unit, plan: str, completed: Sequence[str]) -> list[Finding]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from todoledger import Ledger
+from todoledger import Ledger, LedgerError
 from todoledger.core import verification as v
 
 from .conftest import subprocess_env, todoledger_bin
@@ -137,9 +137,8 @@ def test_a_gate_that_accepts_cross_checked_opens_on_it_and_still_says_cross_chec
             lg.done(item, evidence="ok", writer="mcp:claude-code:s1")
             assert state(lg, item) == "cross-checked"
         assert not ready(lg, after_strict) and ready(lg, after_lenient)
-    with pytest.raises(Exception, match="accept is cross-checked"):
-        with Ledger() as lg:
-            lg.add_check(strict, "cmd:test -e .", {"accept": "self-checked"}, writer=PERSON)
+    with Ledger() as lg, pytest.raises(LedgerError, match="accept is cross-checked"):
+        lg.add_check(strict, "cmd:test -e .", {"accept": "self-checked"}, writer=PERSON)
     ran = subprocess.run(
         [todoledger_bin(), "gate", "add", strict, "cmd:test -e .", "--accept", "cross-checked", "--json"],
         env=subprocess_env(ledger_env),

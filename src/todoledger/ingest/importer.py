@@ -203,9 +203,11 @@ def write_calls(
     sessions: dict[tuple[str, str], _Session] = {}
     batch = _Batch(ledger, source_prefix="live:" if into else "", live=into is not None)
 
-    from todoledger.core.timefmt import now
+    import time
 
-    started = now()
+    # The real clock, never TODOLEDGER_NOW: "in the future" is the machine's future.
+    stamp = time.time()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(stamp)) + f".{int(stamp * 1000) % 1000:03d}Z"
 
     def put(state: _Session, call: TodoCall, at: str) -> None:
         state.last_at = at

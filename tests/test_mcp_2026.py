@@ -113,7 +113,7 @@ def test_every_result_matches_its_output_schema(transport: str, request: pytest.
                 if me is not None:
                     args = {**args, "writer": me}
                 if secret is not None and tool == "plan_update":
-                    args = {**args, "lease_secret": secret}  # sessionless: the claim's proof, passed back
+                    args = {**args, "secret": secret}  # sessionless: the claim's proof, passed back
                 result = await client.call_tool(tool, args)
                 assert not result.is_error, result.content
                 data = result.structured_content
@@ -124,7 +124,7 @@ def test_every_result_matches_its_output_schema(transport: str, request: pytest.
                 ids += data.get("ids", [])
                 me = data.get("writer", me)
                 claimed = data.get("claimed") or {}
-                secret = claimed.get("lease_secret", secret)
+                secret = claimed.get("secret", secret)
             failed = await client.call_tool("plan_update", {"id": "nope", "status": "completed"})
             assert failed.is_error and failed.structured_content is None  # an error is one sentence only
 
@@ -143,7 +143,16 @@ def test_a_sessionless_client_claims_and_completes_as_one_holder(server: str, le
         jsonschema.validate(data, OUTPUT_SCHEMAS[name])
         return data
 
-    tool("todowrite", {"todos": [*CLAUDE, {"content": "Ship it", "status": "pending"}]})
+    tool(
+        "todowrite",
+        {
+            "todos": [
+                *CLAUDE,
+                {"content": "Ship it", "status": "pending"},
+                {"content": "Tag it", "status": "pending"},
+            ]
+        },
+    )
     first = tool("plan_next", {"claim": True})
     me, item = first["writer"], first["claimed"]["id"]
     assert me.startswith("mcp:raw-http:req-")  # the claim names its holder: the client passes it back
@@ -153,16 +162,16 @@ def test_a_sessionless_client_claims_and_completes_as_one_holder(server: str, le
     # The holder's name alone (it is in the history) proves nothing either: its secret does.
     named = tool("plan_update", {"id": item, "status": "completed", "evidence": "x", "writer": me})
     assert "secret was not shown" in named["error"], named
-    proof = first["claimed"]["lease_secret"]
+    proof = first["claimed"]["secret"]
     done = tool(
         "plan_update",
-        {"id": item, "status": "completed", "evidence": "41 passed", "writer": me, "lease_secret": proof},
+        {"id": item, "status": "completed", "evidence": "41 passed", "writer": me, "secret": proof},
     )
     assert done["item"]["status"] == "completed"
     # The lease's number alone (anyone reads it in the history) names no holder (issue 29);
     # the claim's secret, sent back to this client only, does.
     second = tool("plan_next", {"claim": True})
-    token, secret = second["claimed"]["token"], second["claimed"]["lease_secret"]
+    token, secret = second["claimed"]["token"], second["claimed"]["secret"]
     replayed = tool(
         "plan_update",
         {"id": second["claimed"]["id"], "status": "completed", "evidence": "ok", "token": token},
@@ -175,10 +184,17 @@ def test_a_sessionless_client_claims_and_completes_as_one_holder(server: str, le
             "status": "completed",
             "evidence": "ok",
             "token": token,
-            "lease_secret": secret,
+            "secret": secret,
         },
     )
     assert done["item"]["status"] == "completed"
+    # Renewing a claim is the holder's too: the number alone is refused, its secret renews it.
+    third = tool("plan_next", {"claim": True})["claimed"]
+    assert third is not None
+    asked = {"renew": third["id"], "token": third["token"]}
+    assert "secret was not shown" in tool("plan_next", asked)["error"]
+    assert tool("plan_next", asked | {"secret": third["secret"]})["renewed"] == third["id"]
+    tool("plan_next", {"release": third["id"], "token": third["token"], "secret": third["secret"]})
     with Ledger(ledger_env) as lg:
         assert lg.leases("main") == []
         completed = [e for e in lg.history("main") if e["field"] == "status" and e["new"] == "completed"]

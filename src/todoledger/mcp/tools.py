@@ -53,7 +53,7 @@ INSTRUCTIONS = (
     "partial or failing work stays in_progress. Add items you discover; cancel ones no longer "
     "needed. At session start or after compaction, call todoread and continue that plan "
     "instead of starting anew. Sharing work: plan_next claim=true takes one ready item for you. "
-    "If a reply returns a writer or a lease_secret, pass each back as it is named."
+    "If a reply returns a writer or a secret, pass each back as it is named."
 )
 
 _PLAN = {"type": "string", "description": "Plan name (default: main)"}
@@ -115,6 +115,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "renew": {"type": "string"},
                 "release": {"type": "string"},
                 "token": {"type": "integer", "minimum": 1},
+                "secret": {"type": "string"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                 "plan": _PLAN,
                 "writer": _WRITER,
@@ -147,7 +148,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "force": {"type": "boolean"},
                 "reason": {"type": "string"},
                 "token": {"type": "integer", "minimum": 1},
-                "lease_secret": {"type": "string"},
+                "secret": {"type": "string"},
                 "check": {"type": "string"},
                 "metrics": {"type": "array", "items": {"type": "string"}},
                 "plan": _PLAN,
@@ -203,7 +204,7 @@ TEXT_LIMITS: dict[str, int] = {
     "renew": 64,
     "release": 64,
     "check": MAX_NOTES_CHARS,
-    "lease_secret": 64,
+    "secret": 64,
 }
 MAX_LISTED = 100  # strings in `metrics` or `ids`
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -527,7 +528,13 @@ class PlanTools:
             if claim or (renew and release):
                 raise ToolInputError("give one of claim, renew or release")
             ref = str(renew or release)
-            return self.locked(lambda: self._lease_call(plan, ref, bool(renew), token, lease, writer))
+            secret = args.get("secret")
+
+            def lease_call() -> dict[str, Any]:
+                self.ledger(write=True).hold(secret)  # a sessionless client's claim: its own proof
+                return self._lease_call(plan, ref, bool(renew), token, lease, writer)
+
+            return self.locked(lease_call)
         return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer, lease))
 
     def _lease_call(
@@ -584,8 +591,8 @@ class PlanTools:
         if sessionless(writer):
             out["writer"] = writer  # the lease's holder: passed back, later calls are its holder's
             # A sessionless client has no session for the server to keep its proof in: the
-            # secret goes back to it alone, and its later calls pass it (`lease_secret`).
-            out["claimed"]["lease_secret"] = item["lease_secret"]
+            # secret goes back to it alone, and its later calls pass it (`secret`).
+            out["claimed"]["secret"] = item["lease_secret"]
         others = _also_in_progress(lg, plan, writer, item["id"])
         if others:
             out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
@@ -624,7 +631,7 @@ class PlanTools:
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        secret = args.get("lease_secret")
+        secret = args.get("secret")
 
         def update() -> dict[str, Any]:
             self.ledger(write=True).hold(secret)  # a sessionless client's claim: its own proof

@@ -156,12 +156,13 @@ def marked_ancestor(*, harness_parent: bool = False) -> tuple[str, str] | None:
     with, so `env -u CLAUDECODE`, a pseudo-terminal (`script -c`) or a client
     script of its own still shows the agent's shell above it.
 
-    It fails closed: an ancestor whose environment cannot be read, a process
-    gone mid-walk, or a chain deeper than MAX_ANCESTORS answers UNSEEN (an
-    agent above), since a wrapper run as the same user can make itself
-    unreadable (prctl PR_SET_DUMPABLE 0). One exception: a process that root
-    started as this user (sshd's session, login, su) cannot be the agent's, and
-    the walk goes on above it through /proc/<pid>/stat.
+    It fails closed: an ancestor of this user whose environment cannot be read,
+    a process gone mid-walk, or a chain deeper than MAX_ANCESTORS answers
+    UNSEEN (an agent above), since a wrapper run as the same user can make
+    itself unreadable (prctl PR_SET_DUMPABLE 0). Not so a process of another
+    user (root's sshd, `su`) or one that root started as this user (sshd's
+    session, login): an agent running as this user cannot make either, and the
+    walk goes on above it through /proc/<pid>/stat.
 
     `harness_parent`: this process is an MCP server its client started (an
     agent's harness starts its servers itself), so the parent's own program is
@@ -186,9 +187,11 @@ def marked_ancestor(*, harness_parent: bool = False) -> tuple[str, str] | None:
         except (IndexError, ValueError):
             return UNSEEN
         raw = _read(f"/proc/{pid}/environ")
+        if raw is None and (me == 0 or (_real_uid(pid) == me and _real_uid(parent) != 0)):
+            # Ours, and hidden from us: a wrapper the same user made non-dumpable.
+            return UNSEEN
         if raw is None:
-            if me == 0 or _real_uid(parent) != 0:
-                return UNSEEN
+            pass  # another user's (root's sshd, su, login) or one root started as us: go on above it
         else:
             env: dict[str, str] = {}
             for entry in raw.split(b"\0"):

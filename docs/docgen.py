@@ -33,7 +33,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "todoledger"
-GENERATED = (ROOT / "docs" / "cli.md", ROOT / "docs" / "ARCHITECTURE.md", ROOT / "docs" / "agents.md")
+GENERATED = (
+    ROOT / "docs" / "cli.md",
+    ROOT / "docs" / "ARCHITECTURE.md",
+    ROOT / "docs" / "agents.md",
+    ROOT / "docs" / "security.md",
+)
 REGENERATE = ".venv/bin/python docs/docgen.py --update"
 HELP_WIDTH = 80  # the help text's width, whatever the terminal that regenerates it
 
@@ -238,6 +243,21 @@ def agent_needs() -> str:
         level = "error" if n.blocks else "warning"
         routes = ", ".join(n.routes) + (" (with --gate-stop)" if n.gate else "")
         rows.append(f"| {n.agent} | {routes} | {what} | {who[n.by]} | {level} |")
+    return "\n".join(rows) + "\n"
+
+
+def person_actions_table() -> str:
+    """docs/security.md's table of person-only actions, from the one table the
+    screen and the ledger read (core/person_actions.py)."""
+    from todoledger.core.person_actions import PERSON_ACTIONS
+
+    rows = ["| Action | Command | Enforced in |", "|---|---|---|"]
+    for a in PERSON_ACTIONS:
+        usage = a.usage.replace("|", "\\|")
+        command, _, note = usage.partition(" (")
+        shown = f"`{command}`" + (f" ({note}" if note else "")
+        where = ", ".join(f"`{p}`" for p in a.enforced_in.split(", "))
+        rows.append(f"| {a.what} | {shown} | {where} |")
     return "\n".join(rows) + "\n"
 
 

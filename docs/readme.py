@@ -16,7 +16,9 @@ commands run one by one through bash, as shown, with the real `todoledger` of
 this environment and:
 - TODOLEDGER_DB=.todoledger/ledger.db (so outputs name no temporary path),
 - TODOLEDGER_ID_SEED=readme-<session>: the same ids on every run,
-- TODOLEDGER_NOW: a fixed clock, for outputs that show times,
+- TODOLEDGER_NOW: a fixed clock, for outputs that show times (each session's
+  ledger is created as `todoledger init --test-clock` creates one: no other
+  ledger honours it),
 - HOME in the scratch folder (install's records stay there) and a PATH of
   this environment's scripts and the system's, so no agent CLI of this
   machine shows up in an output.
@@ -78,6 +80,7 @@ def _register_you(db: Path) -> None:
 
     db.parent.mkdir(parents=True, exist_ok=True)
     with Ledger(db) as lg:
+        lg.start_test_clock()
         lg.add_token("you", token=README_TOKEN, writer="cli:you")
 
 
@@ -171,7 +174,18 @@ def shell(name: str, *commands: str | tuple[str, int], head: int | None = None) 
 
 
 def python(name: str, code: str) -> str:
-    """The code as a Python block and, run as a script in the session's project, what it prints."""
+    """The code as a Python block and, run as a script in the session's project, what it prints.
+    A ledger file the code names (`Ledger("plan.db")`) is made first with a test clock, as
+    `init --test-clock` makes one, so that TODOLEDGER_NOW fixes its times too."""
+    import re
+
+    from todoledger import Ledger
+
+    for path in re.findall(r'Ledger\("([^"]+\.db)"\)', code):
+        target = session(name) / path
+        if not target.exists():
+            with Ledger(str(target)) as lg:
+                lg.start_test_clock()
     file(name, "example.py", code)
     out = run(name, f"{sys.executable} example.py", script=True).split("\n", 1)[1:]
     return f"```python\n{code.rstrip()}\n```\n\nprints:\n\n```\n{''.join(out)}\n```\n"

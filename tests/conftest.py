@@ -167,6 +167,15 @@ def todoledger_bin() -> str:
     return str(path) if path.exists() else "todoledger"
 
 
+def with_test_clock(db: Path | str) -> None:
+    """Create the ledger at `db` as `todoledger init --test-clock` does: TODOLEDGER_NOW
+    fixes its clock (on any other ledger the real clock stands)."""
+    from todoledger import Ledger
+
+    with Ledger(str(db)) as lg:
+        lg.start_test_clock()
+
+
 def register_tester(db: Path | str) -> None:
     """The person `cli:tester`'s token, registered in the ledger at `db` as a person
     registers one (`todoledger token add`; here the Python API, as that person)."""

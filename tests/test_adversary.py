@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import person_env, subprocess_env, todoledger_bin
+from tests.conftest import person_env, subprocess_env, todoledger_bin, with_test_clock
 from tests.test_mcp import call, stdio
 from todoledger import Ledger
 
@@ -303,6 +303,7 @@ def test_the_agent_cannot_date_its_liveness_receipt_in_the_future(
     from tests.test_proof import serving
     from todoledger.core.timefmt import now, shift
 
+    with_test_clock(ledger_env)  # the test ages the receipt by TODOLEDGER_NOW; the agent's shell may not
     item = add_item("Server is up")
     with serving(b"ready") as port:
         with Ledger() as lg:
@@ -592,7 +593,8 @@ def test_a_board_the_agent_serves_from_its_own_shell_does_not_make_it_a_person(l
 def test_every_reader_tells_a_local_agents_check_from_proof(ledger_env: Path) -> None:
     """A check written under a local agent name (an MCP client called "reviewer"), the
     claim from Claude Code's shell: show, next, prime, todoread, the board's row and
-    the report's proof section all say self-checked, and what waits on it is not ready."""
+    the report's proof section all say cross-checked (another agent principal's check,
+    no person behind it: issue 29), and what waits on it is not ready."""
     import json
 
     from tests.test_mcp import call, stdio
@@ -605,17 +607,17 @@ def test_every_reader_tells_a_local_agents_check_from_proof(ledger_env: Path) ->
         lg.add_check(item, "cmd:test -d .", writer="mcp:reviewer:r1")
         lg.done(item, evidence="ok", writer="agent-shell:claude-code:s1")
         shown = {i["id"]: i for i in lg.show()["items"]}
-        assert shown[item]["verification"] == "self-checked" and shown[after]["ready"] is False
+        assert shown[item]["verification"] == "cross-checked" and shown[after]["ready"] is False
         assert after not in [i["id"] for i in lg.next()]
-        assert "self-checked (an agent's check: no person or token behind it)" in lg.prime()
+        assert "cross-checked (another agent's check: no person behind it)" in lg.prime()
         (row,) = [it for it in lg.view("main").items if it.id == item]
-        assert "self-checked (an agent's check: no person or token behind it)" in pages.verification_text(row)
+        assert "cross-checked (another agent's check: no person behind it)" in pages.verification_text(row)
         report = render_md(load(lg, "main"))
-    assert "self-checked" in report and "verified by" not in report, report
+    assert "cross-checked" in report and "verified by" not in report, report
 
     async def main() -> dict[str, object]:
         async with stdio(ledger_env, name="claude-code") as c:
             return dict(await call(c, "todoread", {"all": True}))
 
     read = anyio.run(main)
-    assert "self-checked" in json.dumps(read), read
+    assert "cross-checked" in json.dumps(read), read

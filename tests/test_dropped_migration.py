@@ -21,12 +21,20 @@ PERSON = "cli:tester"
 def _take_back_m009(db: Path | str) -> None:
     names = [name for name, _ in MIGRATIONS]
     version = names.index("dropped_status")
-    assert names[version + 1 :] == ["markdown_layouts", "sweep_runners", "panel_rows"], (
-        "take back each later migration here"
-    )
+    assert names[version + 1 :] == [
+        "markdown_layouts",
+        "sweep_runners",
+        "panel_rows",
+        "ledger_settings",
+        "lease_secrets",
+        "check_stand_in",
+    ], "take back each later migration here"
+    _sql(db, "ALTER TABLE checks DROP COLUMN stand_in")
+    _sql(db, "ALTER TABLE leases DROP COLUMN secret")
+    _sql(db, "DROP TABLE ledger_settings")
     _sql(db, "DROP TABLE panel_rows")
-    _sql(db, "DROP TABLE sweep_runners")
     _sql(db, "DROP TABLE panel_lists")
+    _sql(db, "DROP TABLE sweep_runners")
     _sql(db, "DROP TABLE markdown_layouts")
     _sql(db, "DROP INDEX writer_base_listed")
     _sql(db, "ALTER TABLE writer_base DROP COLUMN listed")

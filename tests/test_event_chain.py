@@ -155,10 +155,16 @@ def test_the_migration_chains_the_events_a_ledger_already_holds(ledger_env: Path
         "markdown_layouts",
         "sweep_runners",
         "panel_rows",
+        "ledger_settings",
+        "lease_secrets",
+        "check_stand_in",
     ], "take back each later migration here"
+    _sql(ledger_env, "ALTER TABLE checks DROP COLUMN stand_in")
+    _sql(ledger_env, "ALTER TABLE leases DROP COLUMN secret")
+    _sql(ledger_env, "DROP TABLE ledger_settings")
     _sql(ledger_env, "DROP TABLE panel_rows")
-    _sql(ledger_env, "DROP TABLE sweep_runners")
     _sql(ledger_env, "DROP TABLE panel_lists")
+    _sql(ledger_env, "DROP TABLE sweep_runners")
     _sql(ledger_env, "DROP TABLE markdown_layouts")
     _sql(ledger_env, "DROP INDEX writer_base_listed")
     _sql(ledger_env, "ALTER TABLE writer_base DROP COLUMN listed")

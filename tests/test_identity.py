@@ -309,6 +309,15 @@ DENIED = [
     "t\\odoledger trust",
     "todoledger token add boss",
     "todoledger token remove ann",
+    # Read as the command line reads them (issue 29: `--plan=main` and accept-metric went through).
+    "todoledger approve --plan=main",
+    "todoledger approve --plan main",
+    "todoledger --plan main approve",
+    "todoledger approve --writer x abc",
+    "todoledger approve -- abc",
+    "exec env -u CLAUDECODE script -qc 'todoledger approve --plan=main' /dev/null",
+    "todoledger accept-metric abc tok_s",
+    "todoledger done abc --force=yes",
 ]
 ALLOWED = [
     "todoledger show --json",
@@ -319,6 +328,11 @@ ALLOWED = [
     "grep -rn approve src/todoledger",
     "ls ~/.cache/todoledger-e2e && echo trust",
     "git commit -m 'approve the plan'",
+    "todoledger approve --list --plan=main",
+    "todoledger approve --plan main --list",
+    "todoledger approve --writer x",
+    "todoledger add 'approve the deploy'",
+    "todoledger metrics abc",
 ]
 
 
@@ -344,6 +358,26 @@ def test_the_screen_lets_the_rest_through(ledger_env: Path, command: str) -> Non
     event = {"tool_name": "Bash", "tool_input": {"command": command}}
     ran = cli(ledger_env, "hook", "claude-code", "--screen", stdin=json.dumps(event))
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", ""), command
+
+
+def test_every_person_only_action_of_the_table_is_screened_and_refused_by_that_name() -> None:
+    """One table (core/person_actions.py): the screen denies each action's command
+    line, and every name the ledger refuses a non-person with is in the table."""
+    import re
+
+    from todoledger.core.person_actions import PERSON_ACTIONS
+    from todoledger.screen import person_only_verb
+
+    for action in PERSON_ACTIONS:
+        line = action.usage.split(" (")[0].replace("[NAME]", "main").replace("|", " ").replace("...", "x")
+        assert person_only_verb(line) == action.verb, (line, action.verb)
+    source = Path(__file__).resolve().parent.parent / "src" / "todoledger"
+    refused = {
+        m.group(1)
+        for path in source.rglob("*.py")
+        for m in re.finditer(r'require_person\(\s*"([^"]+)"', path.read_text(encoding="utf-8"))
+    }
+    assert refused and refused <= {a.verb for a in PERSON_ACTIONS}, refused
 
 
 def test_the_screen_never_breaks_the_agent(ledger_env: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import with_test_clock
 from todoledger.core.ids import seeded
 from todoledger.core.itemjson import ITEM_KEYS
 from todoledger.core.jsontext import compact
@@ -56,6 +57,7 @@ def test_as_a_writer_it_records_what_show_records(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("TODOLEDGER_NOW", "2026-05-01T12:00:00Z")
     first, second = tmp_path / "a.db", tmp_path / "b.db"
     for db in (first, second):
+        with_test_clock(db)
         with seeded("itemjson"), Ledger(db) as lg:
             rich_plan(lg, tmp_path)
     with Ledger(first) as lg, Ledger(second) as other:

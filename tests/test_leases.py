@@ -18,7 +18,7 @@ import pytest
 from todoledger import Ledger
 from todoledger.core.model import LedgerError
 
-from .conftest import subprocess_env, todoledger_bin
+from .conftest import subprocess_env, todoledger_bin, with_test_clock
 
 T0 = "2026-03-01T10:00:00.000Z"
 
@@ -31,6 +31,7 @@ def t(seconds: int) -> str:
 
 @pytest.fixture
 def lg(ledger_env: Path) -> Iterator[Ledger]:
+    with_test_clock(ledger_env)  # the lease tests age leases by TODOLEDGER_NOW
     ledger = Ledger()
     ledger.write(
         {"todos": [{"content": f"Task {n}", "status": "pending"} for n in range(1, 5)]}, writer="lead"
@@ -147,6 +148,8 @@ def test_claim_renew_release_on_the_command_line(ledger_env: Path | str, lg: Led
     got = json.loads(run("next", "--claim", "--lease", "90", "--json").stdout)
     token = got[0]["token"]
     assert got[0]["lease_seconds"] == 90
+    # The claim's secret, given to the claimant only, proves it the holder on later command lines.
+    env["TODOLEDGER_LEASE_SECRET"] = got[0]["lease_secret"]
     renewed = run("renew", got[0]["id"], "--token", str(token), "--json")
     assert json.loads(renewed.stdout)["holder"] == "cli:alice"
     wrong = run("done", got[0]["id"], "--token", str(token + 7))

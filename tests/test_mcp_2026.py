@@ -106,11 +106,14 @@ def test_every_result_matches_its_output_schema(transport: str, request: pytest.
             ]
             ids: list[str] = []
             me: str | None = None  # sessionless: the writer a reply returned, passed back (the tools say so)
+            secret: str | None = None
             for tool, args in calls:
                 if args.get("id") == "<last>":
                     args = {**args, "id": ids[-1]}
                 if me is not None:
                     args = {**args, "writer": me}
+                if secret is not None and tool == "plan_update":
+                    args = {**args, "secret": secret}  # sessionless: the claim's proof, passed back
                 result = await client.call_tool(tool, args)
                 assert not result.is_error, result.content
                 data = result.structured_content
@@ -120,6 +123,8 @@ def test_every_result_matches_its_output_schema(transport: str, request: pytest.
                 jsonschema.validate(data, schema)
                 ids += data.get("ids", [])
                 me = data.get("writer", me)
+                claimed = data.get("claimed") or {}
+                secret = claimed.get("secret", secret)
             failed = await client.call_tool("plan_update", {"id": "nope", "status": "completed"})
             assert failed.is_error and failed.structured_content is None  # an error is one sentence only
 
@@ -138,23 +143,58 @@ def test_a_sessionless_client_claims_and_completes_as_one_holder(server: str, le
         jsonschema.validate(data, OUTPUT_SCHEMAS[name])
         return data
 
-    tool("todowrite", {"todos": [*CLAUDE, {"content": "Ship it", "status": "pending"}]})
+    tool(
+        "todowrite",
+        {
+            "todos": [
+                *CLAUDE,
+                {"content": "Ship it", "status": "pending"},
+                {"content": "Tag it", "status": "pending"},
+            ]
+        },
+    )
     first = tool("plan_next", {"claim": True})
     me, item = first["writer"], first["claimed"]["id"]
     assert me.startswith("mcp:raw-http:req-")  # the claim names its holder: the client passes it back
     # Another request, without the writer: another writer, refused while the lease lasts.
     other = tool("plan_update", {"id": item, "status": "completed", "evidence": "x"})
     assert f"{item} is leased to {me} until {first['claimed']['lease_expires']}" in other["error"]
-    done = tool("plan_update", {"id": item, "status": "completed", "evidence": "41 passed", "writer": me})
-    assert done["item"]["status"] == "completed"
-    # The lease token names its holder too.
-    second = tool("plan_next", {"claim": True})
-    token = second["claimed"]["token"]
+    # The holder's name alone (it is in the history) proves nothing either: its secret does.
+    named = tool("plan_update", {"id": item, "status": "completed", "evidence": "x", "writer": me})
+    assert "secret was not shown" in named["error"], named
+    proof = first["claimed"]["secret"]
     done = tool(
+        "plan_update",
+        {"id": item, "status": "completed", "evidence": "41 passed", "writer": me, "secret": proof},
+    )
+    assert done["item"]["status"] == "completed"
+    # The lease's number alone (anyone reads it in the history) names no holder (issue 29);
+    # the claim's secret, sent back to this client only, does.
+    second = tool("plan_next", {"claim": True})
+    token, secret = second["claimed"]["token"], second["claimed"]["secret"]
+    replayed = tool(
         "plan_update",
         {"id": second["claimed"]["id"], "status": "completed", "evidence": "ok", "token": token},
     )
+    assert "secret was not shown" in replayed["error"], replayed
+    done = tool(
+        "plan_update",
+        {
+            "id": second["claimed"]["id"],
+            "status": "completed",
+            "evidence": "ok",
+            "token": token,
+            "secret": secret,
+        },
+    )
     assert done["item"]["status"] == "completed"
+    # Renewing a claim is the holder's too: the number alone is refused, its secret renews it.
+    third = tool("plan_next", {"claim": True})["claimed"]
+    assert third is not None
+    asked = {"renew": third["id"], "token": third["token"]}
+    assert "secret was not shown" in tool("plan_next", asked)["error"]
+    assert tool("plan_next", asked | {"secret": third["secret"]})["renewed"] == third["id"]
+    tool("plan_next", {"release": third["id"], "token": third["token"], "secret": third["secret"]})
     with Ledger(ledger_env) as lg:
         assert lg.leases("main") == []
         completed = [e for e in lg.history("main") if e["field"] == "status" and e["new"] == "completed"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import subprocess_env, todoledger_bin
+from tests.conftest import subprocess_env, todoledger_bin, with_test_clock
 from tests.test_mcp import call, refuse, stdio
 from todoledger import Ledger, LedgerError
 from todoledger.core.checkspec import cannot_fail, parse
@@ -33,6 +33,7 @@ def as_a_person(ledger_env: object, monkeypatch: pytest.MonkeyPatch) -> None:
     without a terminal it would be `script:<user>`, not a person (tests/conftest.py)."""
     from tests.conftest import act_as_person
 
+    with_test_clock(ledger_env)  # type: ignore[arg-type]  # receipts are aged by TODOLEDGER_NOW
     act_as_person(ledger_env, monkeypatch)  # type: ignore[arg-type]
 
 
@@ -102,7 +103,8 @@ def test_independence_is_by_principal_not_by_writer(lg: Ledger, tmp_path: Path) 
     theirs = lg.add("Another principal's check", writer=PERSON)["id"]
     lg.add_check(theirs, "cmd:test -d .", writer=OTHER_AGENT)
     lg.done(theirs, evidence="done", writer=AGENT)
-    assert state(lg, theirs) == "verified"
+    # Another agent principal's check cross-checks; only a person's verifies (issue 29).
+    assert state(lg, theirs) == "cross-checked"
     person = lg.add("A person's gate", writer=PERSON)["id"]
     lg.add_check(person, "cmd:test -d .", writer=PERSON)
     lg.done(person, evidence="done", writer=AGENT)
@@ -138,22 +140,23 @@ def test_scenario_5_typed_numbers_do_not_pass_a_metric_gate(lg: Ledger) -> None:
     bench = lg.add("Benchmark 16 draft tokens", writer=PERSON)["id"]
     ship = lg.add("Ship the config", depends_on=[bench], writer=PERSON)["id"]
     lg.add_check(bench, "metric:tok_s>=82", writer=PERSON)
+    # Typed numbers below the bar fail the gate; forcing past a person's gate is a person's to do.
     with pytest.raises(LedgerError, match="typed, not measured"):
-        lg.done(bench, evidence="trust me", metrics={"tok_s": 999.0}, writer=AGENT)
-    assert lg.get(bench)["status"] != "completed" and not ready(lg, ship)
-    assert [m["provenance"] for m in lg.metrics(bench)] == ["typed"]
-    # Forcing past a person's gate is a person's to do; forced, the claim is not proven.
+        lg.done(bench, evidence="trust me", metrics={"tok_s": 9.0}, writer=AGENT)
     with pytest.raises(LedgerError, match="a person must run it"):
         lg.update(bench, status="completed", writer=AGENT, force=True, force_reason="agent insists")
-    lg.update(bench, status="completed", writer=PERSON, force=True, force_reason="ship it anyway")
-    assert state(lg, bench) == "failed" and not ready(lg, ship)
-    # Only a person may accept the typed number; then the gate counts it.
+    # Typed numbers that meet it read `typed`, even under a person's gate: never verified,
+    # and what waits on the item does not start.
+    lg.done(bench, evidence="trust me", metrics={"tok_s": 999.0}, writer=AGENT)
+    assert state(lg, bench) == "typed" and not ready(lg, ship)
+    assert [m["provenance"] for m in lg.metrics(bench)] == ["typed", "typed"]
+    # Only a person may accept the typed number; then it reads "accepted by <person>" and opens.
     with pytest.raises(LedgerError, match="only a person"):
         lg.accept_metric(bench, "tok_s", writer=AGENT)
     accepted = lg.accept_metric(bench, "tok_s", writer=PERSON)
-    assert accepted["accepted"] == 1
+    assert accepted["accepted"] == 2
     lg.verify([bench])
-    assert state(lg, bench) == "verified" and ready(lg, ship)
+    assert state(lg, bench) == f"accepted by {PERSON}" and ready(lg, ship)
     assert lg.metrics(bench)[0]["accepted_by"] == PERSON
 
 
@@ -161,7 +164,7 @@ def test_a_persons_typed_number_is_accepted_as_typed(lg: Ledger) -> None:
     bench = lg.add("Benchmark by hand", writer=PERSON)["id"]
     lg.add_check(bench, "metric:tok_s>=82", writer=PERSON)
     lg.done(bench, evidence="measured by hand", metrics={"tok_s": 90.0}, writer=PERSON)
-    assert state(lg, bench) == "verified"
+    assert state(lg, bench) == f"accepted by {PERSON}"  # typed, never verified: the person's word
 
 
 # Scenario 6 ------------------------------------------------------------------

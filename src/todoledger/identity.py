@@ -77,17 +77,97 @@ def agent_marker(env: dict[str, str] | None = None) -> tuple[str, str] | None:
 
 
 # How far up the process tree `marked_ancestor` looks (a shell tool's command is
-# a few levels below the agent: its shell, a wrapper, an interpreter).
+# a few levels below the agent: its shell, a wrapper, an interpreter). A chain
+# deeper than this is no person's terminal: it reads as an agent above.
 MAX_ANCESTORS = 64
 
+# What `marked_ancestor` answers where it cannot see what is above: an ancestor
+# whose environment it may not read (a wrapper that made itself non-dumpable, as
+# the same OS user can), a process that left mid-walk, or a chain past the cap.
+UNSEEN = ("unseen", "")
 
-def marked_ancestor() -> tuple[str, str] | None:
+# The agents' own programs, as their processes show in /proc/<pid>/cmdline: a
+# native binary by its name (codex-x86_64-unknown-linux-musl, opencode-linux-x64),
+# or the script a runtime runs (node .../@anthropic-ai/claude-code/cli.js). An
+# agent's process carries no marker of its own, so a shell that exec'd its last
+# command (`bash -c "...; script -qc ..."`) leaves nothing marked above: the agent is
+# still there.
+AGENT_PROGRAMS = (
+    ("claude", "claude-code"),
+    ("codex", "codex"),
+    ("gemini", "gemini"),
+    ("opencode", "opencode"),
+)
+AGENT_PACKAGES = (
+    ("@anthropic-ai/claude-code", "claude-code"),
+    ("@openai/codex", "codex"),
+    ("@google/gemini-cli", "gemini"),
+    ("opencode-ai", "opencode"),
+)
+_RUNTIMES = frozenset({"node", "nodejs", "bun", "deno"})
+
+
+def agent_program(cmdline: bytes) -> str | None:
+    """The agent kind whose own program this command line runs, or None."""
+    args = [a.decode("utf-8", "replace") for a in cmdline.split(b"\0")[:2]]
+    if not args or not args[0]:
+        return None
+    candidates = [args[0]]
+    if os.path.basename(args[0]) in _RUNTIMES and len(args) > 1:
+        candidates.append(args[1])
+    for arg in candidates:
+        for package, kind in AGENT_PACKAGES:
+            if f"/{package}/" in arg or f"/{package}-" in arg:
+                return kind
+        base = os.path.basename(arg)
+        for suffix in (".js", ".mjs", ".cjs", ".exe"):
+            base = base.removesuffix(suffix)
+        for name, kind in AGENT_PROGRAMS:
+            if base == name or base.startswith(name + "-"):
+                return kind
+    return None
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _real_uid(pid: int) -> int | None:
+    status = _read(f"/proc/{pid}/status")
+    for line in (status or b"").splitlines():
+        if line.startswith(b"Uid:"):
+            try:
+                return int(line.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def marked_ancestor(*, harness_parent: bool = False) -> tuple[str, str] | None:
     """(kind, session) of the agent whose shell tool this process descends from,
     seen in a process above it: its parent or any process further up whose
     initial environment (/proc/<pid>/environ, fixed when that process started)
-    carries an agent's marker. A process cannot change what its parent was
-    started with, so `env -u CLAUDECODE`, a pseudo-terminal (`script -c`) or a
-    client script of its own still shows the agent's shell above it.
+    carries an agent's marker, or that runs an agent's own program
+    (`agent_program`). A process cannot change what its parent was started
+    with, so `env -u CLAUDECODE`, a pseudo-terminal (`script -c`) or a client
+    script of its own still shows the agent's shell above it.
+
+    It fails closed: an ancestor of this user whose environment cannot be read,
+    a process gone mid-walk, or a chain deeper than MAX_ANCESTORS answers
+    UNSEEN (an agent above), since a wrapper run as the same user can make
+    itself unreadable (prctl PR_SET_DUMPABLE 0). Not so a process of another
+    user (root's sshd, `su`) or one that root started as this user (sshd's
+    session, login): an agent running as this user cannot make either, and the
+    walk goes on above it through /proc/<pid>/stat.
+
+    `harness_parent`: this process is an MCP server its client started (an
+    agent's harness starts its servers itself), so the parent's own program is
+    not held against it; a server started from the agent's shell still has the
+    shell, or the agent's program, further up.
 
     An agent's own process starts without its marker (it sets the marker for the
     processes it starts: its shells, and for most its MCP servers too), so the
@@ -95,29 +175,38 @@ def marked_ancestor() -> tuple[str, str] | None:
     /proc cannot be read (not Linux): then only this process's own markers count.
     """
     pid = os.getppid()
-    for _ in range(MAX_ANCESTORS):
+    me = os.getuid()
+    for depth in range(MAX_ANCESTORS):
         if pid <= 1:
             return None
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                raw = fh.read()
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:  # gone, or not ours to read: nothing more to learn up there
-            return None
-        env: dict[str, str] = {}
-        for entry in raw.split(b"\0"):
-            name, eq, value = entry.partition(b"=")
-            if eq and name.decode("utf-8", "replace") in MARKER_VARS + _SESSIONS:
-                env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-        found = agent_marker(env)
-        if found is not None:
-            return found
+        stat = _read(f"/proc/{pid}/stat")
+        if stat is None:
+            return UNSEEN  # gone mid-walk: what was there is unknown
         try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-            pid = int(stat.rsplit(b")", 1)[1].split()[1])
+            parent = int(stat.rsplit(b")", 1)[1].split()[1])
         except (IndexError, ValueError):
-            return None
-    return None
+            return UNSEEN
+        raw = _read(f"/proc/{pid}/environ")
+        if raw is None and (me == 0 or (_real_uid(pid) == me and _real_uid(parent) != 0)):
+            # Ours, and hidden from us: a wrapper the same user made non-dumpable.
+            return UNSEEN
+        if raw is None:
+            pass  # another user's (root's sshd, su, login) or one root started as us: go on above it
+        else:
+            env: dict[str, str] = {}
+            for entry in raw.split(b"\0"):
+                name, eq, value = entry.partition(b"=")
+                if eq and name.decode("utf-8", "replace") in MARKER_VARS + _SESSIONS:
+                    env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+            found = agent_marker(env)
+            if found is not None:
+                return found
+        if not (harness_parent and depth == 0):
+            kind = agent_program(_read(f"/proc/{pid}/cmdline") or b"")
+            if kind is not None:
+                return kind, ""
+        pid = parent
+    return UNSEEN
 
 
 def shell_above() -> tuple[str, str] | None:
@@ -126,7 +215,7 @@ def shell_above() -> tuple[str, str] | None:
     which an agent also sets on the MCP servers it starts (so there every one of
     them reads as started from its shell: a prompt answered there is no person's)."""
     if os.path.isdir("/proc/self"):
-        return marked_ancestor()
+        return marked_ancestor(harness_parent=True)
     return agent_marker()
 
 

@@ -16,9 +16,13 @@ stderr, which both show the model), Gemini CLI `BeforeTool` on
 
 What it catches: `todoledger`, `python -m todoledger`, any path ending in
 todoledger, behind `env -u ...`, `sh -c "..."`, `$(...)`, backquotes, quotes or
-backslashes inside the name; followed by `approve`, `trust`, `gate remove`,
-`token add`, `token remove`, `sweep trust`, `undo --any`, or `done --force`. A command that builds the name at run
-time (`$T approve`) is not seen here: the route and the ledger still refuse it.
+backslashes inside the name; followed by a person-only action of the one table
+(`core/person_actions.py`: approve, trust, gate remove, accept-metric, sweep
+trust, token add/remove, undo --any, done --force). The words after the name are
+read as the command line reads them: `--plan=main`, an option's value
+(`--plan main`), options before the verb, `--` ending the options. A command
+that builds the name at run time (`$T approve`) is not seen here: the route and
+the ledger still refuse it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import sys
 # Words that separate one command from the next, or open a nested one.
 _BREAKS = ";&|()`\n{}<>"
 _DROP = "\"'\\"
-PERSON_VERBS = ("approve", "trust")
 REASON = (
     "todoledger {verb} is a person's to run, not an agent's: a person runs it from a plain terminal,"
     " the board, or with TODOLEDGER_TOKEN set to a person's token (todoledger's pre-tool screen)"
@@ -63,23 +66,51 @@ def person_only_verb(command: str) -> str | None:
     return None
 
 
+def _parse(args: list[str]) -> tuple[list[str], set[str]]:
+    """The positional words and the option names of a todoledger command line, as
+    click reads them: `--name=value` is one option, a value option takes the next
+    word unless it is another option, `--` ends the options."""
+    from todoledger.core.person_actions import VALUE_OPTIONS
+
+    positional: list[str] = []
+    names: set[str] = set()
+    n = 0
+    while n < len(args):
+        word = args[n]
+        n += 1
+        if word == "--":
+            positional.extend(args[n:])
+            break
+        if word.startswith("--"):
+            name, eq, _ = word.partition("=")
+            names.add(name)
+            if not eq and name in VALUE_OPTIONS and n < len(args) and not args[n].startswith("-"):
+                n += 1  # its value
+        elif word.startswith("-") and len(word) > 1:
+            names.add(word)
+        else:
+            positional.append(word)
+    return positional, names
+
+
 def _verb_of(args: list[str]) -> str | None:
-    positional = [a for a in args if not a.startswith("-")]
-    verb = positional[0] if positional else ""
-    if verb == "approve" and ("--list" in args or (len(positional) < 2 and "--plan" not in args)):
-        return None  # only lists what waits for a person
-    if verb in PERSON_VERBS:
-        return verb
-    if verb == "gate" and len(positional) > 1 and positional[1] == "remove":
-        return "gate remove"
-    if verb == "token" and len(positional) > 1 and positional[1] in ("add", "remove"):
-        return f"token {positional[1]}"
-    if verb == "sweep" and len(positional) > 1 and positional[1] == "trust":
-        return "sweep trust"  # a person's approval of every command a sweep runs
-    if verb == "undo" and "--any" in args:
-        return "undo --any"
-    if verb == "done" and any(a == "--force" or a.startswith("--force=") for a in args):
-        return "done --force"  # past a gate (a person's, the ledger decides): screened as a person's
+    from todoledger.core.person_actions import PERSON_ACTIONS
+
+    positional, names = _parse(args)
+    for action in PERSON_ACTIONS:
+        if tuple(positional[: len(action.words)]) != action.words:
+            continue
+        if action.words == ("approve",):
+            if "--list" in names:
+                continue  # only lists what waits for a person
+            if action.flag and action.flag in names:
+                return action.verb  # approve --plan [NAME]
+            if not action.flag and len(positional) > 1:
+                return action.verb  # approve ID
+            continue
+        if action.flag and action.flag not in names:
+            continue
+        return action.verb
     return None
 
 

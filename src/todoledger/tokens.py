@@ -58,12 +58,45 @@ def weak_token(token: str) -> str | None:
         why = f"it has {len(token)} {kind}, under 128 bits of randomness"
     elif len(set(token)) < MIN_DISTINCT_CHARS:
         why = f"it repeats {len(set(token))} characters, nothing like a random one"
+    elif (pattern := low_entropy_pattern(token)) is not None:
+        why = f"it is {pattern}, nothing like a random one"
     else:
         return None
     return (
         f"--token is too weak to guard the server: {why}; a token needs at least"
         f" {HEX_TOKEN_CHARS} hex or {BASE64URL_TOKEN_CHARS} base64url characters; make one with {MAKE_TOKEN}"
     )
+
+
+# Rows a person types without thinking: a token made of runs of them is a pattern.
+_KEYBOARD = ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm", "abcdefghijklmnopqrstuvwxyz")
+_RUN = 4  # characters in a row along one of those before a stretch counts as a run
+
+
+def low_entropy_pattern(token: str) -> str | None:
+    """What makes a long, varied-looking token guessable, or None: a block
+    repeated (`0123456789abcdef` twice), or mostly runs along the alphabet, the
+    digits or a keyboard row (`abcdefghijklmnopqrstuvwxyz012345`, `qwertyuiop...`)."""
+    n = len(token)
+    for period in range(1, n // 2 + 1):
+        if all(token[i] == token[i % period] for i in range(n)):
+            return f"a block of {period} characters repeated"
+    grams = [token[i : i + 3] for i in range(n - 2)]
+    if grams and len(set(grams)) * 10 < len(grams) * 6:  # the same few stretches again and again
+        return "mostly the same stretches repeated"
+    lower = token.lower()
+    covered = [False] * n
+    for row in _KEYBOARD:
+        for line in (row, row[::-1]):
+            for start in range(n - _RUN + 1):
+                end = start + _RUN
+                if lower[start:end] in line:
+                    while end < n and lower[start : end + 1] in line:
+                        end += 1
+                    covered[start:end] = [True] * (end - start)
+    if sum(covered) * 3 >= n * 2:
+        return "mostly runs along the alphabet, the digits or a keyboard row"  # two thirds of it or more
+    return None
 
 
 def holder_for(token: str, identity: str, role: str) -> Holder:

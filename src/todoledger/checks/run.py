@@ -384,14 +384,8 @@ def _file(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
 
 
 def _metric(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
-    if inputs.value is None and inputs.typed is not None:
-        return (
-            "fails",
-            None,
-            f"{check.target} = {inputs.typed:g} was typed, not measured: a metric gate passes on measured"
-            f" values (a sweep run), or once a person accepts the typed one (todoledger accept-metric ITEM {check.target})",
-        )
-    if inputs.value is None:
+    typed = inputs.value is None and inputs.typed is not None
+    if inputs.value is None and not typed:
         return (
             "error",
             None,
@@ -405,11 +399,23 @@ def _metric(check: Check, inputs: Inputs) -> tuple[str, int | None, str]:
         assert check.value is not None
         threshold = check.value
     assert check.op is not None
-    ok = compare(inputs.value, check.op, threshold)
+    value = inputs.typed if typed else inputs.value
+    assert value is not None
+    ok = compare(value, check.op, threshold)
+    if typed:
+        # The number is compared, but it was typed: the gate's state says `typed`, never
+        # verified (core/verification.py), until it is measured or a person accepts it.
+        return (
+            ("holds" if ok else "fails"),
+            None,
+            f"{check.target} = {value:g} was typed, not measured (needs {check.op} {threshold:g}): it counts"
+            f" as typed until a sweep run measures it or a person accepts it (todoledger accept-metric ITEM"
+            f" {check.target})",
+        )
     return (
         ("holds" if ok else "fails"),
         None,
-        f"{check.target} = {inputs.value:g} (needs {check.op} {threshold:g})",
+        f"{check.target} = {value:g} (needs {check.op} {threshold:g})",
     )
 
 

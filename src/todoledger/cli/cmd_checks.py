@@ -42,6 +42,14 @@ def check_options(func: F) -> F:
                 help="How long a passing receipt stands (90s, 10m, 2h; http and port default to 10m).",
             ),
             click.option(
+                "--accept",
+                "accept",
+                type=click.Choice(["cross-checked"]),
+                default=None,
+                help="What waits on the item may start on another agent's passing check too (it still"
+                " reads cross-checked; by default only verified opens it).",
+            ),
+            click.option(
                 "--watch",
                 "watch",
                 multiple=True,
@@ -54,7 +62,7 @@ def check_options(func: F) -> F:
 
 
 def _options(kw: dict[str, Any]) -> dict[str, Any]:
-    names = ("expect", "status", "timeout", "nonempty", "newer", "baseline", "watch", "max_age")
+    names = ("expect", "status", "timeout", "nonempty", "newer", "baseline", "watch", "max_age", "accept")
     out = {n: kw.pop(n, None) for n in names}
     out["watch"] = list(out["watch"] or []) or None
     if out["max_age"] is not None:
@@ -117,7 +125,16 @@ def gate() -> None:
 @click.argument("spec", metavar="SPEC")
 @check_options
 @passphrase_option
-def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json: bool, **kw: Any) -> None:
+@click.option(
+    "--stand-in",
+    "stand_in",
+    is_flag=True,
+    help="SPEC runs against a stand-in (a local server, a simulation): its passing reads stand-in, never"
+    " proof, until a person runs `gate real`.",
+)
+def gate_add(
+    ref: str, spec: str, plan: str | None, writer: str | None, as_json: bool, stand_in: bool, **kw: Any
+) -> None:
     """Give item ID a gate: `done` runs SPEC and refuses while it fails. The gate
     `approval` instead makes the item wait for a person's approval."""
 
@@ -126,8 +143,20 @@ def gate_add(ref: str, spec: str, plan: str | None, writer: str | None, as_json:
             item = lg.update(ref, plan=plan, writer=writer, kind="gate", needs_approval=True)
             emit(item) if as_json else click.echo(f"{item['id']} now waits for a person's approval")
             return
-        row = lg.add_check(ref, spec, options=_options(kw), plan=plan, writer=writer)
-    emit(row) if as_json else click.echo(f"gate {row['id']} on {row['item']}: {row['spec']}")
+        row = lg.add_check(ref, spec, options=_options(kw), plan=plan, writer=writer, stand_in=stand_in)
+    said = " (a stand-in: never proof)" if stand_in else ""
+    emit(row) if as_json else click.echo(f"gate {row['id']} on {row['item']}: {row['spec']}{said}")
+
+
+@gate.command("real")
+@writes
+@click.argument("check_id", metavar="CHECK")
+def gate_real(check_id: str, plan: str | None, writer: str | None, as_json: bool) -> None:
+    """A person says CHECK runs against the real thing: its stand-in mark goes."""
+
+    with ledger() as lg:
+        row = lg.clear_stand_in(check_id, plan=plan, writer=writer)
+    emit(row) if as_json else click.echo(f"{row['id']} on {row['item']} runs against the real thing")
 
 
 @gate.command("remove")

@@ -81,6 +81,10 @@ def ingest(paths: tuple[str, ...], as_json: bool) -> None:
     rows = [s.as_dict() for s in result.sessions]
     if result.skipped.counts:
         click.echo(_skipped_line(result.skipped.as_dict()), err=True)
+    for s in result.sessions:
+        warning = s.future_warning()
+        if warning:
+            click.echo(warning, err=True)
     if as_json:
         _emit(rows)
         return

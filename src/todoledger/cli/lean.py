@@ -229,7 +229,8 @@ def _next(opts: Options, _: list[str]) -> None:
     render.items(rows, title="claimed" if claim else "ready", empty="nothing is ready")
     for row in rows if claim else []:  # as `next_cmd` in cli/main.py says it
         sys.stdout.write(
-            f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates\n"
+            f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates, with"
+            f" TODOLEDGER_LEASE_SECRET={row['lease_secret']} (yours only: it proves you hold the lease)\n"
         )
     if stranded:
         render.stranded(stranded)

@@ -329,7 +329,10 @@ def next_cmd(
 
     render.items(found, title="claimed" if claim else "ready", empty="nothing is ready")
     for row in found if claim else []:
-        say(f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates")
+        say(
+            f"lease token {row['token']}, until {row['lease_expires']}: pass --token to your updates, with"
+            f" TODOLEDGER_LEASE_SECRET={row['lease_secret']} (yours only: it proves you hold the lease)"
+        )
     if stranded:
         render.stranded(stranded)
 
@@ -881,7 +884,9 @@ def _show_demo_checks(ran: Any, plan: str) -> None:
     say("The reviewer's gates on what the seeds' agent claimed completed (see each item's notes):")
     for r in ran.claims:
         verdict = (
-            "proven by the reviewer's gate" if r["result"] == "holds" else "refused: the gate does not hold"
+            "holds, but on a file the demo wrote: a stand-in, no proof of the seeds' claim"
+            if r["result"] == "holds"
+            else "refused: the gate does not hold"
         )
         say(f"  {r['item']} {r['content']}: {r['result']}: {r['spec']}: {verdict}")
     click.echo()
@@ -915,7 +920,13 @@ def hook(agent: str, gate_stop: bool) -> None:
     help="A team's PostgreSQL ledger, named without a password: creates its schema and tables and"
     " writes the URL to .todoledger/config.toml.",
 )
-def init(url: str | None) -> None:
+@click.option(
+    "--test-clock",
+    is_flag=True,
+    help="For tests and generated docs: let TODOLEDGER_NOW fix this new ledger's clock (a ledger"
+    " with history cannot be switched; every other ledger keeps the real clock).",
+)
+def init(url: str | None, test_clock: bool) -> None:
     """Create this project's ledger: a SQLite file in .todoledger/, or with --team URL a
     PostgreSQL schema that every agent, hook and terminal of the project then finds."""
     from pathlib import Path
@@ -928,7 +939,12 @@ def init(url: str | None) -> None:
         from todoledger.ledger import Ledger
 
         with Ledger(str(folder / FILENAME)) as lg:
-            say(f"ledger: {lg.location}")
+            if test_clock:
+                lg.start_test_clock()
+            say(
+                f"ledger: {lg.location}"
+                + (" (test clock: TODOLEDGER_NOW fixes its time)" if test_clock else "")
+            )
         return
     config = folder / CONFIG
     line = f"ledger = {json.dumps(url)}\n"
@@ -938,6 +954,9 @@ def init(url: str | None) -> None:
     from todoledger.store.locate import GITIGNORE
 
     location = Ledger.create_team(url)
+    if test_clock:
+        with Ledger(url) as lg:
+            lg.start_test_clock()
     folder.mkdir(exist_ok=True)
 
     ignore = folder / ".gitignore"

@@ -35,8 +35,30 @@ STATUS_STYLE = {"pending": "", "in_progress": "1;33", "completed": "32", "cancel
 PRIORITY_STYLE = {"high": "1;31", "medium": "33", "low": "2"}
 ID, READY, BLOCKED, TAG, DIM, CLAIM, EVIDENCE, TITLE = "36", "1;36", "35", "35", "2", "1;31", "2;32", "1"
 Segment = tuple[str, str]  # (text, SGR parameters; "" for none)
+# Each verification word its own colour (core/verification.py's vocabulary); the board's
+# CSS (web/static) gives the same words their colours.
+VERIFICATION_STYLE = {
+    "failed": "1;31",
+    "stale": "33",
+    "unverified": "35",
+    "reported": "2",
+    "stand-in": "2;35",
+    "typed": "2;33",
+    "self-checked": "36",
+    "cross-checked": "34",
+    "accepted by": "1;34",
+    "verified": "1;32",
+}
 # Tags drawn in the tag colour: what it waits for, and a writer's list that disagrees (contested).
 _MARKED = ("waits", "listed as")
+
+
+def _word_style(tag: str) -> str:
+    """The colour of a verification word at the start of a tag, else none."""
+    for name, style in VERIFICATION_STYLE.items():
+        if tag == name or tag.startswith(name + " "):
+            return style
+    return ""
 
 
 def colour_on() -> bool:
@@ -128,7 +150,9 @@ def _row(lines: list[str], it: ItemView, id_width: int, width: int, paint: Calla
         parts.append((f"waits for {clean(', '.join(it.depends_on))}", TAG))
     claimed = it.claimed
     for tag in it.tags():
-        parts.append((clean(tag), CLAIM if tag == claimed else TAG if tag.startswith(_MARKED) else ""))
+        parts.append(
+            (clean(tag), CLAIM if tag == claimed else TAG if tag.startswith(_MARKED) else _word_style(tag))
+        )
     body = _wrap(parts, indent, width, paint)
     lines.append(f"{paint(item_id, ID)}{' ' * (id_width - len(item_id) + 2)}{middle}{'  ' * depth}{body[0]}")
     if len(body) > 1:

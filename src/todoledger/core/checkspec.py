@@ -68,7 +68,10 @@ _OPTION_NAMES = (
     "baseline",
     "max_age",
     "closed",
+    "accept",
 )
+# What a gate may accept below verified, for what waits on its item (`accept`).
+ACCEPTS = ("cross-checked",)
 LIVENESS_MAX_AGE = 600.0  # http and port receipts stand for 10 minutes unless the check says otherwise
 LIVENESS_KINDS = ("http", "port")
 
@@ -93,6 +96,9 @@ class Check:
     watch: tuple[str, ...] = field(default_factory=tuple)
     max_age: float | None = None  # seconds a receipt stands (None: liveness default, else for ever)
     closed: bool = False  # port: holds when nothing accepts a connection (a sweep's clean check)
+    # "cross-checked": what waits on the item may start on another agent's passing check
+    # too (the item still reads cross-checked, never verified)
+    accept: str | None = None
 
     @property
     def age_limit(self) -> float | None:
@@ -145,6 +151,8 @@ class Check:
             out["max_age"] = self.max_age
         if self.closed:
             out["closed"] = True
+        if self.accept is not None:
+            out["accept"] = self.accept
         return out
 
     def canonical(self) -> str:
@@ -291,6 +299,10 @@ def _options(text: str, options: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(value, str) or not value.strip():
                 raise _bad(text, "baseline must be an item id")
             out[name] = value.strip()
+        elif name == "accept":
+            if value not in ACCEPTS:
+                raise _bad(text, f"accept is {' or '.join(ACCEPTS)}, not {value!r}")
+            out[name] = value
         elif name == "max_age":
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_AGE:
                 raise _bad(text, f"max_age must be seconds between 0 and {MAX_AGE:g}, not {value!r}")

@@ -1,7 +1,12 @@
 """Timestamps: ISO 8601 in UTC with milliseconds, sortable as text.
 
 TODOLEDGER_NOW fixes the clock (an ISO time) for the README generator and
-tests whose shown output includes times; nothing else sets it.
+tests whose shown output includes times, and only on a ledger created with
+`init --test-clock` (recorded in the ledger, never switched on later): on any
+other ledger a fixed clock would let a writer date its own writes, make a live
+lease look lapsed and `reclaim` it (issue 29). The store that opens a ledger
+says which it is (`fixed_clock_allowed`); before any ledger is open, and on a
+ledger without the mark, the real clock stands.
 """
 
 from __future__ import annotations
@@ -11,14 +16,23 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Callable
 
 NOW_ENV = "TODOLEDGER_NOW"
+
+# Whether the open ledger was created with a test clock: set by the store that opened it
+# (store/settings.py), asked only while TODOLEDGER_NOW is set, so the real clock costs nothing.
+_fixed_allowed: list[Callable[[], bool]] = []
+
+
+def fixed_clock_allowed(probe: Callable[[], bool] | None) -> None:
+    """The ledger this process opened last: `probe()` says whether it honours TODOLEDGER_NOW."""
+    _fixed_allowed[:] = [probe] if probe is not None else []
 
 
 def now() -> str:
     fixed = os.environ.get(NOW_ENV)
-    if fixed:
+    if fixed and _fixed_allowed and _fixed_allowed[0]():
         try:
             return normalise(fixed)
         except ValueError:

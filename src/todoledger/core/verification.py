@@ -13,17 +13,30 @@ trusted it, or a principal that a token authenticates (`agent:ci` behind
 identity (its MCP client name, its shell's marker, a hook) is whatever its
 process says, so a check written under one is no one else's.
 
-- `verified`: every check holds and is fresh, and one of them is independent
-  of the claimant (see `independent`);
-- `self-checked`: they all hold and are fresh, but each was written by an
-  agent with no person or token behind it (the claimant's own, or a local
-  agent's that the claimant could have written): what waits on it starts once
-  a person approves the check (`trust`);
-- `stale`: they all hold, but the tree a receipt ran against has changed since,
-  or a receipt is older than its check's maximum age (liveness: 10 minutes);
+One vocabulary for every output (show, board, report, MCP), weakest first
+(`PRECEDENCE`); each gate has its state, and an item shows its weakest gate's:
+
 - `failed`: a check's latest receipt fails or could not run;
+- `stale`: it held, but the tree a receipt ran against has changed since,
+  or a receipt is older than its check's maximum age (liveness: 10 minutes);
 - `unverified`: a check never ran (or only untrusted checks exist);
-- `reported`: completed with no check that can fail: the agent's word, nothing more.
+- `reported`: completed with no check that can fail: the agent's word, nothing more;
+- `stand-in`: it held against a stand-in (a demo's server or simulation, a
+  check its author marked `--stand-in`): never proof;
+- `typed`: a metric gate met by numbers a writer typed, even under a person's gate;
+- `self-checked`: it holds, but its author is the claimant's own principal (or
+  a local agent's, with no claimant yet): what waits on it starts once a
+  person approves the check (`trust`);
+- `cross-checked`: it holds, written by another agent principal than the
+  claimant's (wherever it runs: two agents' principals on one machine cannot be
+  told apart reliably, so this is below verified);
+- `accepted by <person>`: a metric gate met by typed numbers a person accepted;
+- `verified`: it holds, fresh, on evidence not typed, and a person wrote or
+  trusted the check (an agent's token never trusts one).
+
+Only `verified` counts as proven. What waits on an item starts when it is
+verified (a metric gate also when accepted by a person); a gate that says
+`accept: cross-checked` opens on cross-checked too (`opens`).
 
 A completed item whose gate fails (or never ran) is "claimed completed, gate
 failing": never in the completed count (`claimed_label`).
@@ -45,6 +58,9 @@ if TYPE_CHECKING:
 
 VERIFIED = "verified"
 SELF_CHECKED = "self-checked"
+CROSS_CHECKED = "cross-checked"
+STAND_IN = "stand-in"
+ACCEPTED = "accepted by"  # "accepted by <person>"
 UNVERIFIED = "unverified"
 STALE = "stale"
 FAILED = "failed"
@@ -59,8 +75,59 @@ ROUTES: tuple[str, ...] = ("person", "board", "import")  # and "agent:<kind>"
 from todoledger.core.model import CLAIMED_FAILING as CLAIMED_FAILING  # noqa: E402
 from todoledger.core.model import CLAIMED_UNRUN as CLAIMED_UNRUN  # noqa: E402
 
-TYPED = "typed"  # a metric's provenance: the writer typed it (done --metric, MCP metrics)
+TYPED = "typed"  # a metric's provenance: the writer typed it (done --metric, MCP metrics); a state too
 MEASURED = "measured"  # todoledger measured it (a sweep run, a check's output)
+# Weakest first: an item shows the first of its gates' states in this order.
+PRECEDENCE: tuple[str, ...] = (
+    FAILED,
+    STALE,
+    UNVERIFIED,
+    REPORTED,
+    STAND_IN,
+    TYPED,
+    SELF_CHECKED,
+    CROSS_CHECKED,
+    ACCEPTED,
+    VERIFIED,
+)
+
+
+def word(state: str) -> str:
+    """The vocabulary's word for a state: `accepted by ann` is `accepted by`."""
+    return ACCEPTED if state.startswith(ACCEPTED + " ") else state
+
+
+def rank(state: str) -> int:
+    """Where a state stands, weakest 0; a word outside the vocabulary is weakest."""
+    try:
+        return PRECEDENCE.index(word(state))
+    except ValueError:
+        return 0
+
+
+def weakest(states: Iterable[str]) -> str | None:
+    found = list(states)
+    return min(found, key=rank) if found else None
+
+
+def accepted_by(person: str) -> str:
+    """The state of a metric gate whose typed numbers a person accepted."""
+    return f"{ACCEPTED} {person}"
+
+
+def proven(state: str | None) -> bool:
+    """Only verified counts as proven (the report's "Claims by writer", readiness)."""
+    return state == VERIFIED
+
+
+def opens(state: str | None, *, metric: bool = False, accept: str | None = None) -> bool:
+    """Does a gate in this state let what waits on its item start? Verified; a
+    metric gate also accepted by a person; a gate that accepts cross-checked, that too."""
+    if state == VERIFIED:
+        return True
+    if metric and state is not None and state.startswith(ACCEPTED + " "):
+        return True
+    return accept == CROSS_CHECKED and state == CROSS_CHECKED
 
 
 def route_of(writer: str, *, imported: bool = False) -> str:
@@ -102,6 +169,7 @@ class CheckRow:
     # (None: a check from before they were kept, which runs where its caller runs).
     cwd: str | None = None
     path: str | None = None
+    stand_in: bool = False  # against a stand-in (its author said so, or a demo): never proof
 
     @property
     def writer(self) -> str:
@@ -161,7 +229,7 @@ class CheckRow:
             if self.person_backed and self.trusted_by and self.trusted_by != self.created_by
             else None,
             "at": self.at,
-        }
+        } | ({"stand_in": True} if self.stand_in else {})
 
 
 @dataclass(frozen=True)
@@ -215,27 +283,58 @@ def item_state(
     fresh: Callable[[CheckRow, Receipt], bool],
     status: str,
     claimant: str | None = None,
-    proves: Callable[[CheckRow, str | None], bool] | None = None,
+    proves: Callable[[CheckRow, str | None], str] | None = None,
 ) -> str | None:
-    """The verification of one item from its checks' latest receipts. `claimant`
-    is the writer who completed it; `proves(row, claimant)` whether a passing
-    check is independent of the claimant (default `CheckRow.independent`)."""
+    """The verification of one item: the weakest of its gates' states
+    (`gate_states`). `claimant` is the writer who completed it; `proves(row,
+    claimant)` the state a passing, fresh check gives (default `passing_state`)."""
+    found = gate_states(checks, latest, fresh, claimant, proves)
+    if not found:
+        return REPORTED if status == "completed" else None
+    return weakest(found.values())
+
+
+def gate_states(
+    checks: Iterable[CheckRow],
+    latest: Mapping[str, Receipt],
+    fresh: Callable[[CheckRow, Receipt], bool],
+    claimant: str | None = None,
+    proves: Callable[[CheckRow, str | None], str] | None = None,
+) -> dict[str, str]:
+    """Each check's state by its id (checks that cannot fail left out)."""
     from todoledger.core.checkspec import cannot_fail
 
     rows = list(checks)
     specs = [c.check for c in rows]
     rows = [c for c in rows if cannot_fail(c.check, [s for s in specs if s is not c.check]) is None]
-    if not rows:
-        return REPORTED if status == "completed" else None
-    receipts = [latest.get(c.id) for c in rows]
-    if any(r is not None and r.result != "holds" for r in receipts):
-        return FAILED
-    if any(r is None for r in receipts):
-        return UNVERIFIED
-    if not all(fresh(c, r) for c, r in zip(rows, receipts, strict=True) if r is not None):
-        return STALE
-    test = proves or (lambda row, who: row.independent(who))
-    return VERIFIED if any(test(c, claimant) for c in rows) else SELF_CHECKED
+    judge = proves or passing_state
+    out: dict[str, str] = {}
+    for c in rows:
+        r = latest.get(c.id)
+        if r is None:
+            out[c.id] = UNVERIFIED
+        elif r.result != "holds":
+            out[c.id] = FAILED
+        elif not fresh(c, r):
+            out[c.id] = STALE
+        else:
+            out[c.id] = judge(c, claimant)
+    return out
+
+
+def passing_state(row: CheckRow, claimant: str | None) -> str:
+    """The state a passing, fresh check gives the claimant's claim: stand-in for
+    a stand-in; verified for a person's check (written, or trusted by a person);
+    cross-checked for another agent principal's; else self-checked."""
+    if row.stand_in:
+        return STAND_IN
+    if row.person_backed:
+        return VERIFIED
+    if claimant is None or row.route == "import":
+        return SELF_CHECKED
+    from todoledger.core.approval import principal
+
+    return CROSS_CHECKED if row.principal != principal(claimant) else SELF_CHECKED
 
 
 def derive(
@@ -244,7 +343,7 @@ def derive(
     latest: Mapping[str, Receipt],
     fresh: Callable[[CheckRow, Receipt], bool],
     claimants: Mapping[str, str] | None = None,
-    proves: Callable[[CheckRow, str | None], bool] | None = None,
+    proves: Callable[[CheckRow, str | None], str] | None = None,
 ) -> dict[str, str | None]:
     """Map item id -> verification, for (id, status) pairs; `claimants`: item ->
     the writer who completed it."""
@@ -265,6 +364,34 @@ def derive(
     }
 
 
+def held_back(
+    items: Iterable[tuple[str, str]],
+    checks: Iterable[CheckRow],
+    latest: Mapping[str, Receipt],
+    fresh: Callable[[CheckRow, Receipt], bool],
+    claimants: Mapping[str, str] | None = None,
+    proves: Callable[[CheckRow, str | None], str] | None = None,
+) -> frozenset[str]:
+    """Items with a gate that does not open (`opens`, gate by gate: a metric gate
+    on accepted numbers, a gate that accepts cross-checked): what waits on them
+    is not ready."""
+    by_item: dict[str, list[CheckRow]] = {}
+    for c in checks:
+        by_item.setdefault(c.item, []).append(c)
+    who = claimants or {}
+    out: set[str] = set()
+    for item, status in items:
+        rows = by_item.get(item, [])
+        found = gate_states(rows, latest, fresh, who.get(item) if status == "completed" else None, proves)
+        by_id = {r.id: r for r in rows}
+        for check_id, state in found.items():
+            row = by_id[check_id]
+            if not opens(state, metric=row.check.kind == "metric", accept=row.check.accept):
+                out.add(item)
+                break
+    return frozenset(out)
+
+
 def gated(verification: Mapping[str, str | None]) -> frozenset[str]:
     """Items that count as unfinished for those waiting on them: checked but not verified.
 
@@ -272,4 +399,6 @@ def gated(verification: Mapping[str, str | None]) -> frozenset[str]:
     waits for a gated item is ready only once that item is verified; a
     self-checked item holds them back until a person approves its check.
     """
-    return frozenset(i for i, v in verification.items() if v not in (None, REPORTED, VERIFIED))
+    return frozenset(
+        i for i, v in verification.items() if v not in (None, REPORTED) and not opens(v, metric=True)
+    )

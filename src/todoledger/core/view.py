@@ -32,11 +32,39 @@ if TYPE_CHECKING:
     from todoledger.core.schedule import Schedule
 
 MAX_DEPTH = 32  # phases nest a few levels; a deeper chain is damage, not a plan
-VERIFICATIONS = ("unverified", "verified", "self-checked", "stale", "failed")
+# The vocabulary of core/verification.py (PRECEDENCE), weakest first; "accepted by"
+# stands for "accepted by <person>". (Spelled out here: `show --json` must not import it.)
+VERIFICATIONS = (
+    "failed",
+    "stale",
+    "unverified",
+    "reported",
+    "stand-in",
+    "typed",
+    "self-checked",
+    "cross-checked",
+    "accepted by",
+    "verified",
+)
 # A completion whose gate failed or never ran is counted apart from "completed" (`claimed`).
 CLAIMED = {"failed": CLAIMED_FAILING, "unverified": CLAIMED_UNRUN}
 # How a state reads where people see it: self-checked says what it lacks.
-SHOWN = {"self-checked": "self-checked (an agent's check: no person or token behind it)"}
+SHOWN = {
+    "self-checked": "self-checked (an agent's check: no person behind it)",
+    "cross-checked": "cross-checked (another agent's check: no person behind it)",
+    "stand-in": "stand-in (checked against a stand-in: no proof)",
+    "typed": "typed (numbers a writer typed, not measured)",
+}
+
+
+def known_state(value: str | None) -> bool:
+    """A word of the vocabulary that an item carries (`accepted by <person>` included);
+    `reported` is said where a completion is shown, not as a tag of its own."""
+    return (
+        value is not None
+        and value != "reported"
+        and (value in VERIFICATIONS or value.startswith("accepted by "))
+    )
 
 
 @dataclass(frozen=True)
@@ -381,7 +409,7 @@ def _item(r: Mapping[str, Any], depth: int, dropped: set[str] | frozenset[str] =
         get("created_by") or "",
         get("created_at") or "",
         get("updated_at") or "",
-        verification if verification in VERIFICATIONS else None,
+        verification if known_state(verification) else None,
         waits_on_cancelled,
         get("estimate"),
         _ids(get("uses")),

@@ -97,7 +97,9 @@ def mirror(
             dialect=dialect,
             response=response,
             source_key=_replaying.get("key"),
-            at=_replaying.get("at"),
+            # Clamped to now once the ledger is open: only then does the clock know
+            # whether this ledger honours TODOLEDGER_NOW (store/settings.py).
+            at=_spooled_at(_replaying["at"]) if "at" in _replaying else None,
         )
         if after is not None:
             after(lg, result)
@@ -180,7 +182,7 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
                 head = json.loads(head_text)
                 _replaying.clear()
                 _replaying.update({k: head[k] for k in ("key",) if isinstance(head.get(k), str)})
-                _replaying["at"] = _spooled_at(head.get("at"))
+                _replaying["at"] = head["at"] if isinstance(head.get("at"), str) else ""
                 with _plan_of(head):
                     handler(head["agent"])(json.loads(raw), cwd)
                 done += 1

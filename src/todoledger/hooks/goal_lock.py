@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 MAX_BLOCKS = 3
 MAX_NAMED = 10
 # The verification state that proves a gated item; every other state of an item
-# with gates (failed, stale, unverified, self-checked) does not: the one place to adjust.
+# with gates (failed, stale, unverified, stand-in, typed, self-checked, cross-checked,
+# accepted by a person) does not: the one place to adjust.
 PROVEN = frozenset({"verified"})
 WHAT_PROVES = {
     "failed": "make its gate pass, then run `todoledger verify {id}` (or the plan_verify tool)",
@@ -55,6 +56,11 @@ WHAT_PROVES = {
     " a person must approve that check (`todoledger trust`)",
     "self_checked": "its passing checks are an agent's, with no person or token behind them:"
     " a person must approve that check (`todoledger trust`)",
+    "cross-checked": "its passing check is another agent's, with no person behind it:"
+    " a person must approve that check (`todoledger trust`)",
+    "stand-in": "its check ran against a stand-in, which proves nothing: a check on the real thing must pass",
+    "typed": "its numbers were typed, not measured: measure them (a sweep run) or ask a person to accept"
+    " them (`todoledger accept-metric`)",
     "plan-mode": "approved in plan mode, changed since ({what}): a person must approve it again "
     "(`todoledger approve {id}` in a terminal, or the board)",
 }
@@ -89,10 +95,12 @@ def task_completed(event: dict[str, Any], cwd: str | None) -> Refusal | None:
     with hook_ledger(cwd, create=False) as lg:
         if not lg.exists:
             return None
+        wanted, task_id = normalised(subject), str(event.get("task_id") or "")
         rows = [
             r
             for r in _rows(lg, plan)
-            if r.get("content") == subject.strip() and r.get("status") not in ("cancelled", "dropped")
+            if (r.get("id") == task_id or normalised(str(r.get("content") or "")) == wanted)
+            and r.get("status") not in ("cancelled", "dropped")
         ]
         if not rows:
             return None
@@ -299,6 +307,19 @@ def reason(unproven: list[dict[str, Any]], head: str) -> str:
         lines.append(f"- and {len(unproven) - MAX_NAMED} more")
     lines.append("Do not report it done until then.")
     return "\n".join(lines)
+
+
+def normalised(subject: str) -> str:
+    """A task's subject as the goal lock compares it: Unicode-normalised, case
+    folded, runs of spaces as one, without the punctuation around it. A subject
+    reworded only in those ways is the same task (a renamed subject would
+    otherwise slip past its gate)."""
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", subject).casefold()
+    text = re.sub(r"\s+", " ", text)
+    return text.strip(" .,;:!?-–—'\"`*_()[]")
 
 
 def _rows(lg: Ledger, plan: str) -> list[dict[str, Any]]:

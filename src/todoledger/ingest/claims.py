@@ -47,13 +47,18 @@ OUTCOME: dict[str | None, str] = {
     "stale": "stale",
     "unverified": "unchecked",
     "never ran": "unchecked",
+    # Checked, but not proven (core/verification.py): only verified counts as proven.
+    "cross-checked": "cross-checked",
+    "stand-in": "stand-in",
+    "typed": "typed",
+    "accepted by": "accepted by",
 }
 UNPROVEN_STATES = frozenset({"failed", "stale", "unchecked"})
 # The per-writer table's columns, in order; every claim lands in exactly one.
 COLUMNS = (
     "claimed",
     "proven independently",
-    "self-checked only",
+    "checked, not proven",
     "reported",
     "failed or stale later",
     "reopened",
@@ -62,7 +67,11 @@ COLUMNS = (
 )
 _COLUMN_OF = {
     "verified": "proven independently",
-    "self-checked": "self-checked only",
+    "self-checked": "checked, not proven",
+    "cross-checked": "checked, not proven",
+    "stand-in": "checked, not proven",
+    "typed": "checked, not proven",
+    "accepted by": "checked, not proven",
     "reported": "reported",
     "failed": "failed or stale later",
     "stale": "failed or stale later",
@@ -204,7 +213,8 @@ def _standing(it: Any, claim: Mapping[str, Any], checks: Iterable[_Check], force
         )
     if it.forced or claim.get("op") in forced:
         return ItemClaim(**base, outcome="forced", state=state)
-    outcome = OUTCOME.get(state, "failed")
+    word = "accepted by" if isinstance(state, str) and state.startswith("accepted by ") else state
+    outcome = OUTCOME.get(word, "failed")
     live = [c for c in rows if c.removed_by is None and c.result == "holds"]
     by: list[str] = []
     if outcome == "verified":

@@ -42,9 +42,22 @@ class SessionImport:
     failed: int = 0  # calls the agent's own tool reported as failed; not written
     items: int = 0
     final: dict[str, int] = field(default_factory=dict)
+    # Calls dated later than the import (a transcript is a file its agent can write):
+    # imported as dated in the session's own plan, and said (`future_warning`).
+    future: int = 0
+    latest_future: str = ""
+
+    def future_warning(self) -> str | None:
+        if not self.future:
+            return None
+        return (
+            f"warning: {self.source}: {self.future} call(s) dated in the future (latest {self.latest_future}):"
+            f" imported into {self.plan} as the transcript dates them; its times are not to be trusted"
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        extra = {"future_dated": self.future} if self.future else {}
+        return extra | {
             "plan": self.plan,
             "source": self.source,
             "format": self.format,
@@ -190,8 +203,17 @@ def write_calls(
     sessions: dict[tuple[str, str], _Session] = {}
     batch = _Batch(ledger, source_prefix="live:" if into else "", live=into is not None)
 
+    import time
+
+    # The real clock, never TODOLEDGER_NOW: "in the future" is the machine's future.
+    stamp = time.time()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(stamp)) + f".{int(stamp * 1000) % 1000:03d}Z"
+
     def put(state: _Session, call: TodoCall, at: str) -> None:
         state.last_at = at
+        if at > started:
+            state.entry.future += 1
+            state.entry.latest_future = max(state.entry.latest_future, at)
         outcome = batch.write(call, state.entry.plan, at)
         if outcome is None:
             state.entry.refused += 1

@@ -33,9 +33,11 @@ def add_check(
     *,
     role: str = "gate",
     trusted: bool = True,
+    stand_in: bool = False,
 ) -> dict[str, Any]:
     """Give an item a check (a completion gate by default). `trusted=False` for
-    checks that did not come from this machine's user (import, HTTP)."""
+    checks that did not come from this machine's user (import, HTTP). `stand_in`:
+    its author says it runs against a stand-in (its passing is never proof)."""
     if role not in core.ROLES:
         raise LedgerError(f"role must be one of {', '.join(core.ROLES)}, not {role!r}")
     check = parse(spec, options)
@@ -54,7 +56,26 @@ def add_check(
             # Another agent's check on a leased item would change what its holder must pass;
             # a person adding a gate only asks for more proof, and may.
             u.leased(item, writer, at)
-        return insert_check(u, plan, item.id, role, check, writer, at, trusted=trusted).as_dict()
+        row = insert_check(u, plan, item.id, role, check, writer, at, trusted=trusted, stand_in=stand_in)
+        return row.as_dict()
+
+
+def clear_stand_in(u: Unit, plan: str, writer: str, check_id: str) -> dict[str, Any]:
+    """A person says a check runs against the real thing: its stand-in mark goes.
+    Only a person: an agent would turn its own stand-in into proof."""
+    from todoledger.core.approval import require_person
+
+    require_person("gate real", writer)
+    at = now()
+    with u.transaction(plan):
+        row = require_check(u, plan, check_id)
+        if not row.stand_in:
+            raise LedgerError(f"{check_id} is not marked as a stand-in")
+        check_repo(u).clear_stand_in(row.id)
+        w = u.op(plan, writer, at, "trust", summary=f"{row.id} runs against the real thing")
+        w.annotate(row.item, "stand_in", True, False)
+        u.repo.touch_plan(plan, at)
+        return {"id": row.id, "item": row.item, "stand_in": False, "by": writer}
 
 
 def remove_check(u: Unit, plan: str, writer: str, check_id: str, *, force: bool = False) -> dict[str, Any]:

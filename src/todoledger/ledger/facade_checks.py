@@ -28,14 +28,31 @@ class CheckMethods(Facade):
         plan: str | None = None,
         writer: str | None = None,
         trusted: bool = True,
+        stand_in: bool = False,
     ) -> dict[str, Any]:
         """Give an item a check (a completion gate by default); `trusted=False` for
-        checks that did not come from this machine's user (import, HTTP)."""
+        checks that did not come from this machine's user (import, HTTP); `stand_in`
+        for one against a stand-in (never proof, until a person clears the mark)."""
         from todoledger.ledger import checkrecords
 
         return checkrecords.add_check(
-            self._unit, *self._who(plan, writer), ref, spec, options, role=role, trusted=trusted
+            self._unit,
+            *self._who(plan, writer),
+            ref,
+            spec,
+            options,
+            role=role,
+            trusted=trusted,
+            stand_in=stand_in,
         )
+
+    def clear_stand_in(
+        self, check_id: str, *, plan: str | None = None, writer: str | None = None
+    ) -> dict[str, Any]:
+        """A person says the check runs against the real thing (`gate real`)."""
+        from todoledger.ledger import checkrecords
+
+        return checkrecords.clear_stand_in(self._unit, *self._who(plan, writer), check_id)
 
     def remove_check(
         self, check_id: str, *, plan: str | None = None, writer: str | None = None, force: bool = False
@@ -164,11 +181,13 @@ class CheckMethods(Facade):
         timeout: float = 3600.0,
         plan: str | None = None,
         writer: str | None = None,
+        stand_in: bool = False,
         **lifecycle: Any,
     ) -> dict[str, Any]:
         """Define a sweep and expand it into items (a parent, one child per combination).
         `lifecycle`: setup, ready, ready_options, ready_timeout, teardown, clean,
-        clean_options, warmup, order, seed, restarts, watch (`core.sweep.define`)."""
+        clean_options, warmup, order, seed, restarts, watch (`core.sweep.define`);
+        `stand_in`: it runs against stand-ins (simulated figures, never proof)."""
         from todoledger.ledger import sweeprows
 
         return sweeprows.add(
@@ -183,6 +202,7 @@ class CheckMethods(Facade):
             baseline=baseline,
             keep=keep,
             timeout=timeout,
+            stand_in=stand_in,
             **lifecycle,
         )
 

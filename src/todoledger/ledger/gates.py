@@ -44,7 +44,16 @@ def new_check_id() -> str:
 
 
 def insert_check(
-    u: Unit, plan: str, item: str, role: str, check: Check, writer: str, at: str, *, trusted: bool
+    u: Unit,
+    plan: str,
+    item: str,
+    role: str,
+    check: Check,
+    writer: str,
+    at: str,
+    *,
+    trusted: bool,
+    stand_in: bool = False,
 ) -> CheckRow:
     from todoledger.core.checkspec import cannot_fail
 
@@ -80,6 +89,7 @@ def insert_check(
         route,
         cwd,
         path,
+        stand_in,
     )
     repo.add(row, trusted_by=writer if trusted else None)
     w = u.op(plan, writer, at, role, summary=f"{role} {row.id} on {item}")
@@ -87,7 +97,8 @@ def insert_check(
         item,
         "check",
         None,
-        {"id": row.id, "role": role, "spec": check.canonical(), "trusted": trusted, "route": route},
+        {"id": row.id, "role": role, "spec": check.canonical(), "trusted": trusted, "route": route}
+        | ({"stand_in": True} if stand_in else {}),
     )
     u.repo.touch_plan(plan, at)
     return row
@@ -141,10 +152,18 @@ def select(u: Unit, plan: str, refs: Sequence[str]) -> list[CheckRow]:
 def states(u: Unit, plan: str, items: Iterable[tuple[str, str]]) -> dict[str, str | None]:
     """Each item's verification; costs one query for a plan without checks.
     Call inside a read or write transaction."""
+    return states_and_held(u, plan, items)[0]
+
+
+def states_and_held(
+    u: Unit, plan: str, items: Iterable[tuple[str, str]]
+) -> tuple[dict[str, str | None], frozenset[str]]:
+    """Each item's verification, and the items a gate of which does not open
+    (`core.held_back`): what waits on them is not ready."""
     pairs = list(items)
     repo = check_repo(u)
     if not pairs or not repo.any_in(plan):
-        return {i: (core.REPORTED if s == "completed" else None) for i, s in pairs}
+        return {i: (core.REPORTED if s == "completed" else None) for i, s in pairs}, frozenset()
     rows = repo.checks(plan)
     latest_by_spec = repo.latest_receipts(plan)
     latest = {
@@ -153,7 +172,9 @@ def states(u: Unit, plan: str, items: Iterable[tuple[str, str]]) -> dict[str, st
         if (r.id, r.check.canonical()) in latest_by_spec
     }
     claimants = repo.completers(plan) if any(s == "completed" for _, s in pairs) else {}
-    return core.derive(pairs, rows, latest, _freshness(), claimants, _proof(u, rows))
+    fresh, proof = _freshness(), _proof(u, rows)
+    found = core.derive(pairs, rows, latest, fresh, claimants, proof)
+    return found, core.held_back(pairs, rows, latest, fresh, claimants, proof)
 
 
 def clock() -> float:
@@ -161,26 +182,33 @@ def clock() -> float:
     return epoch(now())
 
 
-def _proof(u: Unit, rows: Sequence[CheckRow]) -> Callable[[CheckRow, str | None], bool]:
-    """Does a passing check prove the claimant's claim? Its author must be
-    independent of the claimant (`CheckRow.independent`); for a `metric:` gate,
-    so must the numbers: measured by an independent check, or accepted by a person."""
+def _proof(u: Unit, rows: Sequence[CheckRow]) -> Callable[[CheckRow, str | None], str]:
+    """The state a passing, fresh check gives the claimant's claim
+    (`core.passing_state`: who wrote or trusted the check); for a `metric:` gate,
+    also where its numbers came from: typed ones give `typed`, typed ones a person
+    accepted `accepted by <person>`, measured ones the state of the check that
+    measured them, whichever is weakest."""
     by_id = {r.id: r for r in rows}
     repo = check_repo(u)
 
-    def proves(row: CheckRow, claimant: str | None) -> bool:
-        if not row.independent(claimant):
-            return False
-        if row.check.kind != "metric":
-            return True
-        runs = [m for m in repo.metric_runs(row.item, row.check.target) if usable(m)]
-        for _, provenance, check_id, _accepted, _writer in runs:
+    def proves(row: CheckRow, claimant: str | None) -> str:
+        own = core.passing_state(row, claimant)
+        if row.check.kind != "metric" or own == core.STAND_IN:
+            return own
+        runs = repo.metric_runs(row.item, row.check.target)
+        counted = [m for m in runs if usable(m)]
+        if not counted:
+            return core.TYPED if runs else own
+        found = [own]
+        for _, provenance, check_id, accepted, _writer in counted:
             if provenance != core.MEASURED:
-                continue  # accepted by a person (`_usable`): theirs
+                found.append(core.accepted_by(accepted or "a person"))
+                continue
             source = by_id.get(check_id or "")
-            if source is None or not source.independent(claimant):
-                return False
-        return bool(runs)
+            found.append(core.passing_state(source, claimant) if source is not None else core.SELF_CHECKED)
+        # A person's gate met by a person's accepted numbers reads as accepted, never verified.
+        state = core.weakest(found) or own
+        return state
 
     return proves
 
@@ -242,7 +270,7 @@ def gated_items(u: Unit, plan: str) -> frozenset[str]:
     if not repo.any_in(plan):
         return frozenset()
     items = u.repo.items(plan)
-    return core.gated(states(u, plan, [(i.id, i.status) for i in items]))
+    return states_and_held(u, plan, [(i.id, i.status) for i in items])[1]
 
 
 def write_warnings(u: Unit, plan: str, completed: Sequence[str]) -> list[Finding]:
@@ -254,7 +282,7 @@ def write_warnings(u: Unit, plan: str, completed: Sequence[str]) -> list[Finding
     out: list[Finding] = []
     for item in completed:
         state = found.get(item)
-        if item in gated and state not in (core.VERIFIED, core.SELF_CHECKED):
+        if item in gated and state not in (core.VERIFIED, core.SELF_CHECKED, core.CROSS_CHECKED):
             claimed = core.claimed_label("completed", state)
             shown = (
                 f"counted as {claimed!r}, not as completed" if claimed else "kept as reported, not verified"

@@ -1,6 +1,11 @@
 """Leases: a claim on an item for a while, with a fencing token, so that many
 agents share one plan without doing the same work twice. "Held" means a lease
-here and everywhere: an item that waits for its gate is "gated"."""
+here and everywhere: an item that waits for its gate is "gated".
+
+Each lease has a 128-bit secret, returned only in the claimant's reply (never in
+the history or another caller's reply; the ledger keeps its SHA-256). The
+fencing number only orders writes: a write proves its holder by the secret
+(`Unit.proves`), never by a writer's name or a number read from the history."""
 
 from __future__ import annotations
 
@@ -46,11 +51,13 @@ def claim(
         item = ready[0]
         u.store.lock("tokens")  # tokens count across plans: claims of two plans take turns here
         token = u.repo.next_token()
+        secret = new_secret()
+        u.held_secrets.add(secret_digest(secret))  # this caller holds it: its later writes prove it
         expires = shift(at, seconds)
         w = u.op(plan, writer, at, "claim", summary=f"claimed {item.id}")
         w.set(item.id, "status", item.status, "in_progress")
         w.annotate(item.id, "claimed", None, {"holder": writer, "token": token, "expires_at": expires})
-        u.repo.save_lease(Lease(item.id, plan, writer, token, seconds, at, expires))
+        u.repo.save_lease(Lease(item.id, plan, writer, token, seconds, at, expires, secret_digest(secret)))
         u.repo.save_base(
             plan,
             writer,
@@ -58,7 +65,13 @@ def claim(
         )
         item.status, item.updated_by, item.updated_at = "in_progress", writer, at
         u.repo.touch_plan(plan, at)
-        claimed = {"claimed": True, "token": token, "lease_expires": expires, "lease_seconds": seconds}
+        claimed = {
+            "claimed": True,
+            "token": token,
+            "lease_secret": secret,
+            "lease_expires": expires,
+            "lease_seconds": seconds,
+        }
         return [item.as_dict() | {"ready": False} | claimed]
 
 
@@ -119,6 +132,20 @@ def set_lease_length(u: Unit, plan: str, seconds: int | None) -> None:
         seconds = lease_length(seconds)
     with u.transaction(plan):
         u.repo.set_plan_lease_seconds(plan, seconds, now())
+
+
+def new_secret() -> str:
+    """128 bits from the OS's generator, as 32 hex digits."""
+    import os
+
+    return os.urandom(16).hex()
+
+
+def secret_digest(secret: str) -> str:
+    """What the ledger keeps of a lease's secret, and what a caller's is compared by."""
+    import hashlib
+
+    return hashlib.sha256(secret.strip().encode("utf-8", "replace")).hexdigest()
 
 
 def _lease_seconds(u: Unit, plan: str, lease: int | None) -> int:

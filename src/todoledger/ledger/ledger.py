@@ -24,6 +24,9 @@ from todoledger.ledger.facade_leases import LeaseMethods
 from todoledger.ledger.facade_people import PeopleMethods
 from todoledger.ledger.unit import Unit
 
+# A lease's secret for a command line (`next --claim` prints it to its claimant only).
+LEASE_SECRET_ENV = "TODOLEDGER_LEASE_SECRET"
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -64,6 +67,18 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
             self._target = self._target if self._target is not None else ledger_file(cwd)
             store = open_store(self._target, create=create, busy_ms=busy_ms, lean=lean)
         self._unit = Unit(store)
+        given = os.environ.get(LEASE_SECRET_ENV)
+        if given:  # the secrets of the claims this caller made (a command line after `next --claim`)
+            for secret in given.split(","):
+                self.hold(secret)
+
+    def hold(self, secret: str | None) -> None:
+        """This caller holds the lease whose secret this is (a claim's `lease_secret`):
+        its writes to the item are the holder's. Anything else proves nothing."""
+        if secret and secret.strip():
+            from todoledger.ledger.leases import secret_digest
+
+            self._unit.held_secrets.add(secret_digest(secret))
 
     # the ledger itself -------------------------------------------------------
     @staticmethod
@@ -77,6 +92,21 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
             return store.location
         finally:
             store.close()
+
+    def start_test_clock(self) -> None:
+        """Let TODOLEDGER_NOW fix this ledger's clock (`init --test-clock`): only a
+        ledger without history yet, for the README generator and tests."""
+        from todoledger.core.timefmt import now
+        from todoledger.store.settings import start_test_clock
+
+        start_test_clock(self._unit.store, now())
+
+    @property
+    def test_clock(self) -> bool:
+        """Whether TODOLEDGER_NOW fixes this ledger's clock (created with --test-clock)."""
+        from todoledger.store.settings import has_test_clock
+
+        return has_test_clock(self._unit.store)
 
     @property
     def location(self) -> str:

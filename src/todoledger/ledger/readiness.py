@@ -29,11 +29,9 @@ def verification(
     (`core.verification.gated`); none without checks."""
     if not items or not u.repo.has_checks(plan):
         return {i: REPORTED if status == "completed" else None for i, status in items}, frozenset()
-    from todoledger.core.verification import gated as gated_of
-    from todoledger.ledger.gates import states
+    from todoledger.ledger.gates import states_and_held
 
-    verified = states(u, plan, items)
-    return verified, gated_of(verified)
+    return states_and_held(u, plan, items)
 
 
 def gated(u: Unit, plan: str, checked: bool | None = None) -> frozenset[str]:

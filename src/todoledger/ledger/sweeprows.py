@@ -51,11 +51,14 @@ def add(
     baseline: Sequence[str] = (),
     keep: str | None = None,
     timeout: float = 3600.0,
+    stand_in: bool = False,
     **lifecycle: Any,
 ) -> dict[str, Any]:
     """Define a sweep and expand it into items (a parent, one child per combination).
     `lifecycle`: setup, ready, ready_options, ready_timeout, teardown, clean,
-    clean_options, warmup, order, seed, restarts, watch (see `core.sweep.define`)."""
+    clean_options, warmup, order, seed, restarts, watch (see `core.sweep.define`).
+    `stand_in`: it runs against stand-ins (simulated figures): its run checks are
+    marked so, its numbers are never proof, and its results say simulated."""
     sweep = core.define(
         name,
         template=template,
@@ -80,7 +83,9 @@ def add(
         for position, (combo, is_base) in enumerate(sweep.combinations()):
             child = items.add(u, plan, writer, sweep.title(combo, is_base), parent=parent["id"])
             check = parse("cmd:" + sweep.command(combo), {"timeout": sweep.timeout})
-            row = insert_check(u, plan, child["id"], "run", check, writer, at, trusted=person)
+            row = insert_check(
+                u, plan, child["id"], "run", check, writer, at, trusted=person, stand_in=stand_in
+            )
             repo.add_sweep_item(plan, name, child["id"], combo, is_base, row.id, position)
             made.append(
                 {"id": child["id"], "content": child["content"], "params": combo, "baseline": is_base}
@@ -355,8 +360,10 @@ def results(u: Unit, plan: str, name: str, *, include_stale: bool = False) -> di
     with u.store.read():
         _, sweep, rows = _load(u, plan, name)
         runs: core.Runs = []
+        simulated = False
         for item, combo, is_base, check_id in rows:
             check = repo.get(check_id)
+            simulated = simulated or (check is not None and check.stand_in)
             passed = _runs(repo, check) if check is not None else []
             flags = [fresh(r.tree) for r in passed]
             stale_total += flags.count(False)
@@ -385,6 +392,7 @@ def results(u: Unit, plan: str, name: str, *, include_stale: bool = False) -> di
         "plan": plan,
         "sweep": name,
         "keep": sweep.keep,
+        "simulated": simulated,  # run against stand-ins: its figures are no measurement of the real thing
         "rows": core.results(sweep, runs, include_stale=include_stale),
         "include_stale": include_stale,
         "stale": stale_total,

@@ -57,6 +57,27 @@ class Unit:
         # Signatures made in this transaction: (plan, item, record), each kept as a
         # `signed` event of the transaction's op of that plan.
         self.signatures: list[tuple[str, str | None, dict[str, Any]]] = []
+        # The lease secrets this caller holds (SHA-256 of each): those of the claims it
+        # made, and those it was given (TODOLEDGER_LEASE_SECRET, `Ledger.hold`). A
+        # holder is known by them, never by its writer's name alone.
+        self.held_secrets: set[str] = set()
+
+    def proves(self, lease: Lease) -> bool:
+        """Does this caller hold the lease's secret? (A lease claimed before secrets has none.)"""
+        return lease.secret is None or lease.secret in self.held_secrets
+
+    def holds(self, lease: Lease, writer: str) -> bool:
+        """`writer` holds `lease`, shown by its secret."""
+        return lease.holder == writer and self.proves(lease)
+
+    def live_for_others(self, lease: Lease, writer: str, at: str) -> bool:
+        """Is this lease live and not shown to be `writer`'s own?"""
+        return _live(lease, writer, at) or (
+            lease.holder == writer
+            and lease.expires_at is not None
+            and lease.expires_at > at
+            and not self.proves(lease)
+        )
 
     @contextmanager
     def locked(self, plan: str | None = None) -> Iterator[None]:
@@ -198,6 +219,12 @@ class Unit:
             )
         if lease.holder is not None and lease.holder != writer:
             raise LedgerError(f"token {token} on {item_id} is {lease.holder}'s, not {writer}'s")
+        if not self.proves(lease):
+            raise LedgerError(
+                f"token {token} on {item_id}: the lease's secret was not shown (the claim's reply gave it to the"
+                " claimant only: pass it in TODOLEDGER_LEASE_SECRET); a number from the history proves nothing:"
+                " your change is refused"
+            )
         if lease.holder is None and item.status in OPEN_STATUSES:
             lease.holder, lease.expires_at = writer, shift(at, lease.seconds)
             self.repo.save_lease(lease)
@@ -208,7 +235,12 @@ class Unit:
         (a lapsed one fences nobody); a person's `force` passes, and the
         override is returned so that the caller records it (`forced`)."""
         lease = self.repo.lease(item.id)
-        if lease is None or not _live(lease, writer, at):
+        if lease is None:
+            return None
+        if lease.holder is None:
+            self._refuse_former_holder(item, lease, writer)
+            return None
+        if not self.live_for_others(lease, writer, at):
             return None
         if not force:
             raise LedgerError(lease_refusal(lease))
@@ -233,7 +265,32 @@ class Unit:
 
     def foreign_leases(self, plan: str, writer: str, at: str) -> dict[str, Lease]:
         """The plan's live leases that writers other than `writer` hold, by item."""
-        return {lease.item: lease for lease in self.repo.held_in_plan(plan) if _live(lease, writer, at)}
+        return {
+            lease.item: lease
+            for lease in self.repo.held_in_plan(plan)
+            if self.live_for_others(lease, writer, at)
+        }
+
+    def _refuse_former_holder(self, item: Item, lease: Lease, writer: str) -> None:
+        """A writer that held an earlier lease on an item that was claimed again and
+        finished since is fenced: its late `done` would overwrite the successor's
+        evidence. Only an item closed after a later claim is looked at."""
+        if item.status in OPEN_STATUSES:
+            return
+        claims = [
+            e
+            for e in self.repo.events(item.plan, item.id)
+            if e.field == "claimed" and isinstance(e.new, dict) and e.new.get("token") is not None
+        ]
+        latest = max((int(e.new["token"]) for e in claims), default=0)
+        if any(e.new.get("holder") == writer and int(e.new["token"]) < latest for e in claims) and not any(
+            e.new.get("holder") == writer and int(e.new["token"]) == latest for e in claims
+        ):
+            by = next(e.new.get("holder") for e in claims if int(e.new["token"]) == latest)
+            raise LedgerError(
+                f"fenced: {item.id} was claimed again by {by} (token {latest}) and is {item.status};"
+                " your earlier lease on it ended: your change is refused"
+            )
 
     def end_lease(self, w: Writes, lease: Lease, why: str) -> None:
         """Each release is an event; work given back or abandoned is pending again."""
@@ -255,12 +312,16 @@ class Unit:
             if lease.item not in touched:
                 continue
             changed = any(row[2] == lease.item and row[3] not in ANNOTATIONS for row in w.pending)
-            if changed and _live(lease, w.writer, w.at) and (w.writer, lease.item) not in self.overrides:
+            if (
+                changed
+                and self.live_for_others(lease, w.writer, w.at)
+                and (w.writer, lease.item) not in self.overrides
+            ):
                 raise LedgerError(lease_refusal(lease))
             item = self.repo.item(lease.item)
             if item is None or item.status not in OPEN_STATUSES:
                 self.end_lease(w, lease, item.status if item is not None else "removed")
-            elif lease.holder == w.writer:
+            elif self.holds(lease, w.writer):
                 lease.expires_at = shift(w.at, lease.seconds)
                 self.repo.save_lease(lease)
 

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from todoledger.core.model import MAX_PAYLOAD_BYTES, LedgerError
 from todoledger.mcp.duplicates import RememberBody
-from todoledger.mcp.limits import LoginLimiter
+from todoledger.mcp.limits import LoginLimiter, client_key
 from todoledger.mcp.server import build_server
 from todoledger.mcp.sessions import (
     MAX_SESSIONS,
@@ -192,7 +192,7 @@ class Guard:
         scope = dict(scope, headers=raw)
         required = self.token is not None or bool(self.identities)
         holder: Holder | None = None
-        client = client_address(scope)
+        client = client_key(client_address(scope))
         if scope.get("path") == LOGIN_PATH and scope.get("method") == "POST":
             await self.login(scope, receive, send, client)
             return
@@ -202,7 +202,9 @@ class Guard:
             credential = credential.strip() if scheme.lower() == b"bearer" else b""
             cookie = Request(scope).cookies.get(TOKEN_COOKIE, "").encode()
             presented = credential or cookie
-            if presented and required and await self.held_back(scope, receive, send, client):
+            # Counted on every server, a tokenless one too: it still looks tokens up in the
+            # ledger's registry, where a guess would otherwise go on unbounded.
+            if presented and await self.held_back(scope, receive, send, client):
                 return
             holder = self.holder(credential) or (None if credential else self.holder(cookie))
             if holder is None and presented and self.registry is not None:
@@ -211,11 +213,11 @@ class Guard:
                 hmac.compare_digest(credential, self.token)
                 or (not credential and bool(cookie) and hmac.compare_digest(cookie, self.token))
             )
+            if holder is None and presented and not single:
+                self.limiter.failed(client)
             if holder is None and single:
                 holder = self.shared  # None on loopback: the person who started the server
             elif holder is None and required:
-                if presented:
-                    self.limiter.failed(client)
                 if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
                     await RedirectResponse(LOGIN_PATH, status_code=303)(scope, receive, send)
                     return

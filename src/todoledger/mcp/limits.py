@@ -1,6 +1,8 @@
 """Bounds on guessing `serve`'s token: failed logins per client per minute.
 
-A client is its address. Each wrong token it presents (a POST to /login, a
+A client is its address (`client_key`): every loopback address counts as one
+client (127.0.0.2, ::1 and ::ffff:127.0.0.1 are all this machine), and an IPv6
+address by its /64 (one host holds a whole /64). Each wrong token it presents (a POST to /login, a
 bearer header or the board's cookie) is a failed login; after
 `FAILED_LOGINS_PER_MINUTE` of them within a minute, every request of that
 client that presents a token is answered 429 with a Retry-After until the
@@ -21,6 +23,23 @@ FAILED_LOGINS_PER_MINUTE = 10
 WINDOW_SECONDS = 60.0
 # Clients remembered before those whose failures are all older than a minute are dropped.
 TRACKED_CLIENTS = 4096
+
+
+def client_key(address: str) -> str:
+    """The client a failed login is counted against: `loopback`, an IPv6 /64, or the address."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return "loopback"
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return str(ip)
 
 
 class LoginLimiter:

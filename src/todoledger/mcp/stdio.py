@@ -37,9 +37,12 @@ from todoledger.mcp.duplicates import remember
 
 PARSE_ERROR = -32700  # JSON-RPC: the line is not JSON the server can read
 
-# One JSON-RPC message per line, of any size the client sends (as the SDK's
-# unbounded readline); asyncio's default limit of 64 KiB would refuse a long list.
-LINE_LIMIT = 1 << 30
+# One JSON-RPC message per line, up to LINE_CAP: asyncio's default limit of 64 KiB
+# would refuse a long list, and no limit at all lets one line take the memory of
+# the agent's machine. A longer line is answered with an error before it is parsed
+# (and its bytes are dropped as they come, never kept whole).
+LINE_CAP = 8 << 20  # 8 MiB
+LINE_LIMIT = LINE_CAP + 1
 # How long a client that closed stdin may wait for the answers to what it asked before.
 EOF_GRACE_SECONDS = 60.0
 
@@ -159,7 +162,14 @@ class _Lines:
 
     async def __anext__(self) -> str:
         while True:
-            line = await self._reader.readline()
+            try:
+                line = await self._reader.readline()
+            except ValueError as exc:  # past LINE_LIMIT: asyncio dropped what it held of the line
+                if "is not found" in str(exc):  # its newline is still to come: drop the rest as it comes
+                    await self._drop_rest_of_line()
+                await self._out.write(too_long() + "\n")
+                await self._out.flush()
+                continue
             if not line:
                 # The client closed its end: first answer what it asked.
                 with contextlib.suppress(TimeoutError):
@@ -168,6 +178,25 @@ class _Lines:
             text = line.decode("utf-8", "replace")
             if await _handed_on(text, self._asked, self._out):
                 return text
+
+    async def _drop_rest_of_line(self) -> None:
+        """Read and drop the long line's remaining bytes, up to its newline."""
+        while True:
+            try:
+                await self._reader.readline()
+            except ValueError as exc:
+                if "is not found" in str(exc):
+                    continue  # another LINE_LIMIT of it, dropped
+            return
+
+
+def too_long() -> str:
+    """The JSON-RPC error for a line over LINE_CAP (no id: the line was never parsed)."""
+    error = {
+        "code": INVALID_REQUEST,
+        "message": f"Invalid request: a line over {LINE_CAP >> 20} MiB was dropped unread; nothing was done",
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":"))
 
 
 async def _handed_on(text: str, asked: _Asked, out: _Out | _ThreadedOut) -> bool:
@@ -238,6 +267,10 @@ class _ThreadedLines:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
                 raise
+            if len(text) > LINE_CAP:  # read by a worker thread already; still never parsed
+                await self._out.write(too_long() + "\n")
+                await self._out.flush()
+                continue
             if await _handed_on(text, self._asked, self._out):
                 return text
 

@@ -53,7 +53,7 @@ INSTRUCTIONS = (
     "partial or failing work stays in_progress. Add items you discover; cancel ones no longer "
     "needed. At session start or after compaction, call todoread and continue that plan "
     "instead of starting anew. Sharing work: plan_next claim=true takes one ready item for you. "
-    "If a reply returns a writer, pass it back as writer."
+    "If a reply returns a writer or a secret, pass each back as it is named."
 )
 
 _PLAN = {"type": "string", "description": "Plan name (default: main)"}
@@ -103,9 +103,9 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "plan_next": {
         "description": (
-            "Ready items by priority. claim=true atomically starts one for you, leased (default 30 min; "
-            "your updates renew it; others' are refused; renew/release=<id>; token fences a lapsed claim). "
-            "Finish it first; pass back a returned writer."
+            "Ready items by priority. claim=true atomically starts one for you, leased (30 min default; "
+            "your updates renew it; others' are refused; renew/release=<id>; token fences a lapsed one). "
+            "Finish it first."
         ),
         "inputSchema": {
             "type": "object",
@@ -115,6 +115,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "renew": {"type": "string"},
                 "release": {"type": "string"},
                 "token": {"type": "integer", "minimum": 1},
+                "secret": {"type": "string"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                 "plan": _PLAN,
                 "writer": _WRITER,
@@ -147,6 +148,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "force": {"type": "boolean"},
                 "reason": {"type": "string"},
                 "token": {"type": "integer", "minimum": 1},
+                "secret": {"type": "string"},
                 "check": {"type": "string"},
                 "metrics": {"type": "array", "items": {"type": "string"}},
                 "plan": _PLAN,
@@ -202,6 +204,7 @@ TEXT_LIMITS: dict[str, int] = {
     "renew": 64,
     "release": 64,
     "check": MAX_NOTES_CHARS,
+    "secret": 64,
 }
 MAX_LISTED = 100  # strings in `metrics` or `ids`
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -327,7 +330,7 @@ def self_checked_hint(lg: Ledger, plan: str, item_id: str) -> str:
     """What the claimant is told when only its own check passed."""
     ids = " ".join(r.id for r in lg.checks([item_id], plan=plan))
     return (
-        "self-checked: its gate is an agent's check with no person or token behind it (yours, or one"
+        "self-checked: its gate is an agent's check with no person behind it (yours, or one"
         " you could have written), so it does not prove your claim; what waits on it starts once a"
         f" person approves the check (todoledger trust {ids}, from a terminal or the board)"
     )
@@ -363,6 +366,9 @@ class PlanTools:
         self.shared: SharedLedger = shared if shared is not None else SharedLedger(cwd)
         self._call = threading.local()  # this thread's call: its getter of the Ledger
         self._tokens: dict[tuple[str, str], int] = {}  # (writer, item): the token of its claim
+        # (writer, item): the secret of its claim, kept here for the session that claimed
+        # and never sent on: it proves that session the holder (ledger/leases.py).
+        self._secrets: dict[tuple[str, str], str] = {}
         # Checks written here are trusted (stdio: this machine's user); the HTTP
         # server marks them untrusted and runs none unless started --allow-checks.
         self.trusted_checks = True
@@ -450,6 +456,9 @@ class PlanTools:
         if not parsed.whole:
             raise ToolInputError(f"{parsed.dialect} updates are patches, not a whole list; use plan_update")
         lg = self.ledger(write=True)
+        for (holder, _), secret in self._secrets.items():
+            if holder == writer:  # this session's claims: its list writes them as their holder
+                lg.hold(secret)
         result = lg.apply(parsed, plan=plan, writer=writer, restore_hint=RESTORE_CALL)
         mine = lg.rows(plan, result.ids)
         out: dict[str, Any] = {"plan": plan, "revision": result.revision}
@@ -530,7 +539,13 @@ class PlanTools:
             if claim or (renew and release):
                 raise ToolInputError("give one of claim, renew or release")
             ref = str(renew or release)
-            return self.locked(lambda: self._lease_call(plan, ref, bool(renew), token, lease, writer))
+            secret = args.get("secret")
+
+            def lease_call() -> dict[str, Any]:
+                self.ledger(write=True).hold(secret)  # a sessionless client's claim: its own proof
+                return self._lease_call(plan, ref, bool(renew), token, lease, writer)
+
+            return self.locked(lease_call)
         return self.locked(lambda: self._plan_next(plan, explicit is not None, claim, limit, writer, lease))
 
     def _lease_call(
@@ -538,6 +553,7 @@ class PlanTools:
     ) -> dict[str, Any]:
         lg = self.ledger(write=True)
         item = lg.get(ref, plan)["id"]
+        lg.hold(self._secrets.get((writer, item)))
         writer = _token_holder(lg, plan, item, token, writer)
         token = token or self._tokens.get((writer, item))
         if token is None:
@@ -547,6 +563,7 @@ class PlanTools:
             return {"plan": plan, "renewed": item, "token": token, "lease_expires": held["expires_at"]}
         lg.release(item, plan=plan, writer=writer, token=token)
         self._tokens.pop((writer, item), None)
+        self._secrets.pop((writer, item), None)
         return {"plan": plan, "released": item}
 
     def _plan_next(
@@ -576,12 +593,17 @@ class PlanTools:
             return {"plan": plan, "claimed": None, "hint": "nothing is ready"}
         item = got[0]
         self._tokens[(writer, item["id"])] = item["token"]
+        if not sessionless(writer):  # a session's claims: kept here, for that session alone
+            self._secrets[(writer, item["id"])] = item["lease_secret"]
         out: dict[str, Any] = {
             "plan": plan,
             "claimed": _compact(item, "priority", "notes", "token", "lease_expires"),
         }
         if sessionless(writer):
             out["writer"] = writer  # the lease's holder: passed back, later calls are its holder's
+            # A sessionless client has no session for the server to keep its proof in: the
+            # secret goes back to it alone, and its later calls pass it (`secret`).
+            out["claimed"]["secret"] = item["lease_secret"]
         others = _also_in_progress(lg, plan, writer, item["id"])
         if others:
             out["hint"] = f"you also have {', '.join(others[:5])} in_progress; finish or pause them"
@@ -620,9 +642,13 @@ class PlanTools:
             )
         writer = self.writer_arg(args, writer)
         plan = self.plan_or_default(explicit)
-        return self.locked(
-            lambda: self._plan_update(plan, explicit is not None, ref, fields, writer, force, token, proof)
-        )
+        secret = args.get("secret")
+
+        def update() -> dict[str, Any]:
+            self.ledger(write=True).hold(secret)  # a sessionless client's claim: its own proof
+            return self._plan_update(plan, explicit is not None, ref, fields, writer, force, token, proof)
+
+        return self.locked(update)
 
     @staticmethod
     def _proof(args: dict[str, Any]) -> dict[str, Any]:
@@ -699,6 +725,8 @@ class PlanTools:
         )
         if status == "cancelled":
             fields["reason"] = fields.get("reason") or "cancelled"
+        if self._secrets:
+            lg.hold(self._secrets.get((writer, lg.get(ref, plan)["id"])))
         if token is None and self._tokens:
             # A claim made in this session fences this session's updates of its item.
             token = self._tokens.get((writer, lg.get(ref, plan)["id"]))
@@ -738,6 +766,9 @@ class PlanTools:
         elif state == "self-checked":
             out["item"]["verification"] = state
             out["hint"] = self_checked_hint(lg, plan, item["id"])
+        elif state not in (None, "verified", "reported") and status == "completed":
+            # cross-checked, stand-in, typed, accepted by <person>: said as it is, never as verified
+            out["item"]["verification"] = state
         elif status == "completed" and not item.get("evidence"):
             out["hint"] = "add evidence: what shows it is done"
         elif status == "in_progress":
@@ -812,6 +843,17 @@ class PlanTools:
             # Another agent's name would make this agent's own check look independent.
             raise ToolInputError(
                 f"writer {given!r} is not this session's agent: it writes as {session_writer} or its own writers"
+            )
+        if (
+            given
+            and given.startswith("mcp:")
+            and given != session_writer
+            and not sessionless(session_writer)
+            and given.count(":") >= 2
+        ):
+            # A session's writer is the session's: another client's would pass as its lease holder.
+            raise ToolInputError(
+                f"writer {given!r} names another client's session; this session writes as {session_writer}"
             )
         return given or session_writer
 

@@ -18,9 +18,7 @@ if TYPE_CHECKING:
 
     from todoledger.store.base import Row, Store
 
-_CHECK_COLUMNS = (
-    "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route, cwd, path"
-)
+_CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route, cwd, path, stand_in"
 _RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree, env"
 
 
@@ -44,6 +42,7 @@ def _check(row: Row) -> CheckRow | None:
         route=row[10],
         cwd=row[11],
         path=row[12],
+        stand_in=bool(row[13]),
     )
 
 
@@ -71,7 +70,7 @@ class CheckRepo:
     def add(self, row: CheckRow, *, trusted_by: str | None) -> None:
         digest = row.check.digest() if trusted_by else None
         self.db.execute(
-            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.id,
                 row.plan,
@@ -86,9 +85,13 @@ class CheckRepo:
                 row.route,
                 row.cwd,
                 row.path,
+                1 if row.stand_in else 0,
                 row.at if trusted_by else None,
             ),
         )
+
+    def clear_stand_in(self, check_id: str) -> None:
+        self.db.execute("UPDATE checks SET stand_in = 0 WHERE id = ?", (check_id,))
 
     def remove(self, check_id: str) -> None:
         self.db.execute("DELETE FROM checks WHERE id = ?", (check_id,))

@@ -341,6 +341,26 @@ def m016_panel_rows(db: Executor) -> None:
     )
 
 
+def m017_ledger_settings(db: Executor) -> None:
+    """Settings fixed when a ledger is created (store/settings.py): the test clock,
+    which lets TODOLEDGER_NOW fix the time on that ledger and no other."""
+    db.execute_script(
+        ["CREATE TABLE ledger_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL, set_at TEXT NOT NULL)"]
+    )
+
+
+def m018_lease_secrets(db: Executor) -> None:
+    """A lease's secret (its SHA-256; the secret itself goes only to the claimant):
+    a fenced write proves its holder by it, never by a writer's name alone."""
+    db.execute_script(["ALTER TABLE leases ADD COLUMN secret TEXT"])
+
+
+def m019_check_stand_in(db: Executor) -> None:
+    """A check against a stand-in (its author said so, or a demo): its passing is
+    `stand-in`, never proof (core/verification.py). Only a person clears the mark."""
+    db.execute_script(["ALTER TABLE checks ADD COLUMN stand_in INTEGER NOT NULL DEFAULT 0"])
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -358,5 +378,8 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("markdown_layouts", m014_markdown_layouts),
     ("sweep_runners", m015_sweep_runners),
     ("panel_rows", m016_panel_rows),
+    ("ledger_settings", m017_ledger_settings),
+    ("lease_secrets", m018_lease_secrets),
+    ("check_stand_in", m019_check_stand_in),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

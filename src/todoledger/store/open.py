@@ -10,6 +10,7 @@ import os
 from todoledger.core.model import LedgerError
 from todoledger.core.scoped import contextmanager
 from todoledger.store.locate import DIRNAME, GITIGNORE, url_scheme
+from todoledger.store.settings import watch_clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +45,9 @@ def open_store(target: str, *, create: bool = True, busy_ms: int | None = None, 
                 "a postgresql:// ledger needs psycopg: pip install 'todoledger[postgres]'"
             ) from None
 
-        return PostgresStore(target, create=create, busy_ms=PG_BUSY_MS if busy_ms is None else busy_ms)
+        pg = PostgresStore(target, create=create, busy_ms=PG_BUSY_MS if busy_ms is None else busy_ms)
+        watch_clock(pg)
+        return pg
     if scheme:
         # Not the URL itself: it may carry a password.
         raise LedgerError(
@@ -54,11 +57,14 @@ def open_store(target: str, *, create: bool = True, busy_ms: int | None = None, 
     from todoledger.store.sqlite import BUSY_TIMEOUT_MS, SQLiteStore
 
     if target == MEMORY:
-        return SQLiteStore(None)
+        store = SQLiteStore(None)
+        watch_clock(store)
+        return store
     new = create and not os.path.exists(target)
     store = SQLiteStore(target, create=create, busy_ms=BUSY_TIMEOUT_MS if busy_ms is None else busy_ms)
     if new:
         _ignore_in_git(target)
+    watch_clock(store)
     return store
 
 

@@ -35,7 +35,7 @@ _ANNOTATION_SQL = ", ".join(f"'{name}'" for name in sorted(ANNOTATIONS))
 # `json` (core/jsontext.py): readers that decode nothing never load it.
 _ENCODE = compact
 
-_LEASE_COLUMNS = "item, plan, holder, token, seconds, claimed_at, expires_at"
+_LEASE_COLUMNS = "item, plan, holder, token, seconds, claimed_at, expires_at, secret"
 
 
 @dataclass
@@ -47,6 +47,8 @@ class Lease:
     seconds: int
     claimed_at: str
     expires_at: str | None
+    # SHA-256 of the lease's secret (ledger/leases.py), None on a lease claimed before secrets
+    secret: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -869,10 +871,10 @@ class Repo:
 
     def save_lease(self, lease: Lease) -> None:
         self.db.execute(
-            f"INSERT INTO leases ({_LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO leases ({_LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (item) DO UPDATE SET plan = excluded.plan, holder = excluded.holder,"
             " token = excluded.token, seconds = excluded.seconds, claimed_at = excluded.claimed_at,"
-            " expires_at = excluded.expires_at",
+            " expires_at = excluded.expires_at, secret = excluded.secret",
             (
                 lease.item,
                 lease.plan,
@@ -881,6 +883,7 @@ class Repo:
                 lease.seconds,
                 lease.claimed_at,
                 lease.expires_at,
+                lease.secret,
             ),
         )
 

@@ -252,7 +252,11 @@ PATH_ESTIMATES = 2  # the critical path means something once this many of its it
 # What is proven of what is done, in the vocabulary of `core.verification`, strongest first.
 PROOF_ORDER = (
     "verified",
+    "accepted",
+    "cross-checked",
     "self-checked",
+    "typed",
+    "stand-in",
     "stale",
     "reported",
     "claimed completed, gate failing",

@@ -36,6 +36,7 @@ def _sweep(entry: Mapping[str, str], result: Mapping[str, Any]) -> dict[str, Any
         "name": entry["name"],
         "parent": entry["parent"],
         "keep": result.get("keep"),
+        "simulated": bool(result.get("simulated")),
         "head": cells[0],
         "rows": [_row(r, text) for r, text in zip(rows, cells[1:], strict=True)],
         # The chart's texts are escaped for Plotly already: its label is the text itself.

@@ -64,10 +64,17 @@ class LedgerGroup(click.Group):
             return command
         return super().get_command(ctx, cmd_name)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["todoledger.argv"] = list(args)  # the command line, for a refusal's record
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
+            from todoledger.cli.refusals import note
+
+            note(ctx.meta.get("todoledger.argv", []), str(exc))
             raise click.ClickException(str(exc)) from None
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, KeyboardInterrupt):
             raise

@@ -235,7 +235,10 @@ class Board:
 
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             head, rows, view = self._plan_parts(lg, plan, win)
-            return f"Plan {plan}", pages.plan(view, head, [html for _, _, html in rows], len(view.items), win)
+            refused = [o for o in lg.ops(plan) if o["kind"] == "refused"]
+            return f"Plan {plan}", pages.plan(
+                view, head, [html for _, _, html in rows], len(view.items), win, refused
+            )
 
         return await self._page(request, "plan", body)
 

@@ -164,12 +164,34 @@ def plans(rows: Sequence[Mapping[str, Any]]) -> Html:
 
 
 # a plan ----------------------------------------------------------------------
-def plan(view: PlanView, head: Html, rows: Sequence[Html], total: int, win: Window | None = None) -> Html:
-    """The plan page: head (summary, what to do next), the add form, and the
-    rows `win` holds (every row of a plan of up to ALL_ROWS); `total` says
-    how many rows the plan has in all."""
+REFUSED_SHOWN = 20
+
+
+def plan(
+    view: PlanView,
+    head: Html,
+    rows: Sequence[Html],
+    total: int,
+    win: Window | None = None,
+    refused: Sequence[Mapping[str, Any]] = (),
+) -> Html:
+    """The plan page: head (summary, what to do next), the add form, the
+    rows `win` holds (every row of a plan of up to ALL_ROWS; `total` says
+    how many rows the plan has in all), and the writes its writers were
+    refused (`refused` ops, latest first: they change no item, so no row shows them)."""
     win = win or Window()
-    return render("plan.html", view=view, head=head, rows=rows, total=total, win=win, filters=FILTERS)
+    shown = [(when(o), o["writer"], o.get("summary") or "") for o in list(reversed(refused))[:REFUSED_SHOWN]]
+    return render(
+        "plan.html",
+        view=view,
+        head=head,
+        rows=rows,
+        total=total,
+        win=win,
+        filters=FILTERS,
+        refused=shown,
+        refused_more=max(0, len(refused) - REFUSED_SHOWN),
+    )
 
 
 class Window:

@@ -105,3 +105,12 @@ def test_the_path_fix_converges_on_the_command_that_runs(project: Path) -> None:
     server = json.loads((project / "project" / ".mcp.json").read_text())["mcpServers"]["todoledger"]
     assert server["command"] == HERE  # the config names the command that runs: it converged
     assert (recorded(project)["route"], recorded(project)["gate_stop"]) == ("both", True)
+
+
+def test_install_opencode_gate_stop_installs_what_it_can_and_says_what_opencode_lacks(project: Path) -> None:
+    out = sh(project, "todoledger install opencode --gate-stop")
+    assert "--gate-stop not installed: opencode has no hook that can block a stop" in out
+    assert (project / "project" / ".opencode" / "plugins" / "todoledger.js").is_file()
+    from todoledger.install.runner import installed
+
+    assert installed(project / "home", project / "project")["opencode"]["gate_stop"] is False  # as it is

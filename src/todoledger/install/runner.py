@@ -109,7 +109,9 @@ def run(
                 }
                 _apply(trust, files[key])
                 changes.append(trust)
-        record["agents"][agent] = {"route": route, "gate_stop": gate_stop, "files": files}
+        # What is installed: opencode gets no Stop gate (it has no hook that can block a stop).
+        gated = gate_stop and agent != "opencode"
+        record["agents"][agent] = {"route": route, "gate_stop": gated, "files": files}
         if not files:
             del record["agents"][agent]
         _save(home, project, record)

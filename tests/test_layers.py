@@ -55,6 +55,7 @@ RANKS = {
     "demo_checks": 3,  # the seeds' assumptions as checks against local stand-ins (demo --checks)
     "": 3,  # the package itself: `todoledger.Ledger`, `__version__`
     "cli": 4,
+    "__main__": 4,  # `python -m todoledger`: the CLI's entry
     "hooks": 4,
     "mcp": 4,
     "ingest": 4,
@@ -110,7 +111,11 @@ LEDGER_SAME_RANK: set[tuple[str, str]] = set()  # none today
 # Interfaces are siblings: only the command line (the shell over all of them) imports the
 # others, and hooks may call the ingest entry points built for them: the Codex rollout, and
 # the bridges (a plan approved in plan mode: the hook sees the same call a transcript holds).
-ALLOWED_ACROSS = {("hooks", "todoledger.ingest.rollout"), ("hooks", "todoledger.ingest.bridges")}
+ALLOWED_ACROSS = {
+    ("hooks", "todoledger.ingest.rollout"),
+    ("hooks", "todoledger.ingest.bridges"),
+    ("__main__", "todoledger.cli.entry"),  # `python -m todoledger` is the CLI
+}
 # What of the store and the formats an interface may import itself: the dialects are pure
 # (payload in, items out), and `store.locate` only finds where the ledger is.
 INTERFACE_STORAGE = ("store", "dialects")

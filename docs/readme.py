@@ -23,6 +23,13 @@ this environment and:
   this environment's scripts and the system's, so no agent CLI of this
   machine shows up in an output.
 Sessions are shared by every page of one run: each page names its own.
+
+README.md itself is one reader's terminal (`reader`, `Terminal`): its commands
+run in order in one bash, in one folder named as a clone is (`todoledger`), so
+that a variable an example sets (an id it captured) is there for the next one;
+stdin is a terminal, so the writer is the person `cli:you`, as for a reader
+typing them. tests/test_readme_runs.py runs the same commands in a fresh copy
+of the clone; docs/development.md says how it compares the outputs.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +145,14 @@ def team(name: str, *commands: str | tuple[str, int], head: int | None = None) -
 _TEAM: set[str] = set()
 
 
+def drop_team_schema() -> None:
+    """The README's team example starts on a server without its schema (`init --team` creates it)."""
+    import psycopg
+
+    with psycopg.connect(TEAM_URL.partition("?")[0], autocommit=True, connect_timeout=5) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS readme_team CASCADE")
+
+
 def run(name: str, command: str, *, head: int | None = None, script: bool = False) -> str:
     """`$ command` and what it prints (stdout and stderr, as a terminal shows them).
 
@@ -164,6 +180,138 @@ def run(name: str, command: str, *, head: int | None = None, script: bool = Fals
     if head is not None and len(lines) > head + 1:
         lines = [*lines[:head], f"... ({len(lines) - head} more lines)"]
     return "\n".join([f"$ {command}", *lines])
+
+
+READER = "todoledger"  # the README's folder: a clone's name (`git clone .../todoledger`)
+
+
+def reader_env(home: Path) -> dict[str, str]:
+    """A reader's environment: none of todoledger's variables, HOME of their own, the system's
+    PATH (the first block's `source .venv/bin/activate` adds the venv), no browser to open."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("TODOLEDGER_", "VIRTUAL_ENV"))}
+    out.update(
+        PATH=os.pathsep.join(["/usr/local/bin", "/usr/bin", "/bin"]),
+        HOME=str(home),
+        USER="you",
+        LOGNAME="you",
+        NO_COLOR="1",
+        COLUMNS="120",
+        BROWSER="true",  # `serve --open`: no browser window from a test
+    )
+    return out
+
+
+class Terminal:
+    """One bash, fed command after command as a person types them: variables and `cd`
+    persist, stdin is a terminal (a pty), stdout and stderr come back together."""
+
+    END = b"\0todoledger-readme-done\n"
+
+    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+        self._master, slave = os.openpty()
+        read_fd, self._commands = os.pipe()
+        loop = (
+            f"while IFS= read -r -d '' line <&{read_fd}; do eval \"$line\"; "
+            "printf '\\n\\0todoledger-readme-done\\n'; done"
+        )
+        self.proc = subprocess.Popen(
+            ["bash", "-c", loop],
+            cwd=cwd,
+            env=env,
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(read_fd,),
+            start_new_session=True,
+        )
+        os.close(slave)
+        os.close(read_fd)
+
+    def run(self, command: str, timeout: float = 900) -> list[str]:
+        """The lines `command` printed."""
+        import selectors
+
+        assert self.proc.stdout is not None
+        os.write(self._commands, command.encode() + b"\0")
+        out, deadline = b"", time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            while not out.endswith(self.END):
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    raise TimeoutError(f"{command!r} still runs after {timeout:.0f} s")
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    raise RuntimeError(f"the shell ended during {command!r}")
+                out += chunk
+        text = out[: -len(self.END)].decode(errors="replace")
+        return text.removesuffix("\n").splitlines() if text.strip("\n") else []
+
+    def close(self) -> None:
+        os.close(self._commands)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        os.close(self._master)
+
+
+_TERMINALS: dict[str, Terminal] = {}
+
+
+def clone(dest: Path) -> Path:
+    """What `git clone` of this working tree gives: its tracked and new (not ignored) files,
+    committed in a repository of their own; no .venv, no ledger."""
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for rel in filter(None, listed):
+        source = ROOT / rel
+        if source.is_file() and not source.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    quiet = {
+        "GIT_AUTHOR_NAME": "r",
+        "GIT_AUTHOR_EMAIL": "r@x",
+        "GIT_COMMITTER_NAME": "r",
+        "GIT_COMMITTER_EMAIL": "r@x",
+        "HOME": str(dest.parent),
+        "PATH": os.environ["PATH"],
+    }
+    for git in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "clone"]):
+        subprocess.run(["git", *git], cwd=dest, env=quiet, check=True, capture_output=True)
+    return dest
+
+
+def reader(*commands: str | tuple[str, int], head: int | None = None) -> str:
+    """Like `shell`, for README.md: the commands typed in the reader's one terminal, in order."""
+    if READER not in _TERMINALS:
+        folder = clone(_root() / READER)
+        # The first block's venv, activated: this environment's, seen at the clone's `.venv` (what
+        # `install` writes, the venv's absolute command, then reads as a reader's would).
+        (folder / ".venv").symlink_to(BIN.parent, target_is_directory=True)
+        env_ = reader_env(_root() / "home") | {"TODOLEDGER_ID_SEED": f"readme-{READER}"}
+        env_.update(
+            VIRTUAL_ENV=str(folder / ".venv"), PATH=f"{folder / '.venv' / BIN.name}{os.pathsep}{env_['PATH']}"
+        )
+        _TERMINALS[READER] = term = Terminal(folder, env_)
+        atexit.register(term.close)
+    term = _TERMINALS[READER]
+    shown = []
+    for c in commands:
+        command, keep = (c, head) if isinstance(c, str) else c
+        lines = [ln.rstrip().replace(str(_root()), "..") for ln in term.run(command)]
+        if keep is not None and len(lines) > keep + 1:
+            lines = [*lines[:keep], f"... ({len(lines) - keep} more lines)"]
+        shown.append("\n".join([f"$ {command}", *lines]))
+    return "```\n" + "\n".join(shown) + "\n```\n"
 
 
 def shell(name: str, *commands: str | tuple[str, int], head: int | None = None) -> str:

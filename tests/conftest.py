@@ -42,6 +42,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.test_tool_schemas",
         "tests.test_docs",
         "tests.test_install",  # config files only: no ledger
+        "tests.test_readme_runs",  # one reader, one clone: its own ledger
         "tests.test_uninstall",
         "tests.test_uninstall_edited",
         "tests.test_needs",

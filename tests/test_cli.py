@@ -248,3 +248,15 @@ def test_an_option_a_command_does_not_take_is_refused(ledger_env: Path) -> None:
     assert refused.returncode == 2 and "No such option '--json'" in refused.stderr
     refused = run(ledger_env, "history", "--writer", "me", check=False)
     assert refused.returncode == 2 and "No such option '--writer'" in refused.stderr
+
+
+def test_python_dash_m_todoledger_is_the_command(tmp_path: Path) -> None:
+    """`python -m todoledger` runs the CLI (issue 31: it did not run)."""
+    import sys
+
+    env = subprocess_env(tmp_path / "ledger.db")
+    out = subprocess.run(
+        [sys.executable, "-m", "todoledger", "add", "From python -m"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0 and "added" in out.stdout and "From python -m" in out.stdout, out.stderr

@@ -316,7 +316,9 @@ def test_verify_items_gate_the_work_they_guard(lg: Ledger) -> None:
     assert len(blocked) >= 5
 
 
-def test_the_10_and_5_token_runs_are_sweep_items_planned_and_never_run(lg: Ledger) -> None:
+def test_the_sweep_runs_nothing_and_its_baseline_carries_seed_001s_82_typed(lg: Ledger) -> None:
+    """Seed 001 reports a baseline of 82 tok/s and 60 with the drafter, the setting not named
+    (issue 31): 82 is typed on the baseline's row, 60 on no row, and no row claims a run."""
     (sweep,) = lg.sweeps(plan="demo")
     assert sweep["name"] == SWEEP
     results = lg.sweep_results(SWEEP, plan="demo")
@@ -325,8 +327,16 @@ def test_the_10_and_5_token_runs_are_sweep_items_planned_and_never_run(lg: Ledge
     for tokens in ("16", "10", "5", "0"):
         it = items[sweep_item(tokens)]
         assert it["status"] == "pending" and it["created_by"] == REVIEWER
-        assert lg.receipts(it["id"], plan="demo") == [] and lg.metrics(it["id"], plan="demo") == []
-    assert all(r["n"] == 0 for r in results["rows"])
+        assert lg.receipts(it["id"], plan="demo") == []
+        numbers = [(m["name"], m["value"]) for m in lg.metrics(it["id"], plan="demo")]
+        assert numbers == ([("tok_s", 82.0)] if tokens == "0" else []), tokens
+    assert "The current baseline throughput was 82 tokens per second" in seed("001")
+    parent = next(i for i in lg.show("demo")["items"] if i["id"] == sweep["parent"])
+    assert (
+        "82 tok/s" in parent["notes"]
+        and "without naming the draft-token setting that gave 60" in parent["notes"]
+    )
+    assert "never run" not in "\n".join(i.get("notes") or "" for i in lg.show("demo")["items"])
 
 
 def test_the_3x_claim_is_caught_by_the_metric_ledger_and_the_baseline_by_one_run(lg: Ledger) -> None:

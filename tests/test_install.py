@@ -637,3 +637,19 @@ def test_install_says_when_todoledger_is_not_on_path(
     assert "`/opt/tl show --json`" in (project / "CLAUDE.md").read_text()
     allow = json.loads((project / ".claude" / "settings.json").read_text())["permissions"]["allow"]
     assert "Bash(/opt/tl show:*)" in allow and f"Bash({here} show:*)" not in allow
+
+
+def test_a_todoledger_on_path_only_through_an_active_venv_is_written_by_its_absolute_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`source .venv/bin/activate` puts it on this shell's PATH, never on the agent's hooks'
+    (issue 31): the README's venv connects an agent without pipx."""
+    from todoledger.install.exe import resolve, running
+
+    here = running()
+    monkeypatch.setenv("PATH", str(here.parent))
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    assert resolve(None, "claude-code") == ("todoledger", [])  # on PATH for good: the bare name
+    monkeypatch.setenv("VIRTUAL_ENV", str(here.parent.parent))
+    command, notes = resolve(None, "claude-code")
+    assert command == str(here) and "virtual environment is active" in notes[0]

@@ -56,6 +56,7 @@ RANKS = {
     "demo_checks": 3,  # the seeds' assumptions as checks against local stand-ins (demo --checks)
     "": 3,  # the package itself: `todoledger.Ledger`, `__version__`
     "cli": 4,
+    "__main__": 4,  # `python -m todoledger`: the CLI's entry
     "hooks": 4,
     "mcp": 4,
     "ingest": 4,
@@ -126,6 +127,7 @@ ALLOWED_ACROSS = {
         for interface in ("hooks", "mcp", "web", "install")
         for module in ("todoledger.panel", "todoledger.panel.sync", "todoledger.panel.files")
     ),
+    ("__main__", "todoledger.cli.entry"),  # `python -m todoledger` is the CLI
 }
 # What of the store and the formats an interface may import itself: the dialects are pure
 # (payload in, items out), and `store.locate` only finds where the ledger is.

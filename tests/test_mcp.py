@@ -115,7 +115,14 @@ def snapshot(db: Path | str) -> Any:
         return None
     with Ledger(db) as lg:
         plans = lg.plans()
-        return plans, {p["plan"]: (list(lg.export(p["plan"])), len(lg.ops(p["plan"]))) for p in plans}
+        # A refused call is recorded for the person (a `refused` op, issue 31): nothing else changes.
+        return plans, {
+            p["plan"]: (
+                list(lg.export(p["plan"])),
+                len([o for o in lg.ops(p["plan"]) if o["kind"] != "refused"]),
+            )
+            for p in plans
+        }
 
 
 def nothing(db: Path | str) -> Any:

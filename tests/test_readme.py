@@ -13,9 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "docs" / "readme.py"
 HINT = "run `.venv/bin/python docs/readme.py --update`"
-README_BUDGET = (
-    262  # lines: the reference lives in docs/ (issue 20); +12 for the team section issue 21 asks for
-)
+README_BUDGET = 300  # lines (issue 31): the reference lives in docs/, the example files in docs/examples/
 sys.path.insert(0, str(GENERATOR.parent))
 from readme import PAGES  # noqa: E402
 

@@ -15,7 +15,6 @@ import pytest
 
 from tests.conftest import subprocess_env, todoledger_bin
 from todoledger import Ledger
-from todoledger.core.model import LedgerError
 from todoledger.hooks.stop_gate import MAX_BLOCKS
 from todoledger.install import run
 
@@ -181,8 +180,9 @@ def test_install_gate_stop_adds_the_stop_hooks(tmp_path: Path) -> None:
     run("gemini", project=project, home=home, gate_stop=True)
     gemini = json.loads((project / ".gemini" / "settings.json").read_text())
     assert gemini["hooks"]["AfterAgent"][0]["hooks"][0]["command"] == "todoledger hook gemini --gate-stop"
-    with pytest.raises(LedgerError, match="opencode has no hook"):
-        run("opencode", project=project, home=home, gate_stop=True)
+    # opencode has no hook that can block a stop: the rest installs, and a note says so (issue 31).
+    done = run("opencode", project=project, home=home, gate_stop=True)
+    assert any("--gate-stop not installed: opencode has no hook" in n for n in done.notes)
     # Without the flag, Claude Code gets no Stop hook at all.
     plain = tmp_path / "plain"
     plain.mkdir()

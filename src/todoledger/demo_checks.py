@@ -5,7 +5,7 @@ a stand-in benchmark script.
 Nothing here is the campaign's machines, and every text says so:
 - the disk: a temporary folder stands for /data. Its free space is whatever
   this machine has, so the check asks for that plus the seeds' shortfall
-  (~5.4 TB estimated, 2.8 TB free: 2.6 TB short). It fails, as /data did. It
+  (~5.4 TB estimated, 2.8 TB free: 2.6 TB short, seed 002), so it fails. It
   is the Verify item's own check, so nobody can complete that item by saying so.
 - the server: a local HTTP server on 127.0.0.1 answers `/health` for SGLang.
   Its check, and the benchmark script's, are gates of the seeds' own "Verify ..."
@@ -53,7 +53,7 @@ from todoledger.demo import DEMO_PLAN, ID_SEED, KIMI, QWEN, REVIEWER, plan_names
 if TYPE_CHECKING:
     from todoledger.ledger import Ledger
 
-SWEEP = "draft_tokens_standin"  # the plain demo's sweep, `draft_tokens`, is planned and never run
+SWEEP = "draft_tokens_standin"  # the plain demo's sweep, `draft_tokens`, runs nothing
 TB = 1024**4  # binary, as `df -h` and the checks' sizes
 SHORTFALL = (5.4 - 2.8) * TB  # seed 002: ~5.4 TB estimated, 2.8 TB free
 HEALTH_BODY = b"stand-in for the SGLang /health endpoint (todoledger demo --checks; a simulation)\n"
@@ -293,7 +293,7 @@ def run_checks(lg: Ledger, *, plan: str = DEMO_PLAN) -> Ran:
                 disk,
                 plan,
                 f"Stand-in check (demo --checks): {data} stands for /data; it asks for its free space plus the"
-                " seeds' shortfall of 2.6 TB (~5.4 TB estimated, 2.8 TB free), so it fails as /data did.",
+                " shortfall of seed 002's estimate (~5.4 TB needed, 2.8 TB free: 2.6 TB), so it fails.",
             )
             lg.add_check(server, f"{url}/health", plan=plan, writer=REVIEWER, stand_in=True)
             _note(lg, server, plan, SERVER_NOTE)

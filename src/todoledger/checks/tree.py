@@ -108,22 +108,45 @@ def _git_state(cwd: str) -> dict[str, Any] | None:
     return {"root": top, "head": head, "dirty": dirty_hash(top)}
 
 
+def receipt_state(cwd: str, kind: str, target: str, watch: Sequence[str] = ()) -> dict[str, Any] | None:
+    """What a check's receipt depends on, as a sweep's run records it (issue 31): a `file:`
+    check its file (present or not); a `cmd:` check the whole tree, or its watched paths
+    (a command's real inputs cannot be read from its line: `pytest -q` names no file), with
+    the files its line names; any other check (metric, http, port, disk...) reads no file of
+    the tree, so only its watched paths, if any. None: nothing the tree can make stale."""
+    if kind == "file":
+        return inputs_state(cwd, watch, (os.path.expanduser(target),))
+    if kind == "cmd":
+        return state(cwd, watch, named_inputs(cwd, kind, target))
+    return inputs_state(cwd, watch, ())
+
+
 def same(recorded: dict[str, Any]) -> bool:
     """Does the tree still look as it did when the receipt was taken?"""
+    return changed(recorded) is None
+
+
+def changed(recorded: dict[str, Any]) -> str | None:
+    """What changed since the receipt was taken, for people: the input by its path
+    (`the file results.json`, `the watched path src/`), or `the tree`; None if nothing."""
     inputs = recorded.get("inputs")
     if isinstance(inputs, dict):
         base = str(recorded.get("input_root") or recorded.get("root") or ".")
-        if any(input_hash(os.path.join(base, p)) != h for p, h in inputs.items()):
-            return False
+        for p, h in inputs.items():
+            if input_hash(os.path.join(base, p)) != h:
+                return f"the file {p}"
         recorded = {k: v for k, v in recorded.items() if k not in ("inputs", "input_root")}
         if "head" not in recorded and "watch" not in recorded:
-            return True
+            return None
     root = recorded.get("root")
     if not isinstance(root, str):
-        return True
+        return None
     if "watch" in recorded:
-        return bool(recorded["watch"] == {p: path_hash(os.path.join(root, p)) for p in recorded["watch"]})
-    return _git_state(root) == recorded
+        for p, h in recorded["watch"].items():
+            if path_hash(os.path.join(root, p)) != h:
+                return f"the watched path {p}"
+        return None
+    return None if _git_state(root) == recorded else "the tree"
 
 
 def dirty_hash(top: str) -> str:

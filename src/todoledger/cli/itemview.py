@@ -58,6 +58,11 @@ def detail(lg: Ledger, plan: str, item_id: str) -> dict[str, Any]:
         shown["last"] = (
             {k: last[k] for k in ("result", "output", "at", "by", "code")} if last is not None else None
         )
+        if last is not None and isinstance(last.get("tree"), dict):
+            from todoledger.checks.tree import changed
+
+            # What changed since it ran (its input by name, or the tree): why it reads stale.
+            shown["last"]["changed"] = changed(last["tree"])
         checks.append(shown)
     return {
         "plan": plan,

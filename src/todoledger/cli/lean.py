@@ -74,6 +74,9 @@ def run(args: list[str], *, console: bool = False) -> int | None:
         VERB_RUNNERS[verb](opts, positional)
     except LedgerError as exc:
         sys.stderr.write(f"Error: {exc}\n")
+        from todoledger.cli.refusals import note
+
+        note(args, str(exc))
         return 1
     except BrokenPipeError:
         return 0

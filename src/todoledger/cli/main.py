@@ -65,10 +65,17 @@ class LedgerGroup(click.Group):
             return command
         return super().get_command(ctx, cmd_name)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["todoledger.argv"] = list(args)  # the command line, for a refusal's record
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
+            from todoledger.cli.refusals import note
+
+            note(ctx.meta.get("todoledger.argv", []), str(exc))
             raise click.ClickException(str(exc)) from None
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, KeyboardInterrupt):
             raise
@@ -470,6 +477,7 @@ _item_command("restore", "Restore a dropped or cancelled item.", lambda lg, ref,
 @click.option("--estimate", default=None, help="How long it should take: 15m, 2h, 1h30m, 1d.")
 @click.option("--uses", multiple=True, help="A resource it holds exclusively: server, gpu:0-3 (repeatable).")
 @click.option("--needs-approval", is_flag=True, help="No agent may start it until a person approves it.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the ids, one a line (for a script to capture).")
 def add(
     text: str,
     plan: str | None,
@@ -483,6 +491,7 @@ def add(
     estimate: str | None = None,
     uses: tuple[str, ...] = (),
     needs_approval: bool = False,
+    quiet: bool = False,
 ) -> None:
     """Add an item."""
     with ledger() as lg:
@@ -504,7 +513,9 @@ def add(
         )
         if done_when is not None:
             row["gate"] = lg.add_check(row["id"], done_when, plan=plan, writer=writer)
-    if as_json:
+    if quiet:
+        click.echo(row["id"])
+    elif as_json:
         emit(row)
     else:
         from todoledger.cli import render
@@ -761,11 +772,18 @@ DIALECT_CHOICE = click.Choice(["auto", *DIALECTS])
 @writes
 @click.option("--dialect", type=DIALECT_CHOICE, default="auto", show_default=True)
 @click.argument("source", metavar="[FILE|-]", default="-")
-def write(source: str, plan: str | None, writer: str | None, as_json: bool, dialect: str) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Print only the ids, one a line (for a script to capture).")
+def write(
+    source: str, plan: str | None, writer: str | None, as_json: bool, dialect: str, quiet: bool = False
+) -> None:
     """Record an agent's whole todo list, in its own format."""
     data = _read_payload(source)
     with ledger() as lg:
         result = lg.write(data, plan=plan, writer=writer, dialect=dialect)
+    if quiet:  # the list's ids in its order
+        for item_id in result.as_dict()["ids"]:
+            click.echo(item_id)
+        return
     if as_json:
         emit(result.as_dict())
         return

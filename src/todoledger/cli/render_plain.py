@@ -178,6 +178,8 @@ def item(d: dict[str, Any]) -> None:
         if last is not None:
             tail = (last["output"] or "").strip().splitlines()
             got = last["result"] + (f": {tail[-1]}" if tail else "")
+            if last.get("changed"):
+                got += f" (stale: {last['changed']} changed since it ran)"
         lines.append(
             f"  {clean(c['id'])} {c['role']} {clean(c['spec'])} (by {clean(c['created_by'])}): {clean(got)}"
         )

@@ -13,6 +13,20 @@ def short(value: Any, limit: int = 70) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def quoted(value: Any) -> str:
+    """A value in quotes, its text as written (issue 31: never a Python repr, whose
+    `the agent\\'s` escapes people read on the board): single quotes, or double where the
+    text holds one, or “ ” where it holds both; a line break shown as a space."""
+    if not isinstance(value, str):
+        return repr(value)  # a number, None, a list: as Python writes it, which is how it reads
+    text = value.replace("\r\n", " ").replace("\n", " ")
+    if "'" not in text:
+        return f"'{text}'"
+    if '"' not in text:
+        return f'"{text}"'
+    return f"“{text}”"
+
+
 def when(ev: Mapping[str, Any]) -> str:
     """When an event happened, for people: its time, or, where its change carries no time of
     its own (store migration `untimed_ops`), the place its source gives it."""
@@ -22,17 +36,17 @@ def when(ev: Mapping[str, Any]) -> str:
 def describe_event(ev: dict[str, Any]) -> str:
     field, old, new = ev["field"], ev["old"], ev["new"]
     if field == "created":
-        return f"added {short(new.get('content', ''))!r} [{new.get('status', 'pending')}]"
+        return f"added {quoted(short(new.get('content', '')))} [{new.get('status', 'pending')}]"
     if field == "removed":
         return "removed (undo)"
     if field == "status":
         return f"{old} → {new}"
     if field == "content":
-        return f"reworded {short(old)!r} → {short(new)!r}"
+        return f"reworded {quoted(short(old))} → {quoted(short(new))}"
     if field == "position":
         return "reordered"
     if field == "conflict":
-        return f"conflict on {new['field']}: kept {new['kept']!r}, set aside {new['rejected']!r}"
+        return f"conflict on {new['field']}: kept {quoted(new['kept'])}, set aside {quoted(new['rejected'])}"
     if field == "dropped":
         return f"dropped from {new}'s list"
     if field == "claimed" and isinstance(new, dict):
@@ -46,10 +60,10 @@ def describe_event(ev: dict[str, Any]) -> str:
     if field == "depends_on":
         return f"now waits for {', '.join(new or []) or 'nothing'}"
     if old is None:
-        return f"{field}: {short(new)!r}"
+        return f"{field}: {quoted(short(new))}"
     if new is None:
-        return f"{field} cleared (was {short(old)!r})"
-    return f"{field}: {short(old)!r} → {short(new)!r}"
+        return f"{field} cleared (was {quoted(short(old))})"
+    return f"{field}: {quoted(short(old))} → {quoted(short(new))}"
 
 
 def _spec(d: dict[str, Any]) -> str:

@@ -64,6 +64,8 @@ ANNOTATIONS: frozenset[str] = frozenset(
     # checks: a check added/removed, a receipt of a run, a number recorded,
     # an approval of a check's text, a gate or prerequisite overridden by `--force`
     | {"check", "receipt", "metric", "trust", "forced"}
+    # an agent cancelled (with its reason) or dropped an item a person gated or approved
+    | {"held_cancel"}
     # leases: an item given to a writer for a while, and taken back
     | {"claimed", "released"}
     # a person's signature over the op's person-only action (ledger/signed.py)

@@ -36,6 +36,7 @@ TITLES = {
     "lint": "lint findings of the calls",
     "prerequisites-unmet": "started or completed while waiting for unmet prerequisites",
     "refused-call": "calls refused, which changed nothing",
+    "held-cancel": "cancelled a person's gated item",
     "clock-backwards": "clock went backwards",
 }
 
@@ -112,11 +113,21 @@ def find(story: Story) -> list[Finding]:
         if call.kind == "refused":
             add(
                 "refused-call",
-                f"{call.writer}'s {call.dialect or 'todo'} call: {call.summary or 'refused'}",
+                f"{call.writer}'s {call.dialect} call: {call.summary or 'refused'}"
+                if call.dialect
+                else f"{call.writer}, refused: {call.summary or 'no reason recorded'}",
                 call.op,
                 [],
             )
     for e in story.events:
+        if e["field"] == "held_cancel" and isinstance(e["new"], dict):
+            d = e["new"]
+            add(
+                "held-cancel",
+                f"{e['writer']} cancelled {e['item']} (held by {d.get('held')}): {d.get('reason')}",
+                e["op"],
+                [e["item"]],
+            )
         if e["field"] == "conflict" and isinstance(e["new"], dict):
             d = e["new"]
             add(

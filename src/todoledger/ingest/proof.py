@@ -188,7 +188,24 @@ def _item(add: Add, story: Story, item: str, content: str, p: ItemProof) -> None
     elif p.verification == "unverified":
         add("gate-never-ran", f"{label}: its checks never ran (todoledger verify {item})", op, [item])
     elif p.verification == "stale":
-        add("verification-stale", f"{label}: the tree changed after its check ran", op, [item])
+        add(
+            "verification-stale",
+            f"{label}: {stale_input(p.receipts)} changed after its check ran",
+            op,
+            [item],
+        )
+
+
+def stale_input(receipts: list[dict[str, Any]]) -> str:
+    """What changed under a stale verification: its receipt's input by name, or the tree."""
+    from todoledger.checks.tree import changed
+
+    for r in receipts:
+        if isinstance(r.get("tree"), dict):
+            what = changed(r["tree"])
+            if what is not None:
+                return what
+    return "the tree"
 
 
 def _completion(story: Story, item: str) -> int | None:

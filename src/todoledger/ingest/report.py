@@ -295,6 +295,24 @@ def claims_md(c: Claims) -> list[str]:
     return out
 
 
+REFUSED_SHOWN = 50
+
+
+def refused_md(s: Story) -> list[str]:
+    """Every write the plan's writers were refused, with who and why (issue 31): what the
+    person would otherwise never see, since a refusal changes nothing in the plan."""
+    refused = [c for c in s.calls if c.kind == "refused"]
+    if not refused:
+        return []
+    out = ["", "## Refused", "", f"{len(refused)} writes refused; nothing of them was applied.", ""]
+    for c in refused[:REFUSED_SHOWN]:
+        when = s.place(c.op) if s.untimed else c.at
+        out.append(f"- {_md(when)} — {_md(c.writer)}: {_md(c.summary or 'no reason recorded')}")
+    if len(refused) > REFUSED_SHOWN:
+        out.append(f"- … and {len(refused) - REFUSED_SHOWN} more")
+    return out
+
+
 @acyclic
 def render_md(r: Report) -> str:
     # Every text that came from a transcript goes through _md: item texts, writer
@@ -338,6 +356,7 @@ def render_md(r: Report) -> str:
             out.append(f"  - {_md(f.at)}{where}: {_md(f.message)}")
         if len(group) > 20:
             out.append(f"  - … and {len(group) - 20} more")
+    out += refused_md(s)
     rows = proof_rows(r)
     if rows:
         out += ["", "## Proof", ""]

@@ -111,8 +111,9 @@ class Call:
 
     @property
     def is_list(self) -> bool:
-        """A todo call (applied or refused), not another writer's single change."""
-        return self.kind in ("write", "refused")
+        """A todo call (applied or refused), not another writer's single change. A refused
+        todo call carries its dialect; a live refused write (`done`, `plan_update`) does not."""
+        return self.kind == "write" or (self.kind == "refused" and self.dialect is not None)
 
 
 @dataclass(slots=True)

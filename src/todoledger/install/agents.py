@@ -114,10 +114,6 @@ def claude_code(
 def opencode(
     project: Path, home: Path, exe: str, route: str = "mcp", approve: bool = False, gate_stop: bool = False
 ) -> Built:
-    if gate_stop:
-        raise LedgerError(
-            "opencode has no hook that can block a stop: --gate-stop is for claude-code, codex, gemini"
-        )
     changes: list[FileChange] = []
     if route != "cli":
         server = {"type": "local", "command": [exe, "mcp"], "enabled": True}
@@ -142,6 +138,11 @@ def opencode(
         + ("MCP tools" if route != "cli" else "commands")
         + " only. It has no hook that can block a stop: no Stop gate."
     ]
+    if gate_stop:  # the rest installs (issue 31): one line says what opencode cannot do
+        notes.append(
+            "opencode: --gate-stop not installed: opencode has no hook that can block a stop (the Stop"
+            " gate is for claude-code, codex and gemini); everything else above is installed"
+        )
     generated = FileChange(plugin, before, after, [line], fmt="file")
     generated.ensured = [(elements.whole_file(after, label), True)]
     changes += [generated, instructions("opencode", project, route, exe)]

@@ -148,7 +148,17 @@ def run(project: Path, home: Path, env: dict[str, str] | None = None, check_serv
                         Problem(
                             "error",
                             f"the todoledger MCP server does not start for {r.label}: {check.error}",
-                            f"todoledger install {r.name} --command {_here()}",
+                            needs.install_line(
+                                r.name,
+                                needs.Seen(
+                                    project,
+                                    home,
+                                    env,
+                                    r.route or "mcp",
+                                    bool((installs.get(r.name) or {}).get("gate_stop")),
+                                ),
+                                command=_here(),
+                            ),
                         )
                     )
         elif not check.reads and not problems:

@@ -39,8 +39,26 @@ def ensure_entry(
         doc.set_path(path, entry)
         doc.ensured.append((owned.member(path, entry), True))
         return f"+ {label}: {describe}"
+    differs = [
+        k
+        for k, v in entry.items()
+        if k not in keep and not (k in current.value and same(current.value[k], v))
+    ]
+    old = current.value.get("command")
+    if differs == ["command"] and isinstance(old, str) and _is_todoledger(old):
+        # Only the command differs, and it names a todoledger: a former install's (or one no
+        # longer there, doctor's PATH fix). Updated, so that the fix converges (issue 31);
+        # an entry the user changed otherwise (a remote server, args) stays theirs.
+        doc.set_path([*path, "command"], entry["command"])
+        doc.ensured.append((owned.member(path, {**current.value, "command": entry["command"]}), True))
+        return f"~ {label}: updated command ({entry['command']})"
     doc.ensured.append((owned.member(path, current.value), False))
     return kept_summary(label, current.value, entry, keep)
+
+
+def _is_todoledger(command: str) -> bool:
+    name = command.replace("\\", "/").rsplit("/", 1)[-1]
+    return name in ("todoledger", "todoledger.exe")
 
 
 def ensure_items(doc: JsonDoc, path: list[str], values: Sequence[str]) -> list[str]:

@@ -3,8 +3,10 @@
 An agent runs hooks, its MCP server and its shell commands with its own PATH.
 A `todoledger` installed in a virtual environment (or by pipx or uv) that is
 not the one on PATH would make every one of them fail, so install writes the
-absolute path of the todoledger that runs it, and says so. `--command`
-overrides. Codex runs its shell commands in a login shell, which sets PATH
+absolute path of the todoledger that runs it, and says so. So does a
+todoledger found on PATH only because a virtual environment is active in this
+shell (`source .venv/bin/activate`): the agent's hooks never activate it.
+`--command` overrides. Codex runs its shell commands in a login shell, which sets PATH
 anew from the profile files: its instructions name the absolute path too.
 """
 
@@ -36,6 +38,12 @@ def resolve(given: str | None, agent: str, path: str | None = None) -> tuple[str
     found = shutil.which(NAME, path=path if path is not None else os.environ.get("PATH"))
     same = found is not None and _same_file(Path(found), here)
     shown = shlex.quote(str(here))
+    venv = os.environ.get("VIRTUAL_ENV")
+    if same and venv and _inside(here, Path(venv)):
+        return str(here), [
+            f"this todoledger ({shown}) is on PATH only while its virtual environment is active, which "
+            f"the agent's hooks never do: they name it by its absolute path (`--command` chooses another)."
+        ]
     if same and agent != "codex":
         return NAME, []
     if same:
@@ -48,6 +56,13 @@ def resolve(given: str | None, agent: str, path: str | None = None) -> tuple[str
         f"this todoledger ({shown}) is not on PATH ({elsewhere}): the hooks, the server and the "
         f"instructions name it by its absolute path (`--command` chooses another)."
     ]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.absolute().is_relative_to(folder.absolute())
+    except OSError:
+        return False
 
 
 def _same_file(a: Path, b: Path) -> bool:

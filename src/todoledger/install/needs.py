@@ -123,13 +123,25 @@ def unmet(agent: str, seen: Seen) -> list[Unmet]:
     return out
 
 
-def _reinstall(agent: str) -> Callable[[Seen], str]:
-    def fix(seen: Seen) -> str:
-        route = "" if seen.route == "mcp" else f" --route {seen.route}"
-        gate = " --gate-stop" if seen.gate_stop else ""
-        return f"todoledger install {agent}{route}{gate}"
+def install_line(agent: str, seen: Seen, *, approve: bool = False, command: str | None = None) -> str:
+    """The install command that keeps the install as it was (issue 31): its recorded route and
+    --gate-stop, and the command its files name where that is not the bare name and runs
+    (`command` overrides: the PATH fix names the todoledger that runs doctor)."""
+    from todoledger.install.exe import runs
+    from todoledger.install.seen import commands_named
 
-    return fix
+    route = "" if seen.route == "mcp" else f" --route {seen.route}"
+    gate = " --gate-stop" if seen.gate_stop else ""
+    if command is None:
+        named = [c for c in dict.fromkeys(commands_named(seen, agent)) if c != "todoledger"]
+        working = [c for c in named if runs(shlex.quote(c), seen.path)]
+        command = working[0] if len(working) == 1 else None
+    chosen = f" --command {shlex.quote(command)}" if command else ""
+    return f"todoledger install {agent}{route}{gate}{chosen}" + (" --approve" if approve else "")
+
+
+def _reinstall(agent: str) -> Callable[[Seen], str]:
+    return lambda seen: install_line(agent, seen)
 
 
 def _not_running_what(agent: str, label: str) -> Callable[[Seen], str]:
@@ -147,11 +159,7 @@ def _not_running_what(agent: str, label: str) -> Callable[[Seen], str]:
 def _here_fix(agent: str) -> Callable[[Seen], str]:
     from todoledger.install.exe import running
 
-    def fix(seen: Seen) -> str:
-        route = "" if seen.route == "mcp" else f" --route {seen.route}"
-        return f"todoledger install {agent}{route} --command {running()}"
-
-    return fix
+    return lambda seen: install_line(agent, seen, command=str(running()))
 
 
 def _agent_needs(agent: str, label: str, instructions: str) -> list[Need]:
@@ -214,8 +222,10 @@ NEEDS: list[Need] = [
         lambda seen: claude_rejected(seen) or claude_server_approved(seen),
         "Claude Code: the project server `todoledger` is not approved (interactive sessions keep it "
         "'pending approval'; `claude -p` starts it anyway)",
-        'add "enabledMcpjsonServers": ["todoledger"] to .claude/settings.local.json '
-        "(todoledger install claude-code --approve), or approve it under /mcp",
+        lambda seen: (
+            'add "enabledMcpjsonServers": ["todoledger"] to .claude/settings.local.json '
+            f"({install_line('claude-code', seen, approve=True)}), or approve it under /mcp"
+        ),
         by="approve",
     ),
     Need(
@@ -314,8 +324,9 @@ NEEDS: list[Need] = [
         "Claude Code: this folder is not trusted yet: Claude Code ignores its permissions.allow until it "
         "is (so `claude -p` refuses the todoledger tools) and interactive sessions ask first",
         lambda seen: (
-            "start `claude` in this project once and accept the trust dialog, or: todoledger "
-            f'install claude-code --approve (sets projects["{seen.project}"].hasTrustDialogAccepted in '
+            "start `claude` in this project once and accept the trust dialog, or: "
+            f"{install_line('claude-code', seen, approve=True)}"
+            f' (sets projects["{seen.project}"].hasTrustDialogAccepted in '
             f"{seen.home / '.claude.json'}); for one `claude -p` run: --allowedTools "
             + shlex.quote(",".join(claude_wanted(seen)))
         ),
@@ -401,7 +412,7 @@ NEEDS: list[Need] = [
         "Codex ignores this project's .codex/ (server and hooks) until the project is trusted",
         lambda seen: (
             f'add to {seen.codex_home / "config.toml"}: [projects."{seen.project}"] '
-            'trust_level = "trusted" (todoledger install codex --approve; `codex exec --trust` for one run)'
+            f'trust_level = "trusted" ({install_line("codex", seen, approve=True)}; `codex exec --trust` for one run)'
         ),
         by="approve",
     ),
@@ -459,8 +470,10 @@ NEEDS: list[Need] = [
         ALL,
         codex_hooks_approved,
         lambda seen: codex_untrusted_what(seen),
-        "approve the todoledger hooks in Codex's `/hooks` screen, or: todoledger install codex --approve "
-        "(writes the hashes Codex computes under [hooks.state])",
+        lambda seen: (
+            "approve the todoledger hooks in Codex's `/hooks` screen, or: "
+            f"{install_line('codex', seen, approve=True)} (writes the hashes Codex computes under [hooks.state])"
+        ),
         by="approve",
         doc="Codex: todoledger's hooks are not approved (`/hooks`), so they do not run",
     ),
@@ -483,7 +496,7 @@ NEEDS: list[Need] = [
         "and `gemini -p` exits 55",
         lambda seen: (
             f'add "{seen.project}": "TRUST_FOLDER" to {seen.home / ".gemini" / "trustedFolders.json"} '
-            "(todoledger install gemini --approve), or trust the folder when Gemini asks"
+            f"({install_line('gemini', seen, approve=True)}), or trust the folder when Gemini asks"
         ),
         by="approve",
     ),

@@ -120,7 +120,9 @@ def run(
                 }
                 _apply(trust, files[key])
                 changes.append(trust)
-        kept: dict[str, Any] = {"route": route, "gate_stop": gate_stop, "files": files}
+        # What is installed: opencode gets no Stop gate (it has no hook that can block a stop).
+        gated = gate_stop and agent != "opencode"
+        kept: dict[str, Any] = {"route": route, "gate_stop": gated, "files": files}
         if target is not None:
             kept["panel"] = _make_folder(target, mine.get("panel"))
         elif mine.get("panel"):

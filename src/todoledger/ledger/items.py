@@ -56,6 +56,8 @@ def update(
         if token is None:  # with a token, the fence in the transaction says who holds it
             u.leased(early, writer, at, force=force)
         readiness.check_person(u, plan, early, writer, status, fields)
+        if status == "cancelled":
+            readiness.refuse_cancel_without_reason(u, plan, early, writer, fields.get("reason"))
         if status in PROGRESS and not force:
             readiness.refuse_unmet(u, early, status)
     gate = _gate(u, plan, ref, writer, fields, force)
@@ -65,6 +67,11 @@ def update(
             u.fence(item, writer, token, at)
         overridden = u.leased(item, writer, at, force=force)
         readiness.check_person(u, plan, item, writer, status, fields)
+        held = (
+            readiness.refuse_cancel_without_reason(u, plan, item, writer, fields.get("reason"))
+            if status == "cancelled"
+            else None
+        )
         waiting: list[tuple[Item, str]] = []
         if status in PROGRESS and status != item.status:
             if not force:
@@ -91,6 +98,8 @@ def update(
             )
         if above_open:
             w.annotate(item.id, "forced", None, {"past": "open sub-items"} | why)
+        if held is not None:  # the person reads it: a finding of the report
+            w.annotate(item.id, "held_cancel", None, {"held": held, "reason": fields.get("reason")})
         _update_item(u, w, plan, item, fields)
         u.repo.save_base(plan, writer, {item.id: Seen.of(u.require(plan, item.id))})
         if w.count:

@@ -407,6 +407,13 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
             source_at=source_at,
         )
 
+    def record_refusal(self, reason: str, *, plan: str | None = None, writer: str | None = None) -> bool:
+        """A live write refused (lint, a lease fence, an identity refusal), in the plan's story with
+        its writer and reason, capped per principal and plan a day; nothing else changes."""
+        from todoledger.ledger import writes
+
+        return writes.record_refusal(self._unit, *self._who(plan, writer), reason)
+
     # single-item commands ----------------------------------------------------------
     def add(
         self,

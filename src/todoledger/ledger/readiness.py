@@ -141,6 +141,48 @@ def refuse_unmet(u: Unit, item: Item, status: str) -> None:
         )
 
 
+# What an agent gives as no reason: `cancel` without --reason records "cancelled".
+NO_REASON = ("", "cancelled")
+
+
+def held_by_person(u: Unit, plan: str, item: Item) -> str | None:
+    """Why a person holds this item, or None: a gate a person wrote, or the approval it
+    needs or was given. An agent does not cancel or drop such an item without a word."""
+    from todoledger.core.approval import is_person
+    from todoledger.core.verification import ROLES
+    from todoledger.ledger.gates import check_repo
+
+    theirs = [r for r in check_repo(u).checks(plan, [item.id]) if r.role in ROLES and is_person(r.created_by)]
+    if theirs:
+        return f"{theirs[0].created_by}'s gate {theirs[0].id}"
+    approvals = [e for e in u.repo.approval_events(plan) if e.item == item.id and is_person(e.writer)]
+    if approvals:
+        return f"{approvals[-1].writer}'s approval"
+    if item.needs_approval:
+        return "the person's approval it needs"
+    return None
+
+
+def refuse_cancel_without_reason(
+    u: Unit, plan: str, item: Item, writer: str, reason: str | None
+) -> str | None:
+    """An agent's cancel of a person's gated or approved item: refused without a reason;
+    with one, returns what holds it (recorded as a finding for the person)."""
+    from todoledger.core.approval import is_person
+
+    if is_person(writer) or item.status == "cancelled":
+        return None
+    held = held_by_person(u, plan, item)
+    if held is None:
+        return None
+    if (reason or "").strip() in NO_REASON:
+        raise LedgerError(
+            f"{item.id} is held by {held}: an agent cancels it only with a reason (--reason, or reason in"
+            " plan_update), which the person reads; nothing was done"
+        )
+    return held
+
+
 def check_person(
     u: Unit, plan: str, item: Item, writer: str, status: str | None, fields: dict[str, Any]
 ) -> None:

@@ -92,10 +92,12 @@ def run_rows(
     keys: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
     for row in rows:
         home = runs_in(row, cwd)
-        named = tree.named_inputs(home, row.check.kind, row.check.target) if os.path.isdir(home) else ()
-        key = keys[row.id] = (home, row.check.watch, named)
+        reads = row.check.kind if row.check.kind in ("file", "cmd") else "other"
+        key = keys[row.id] = (home, row.check.watch, (reads, row.check.target if reads != "other" else ""))
         if key not in trees:
-            trees[key] = tree.state(*key) if os.path.isdir(home) else None
+            trees[key] = (
+                tree.receipt_state(home, reads, key[2][1], row.check.watch) if os.path.isdir(home) else None
+            )
     by_id = {r.id: r for r in rows}
     receipts: dict[str, Receipt] = {}
 

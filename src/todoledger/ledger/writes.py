@@ -154,6 +154,7 @@ def apply(
         held = u.foreign_leases(plan, writer, at)
         left = _leave_leased(parsed, result, known, base, held) if held else []
         warnings += _hold_for_approval(u, plan, writer, parsed, result, known)
+        left += _hold_person_drops(u, plan, writer, result, known)
         changes = _changes(result, known)
         warnings += _progress_warnings(u, parsed, result, known, blocked)
         warnings += _completion_warnings(u, plan, result)
@@ -237,6 +238,37 @@ def record_refused(
     return True
 
 
+# Refusals recorded one by one, per principal and plan and day (issue 31): a sessionless client
+# is a new writer on every request, so the cap counts the principal, not the writer. Past it,
+# one event says so, and nothing more is recorded that day.
+REFUSALS_PER_DAY = 100
+
+
+def record_refusal(u: Unit, plan: str, writer: str, reason: str, *, cap: int = REFUSALS_PER_DAY) -> bool:
+    """Record a live refused write (lint, a lease fence, an identity refusal...) in the plan's
+    story, with its writer and reason; nothing else changes. Only in a plan that exists (a
+    refusal creates no plan). False when nothing was recorded (no such plan, or past the cap)."""
+    from todoledger.core.approval import principal
+
+    at = now()
+    if u.repo.revision(plan) == 0 and not u.repo.items(plan) and not u.repo.ops(plan):
+        return False
+    who = principal(writer)
+    day = at[:10]
+    today = sum(int(n) for w, n in u.repo.refused_since(plan, day) if principal(str(w)) == who)
+    if today < cap:
+        return record_refused(u, plan, writer, reason, at=at)
+    counter = f"refused-cap:{plan}:{who}:{day}"
+    return record_refused(
+        u,
+        plan,
+        writer,
+        f"more refused from {who} today: past {cap}, the rest are not recorded one by one",
+        at=at,
+        source_key=counter,
+    )
+
+
 def _hold_for_approval(
     u: Unit, plan: str, writer: str, parsed: ParsedWrite, result: Merge, known: dict[str, Item]
 ) -> list[Finding]:
@@ -263,6 +295,29 @@ def _hold_for_approval(
         )
         for s in moves
         if s.item in awaiting
+    ]
+
+
+def _hold_person_drops(u: Unit, plan: str, writer: str, result: Merge, known: dict[str, Item]) -> list[str]:
+    """An agent's whole list that leaves out an item a person gated or approved does not drop
+    it (as needs-approval holds a start): dropping is no way around a refused cancel (issue 31)."""
+    from todoledger.core.approval import is_person
+
+    if is_person(writer) or not result.dropped:
+        return []
+    held = {
+        i: why for i in result.dropped if i in known and (why := readiness.held_by_person(u, plan, known[i]))
+    }
+    if not held:
+        return []
+    result.dropped = [i for i in result.dropped if i not in held]
+    # The drop's own changes (status dropped, the reason it gives): none of it applies.
+    result.sets = [x for x in result.sets if not (x.item in held and x.field in ("status", "reason"))]
+    return [
+        f"{short(known[i].content, 60)!r} ({i}) stays {known[i].status}: it is held by {why}, so a list that"
+        " leaves it out does not drop it; to cancel it, give a reason (plan_update status=cancelled, or"
+        " todoledger cancel --reason)"
+        for i, why in held.items()
     ]
 
 

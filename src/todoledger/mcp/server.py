@@ -250,10 +250,13 @@ def _tool(name: str, method: ToolMethod, tools: PlanTools, inline: bool = False)
     async def call(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         args = _raw_arguments(ctx)
         lost = lost_keys(ctx.request_context.params)
+        writer = session_writer(ctx)
         if lost:  # the SDK's parse kept the last of two equal keys: refused, as the CLI refuses it
-            return _error(tools.duplicate_refusal(name, args, lost))
+            refusal = tools.duplicate_refusal(name, args, lost)
+            await anyio.to_thread.run_sync(tools.note_refusal, name, args, writer, refusal)
+            return _error(refusal)
         try:
-            args, writer = with_identity(ctx, args, session_writer(ctx))
+            args, writer = with_identity(ctx, args, writer)
             asked = await ask_approval(ctx, tools, name, args, writer)
             if asked is not None:
                 return asked
@@ -261,7 +264,8 @@ def _tool(name: str, method: ToolMethod, tools: PlanTools, inline: bool = False)
                 data = method(args, writer)
             else:
                 data = await anyio.to_thread.run_sync(method, args, writer)
-        except LedgerError as exc:
+        except LedgerError as exc:  # refused: told to the person too (report, board), nothing else changes
+            await anyio.to_thread.run_sync(tools.note_refusal, name, args, writer, str(exc))
             return _error(str(exc))
         except Exception as exc:  # a bug must still answer with one sentence, never a traceback
             logger.exception("tool %s failed", name)

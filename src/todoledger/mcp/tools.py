@@ -433,6 +433,21 @@ class PlanTools:
         name = self.plan_or_default(plan)
         return self.locked(lambda: self._todowrite({"todos": todos}, name, writer))
 
+    def note_refusal(self, tool: str, args: Any, writer: str, reason: str) -> None:
+        """A refused write, recorded in its plan's story for the person (issue 31): the writer
+        and the reason, nothing else. Reads are not writes; a plan that does not exist gets none.
+        Never fails the reply: the refusal is what the agent reads."""
+        if tool == "todoread" or (tool == "plan_next" and not (isinstance(args, dict) and args.get("claim"))):
+            return
+        try:
+            given = plan_name(args.get("plan")) if isinstance(args, dict) else None
+            plan = self.plan_or_default(given)
+            self.locked(
+                lambda: self.ledger(write=True).record_refusal(f"{tool}: {reason}", plan=plan, writer=writer)
+            )
+        except Exception:  # an unreadable plan name, a closed ledger: the reply still goes out
+            pass
+
     def duplicate_refusal(self, tool: str, args: Any, lost: list[Finding]) -> str:
         """The one line a call whose arguments repeated a key is refused with:
         the CLI's own for the same payload (its other errors counted after the

@@ -806,6 +806,14 @@ class Repo:
             " WHERE o.op = (SELECT MAX(p.op) FROM ops p WHERE p.plan = o.plan)"
         )
 
+    def refused_since(self, plan: str, at: str) -> list[Row]:
+        """(writer, count) of the plan's live refusals (no source: not imported) since `at`."""
+        return self.db.query(
+            "SELECT writer, COUNT(*) FROM ops WHERE plan = ? AND kind = 'refused' AND at >= ?"
+            " AND source_key IS NULL GROUP BY writer",
+            (plan, at),
+        )
+
     def ops(self, plan: str) -> list[Row]:
         return self.db.query(
             "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at,"

@@ -194,6 +194,14 @@ class Board:
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
+    def may_approve(self, request: Request) -> bool:
+        """Whether this viewer is a person who may approve: not an agent's token, and not on a
+        server no person started (then no one here is a person). No button for those who cannot."""
+        identity = token_identity(request)
+        if identity is not None and request.headers.get(ROLE_HEADER) in ("agent", STARTER_ROLE):
+            return False
+        return not (self.starter and request.headers.get(ROLE_HEADER) == STARTER_ROLE)
+
     def spooled(self) -> str | None:
         """The line saying hook events wait in the spool (the ledger was unavailable
         to them), so that a person sees the plan may be behind its agents."""
@@ -238,7 +246,10 @@ class Board:
 
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
             head, rows, view = self._plan_parts(lg, plan, win)
-            return f"Plan {plan}", pages.plan(view, head, [html for _, _, html in rows], len(view.items), win)
+            refused = [o for o in lg.ops(plan) if o["kind"] == "refused"]
+            return f"Plan {plan}", pages.plan(
+                view, head, [html for _, _, html in rows], len(view.items), win, refused
+            )
 
         return await self._page(request, "plan", body)
 
@@ -305,6 +316,14 @@ class Board:
             view = _view(lg, plan)
             it = next(x for x in view.items if x.id == item_id)
             state = lg.approvals(plan)
+            from todoledger.core.timefmt import epoch, now
+
+            proven = pages.proof(
+                [c for c in lg.checks(plan=plan) if c.item == item_id],
+                lg.receipts(item_id, plan=plan),
+                lg.metrics(item_id, plan=plan),
+                float(epoch(now()[:19])),
+            )
             html = pages.item(
                 view,
                 it,
@@ -313,6 +332,8 @@ class Board:
                 item_id in state["waiting"],
                 lg.durations(plan).get(item_id),
                 lg.started_by(plan).get(item_id) if it.status == "in_progress" else None,
+                proven,
+                self.may_approve(request),
             )
             return it.content[:80], html
 

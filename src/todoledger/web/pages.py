@@ -164,12 +164,34 @@ def plans(rows: Sequence[Mapping[str, Any]]) -> Html:
 
 
 # a plan ----------------------------------------------------------------------
-def plan(view: PlanView, head: Html, rows: Sequence[Html], total: int, win: Window | None = None) -> Html:
-    """The plan page: head (summary, what to do next), the add form, and the
-    rows `win` holds (every row of a plan of up to ALL_ROWS); `total` says
-    how many rows the plan has in all."""
+REFUSED_SHOWN = 20
+
+
+def plan(
+    view: PlanView,
+    head: Html,
+    rows: Sequence[Html],
+    total: int,
+    win: Window | None = None,
+    refused: Sequence[Mapping[str, Any]] = (),
+) -> Html:
+    """The plan page: head (summary, what to do next), the add form, the
+    rows `win` holds (every row of a plan of up to ALL_ROWS; `total` says
+    how many rows the plan has in all), and the writes its writers were
+    refused (`refused` ops, latest first: they change no item, so no row shows them)."""
     win = win or Window()
-    return render("plan.html", view=view, head=head, rows=rows, total=total, win=win, filters=FILTERS)
+    shown = [(when(o), o["writer"], o.get("summary") or "") for o in list(reversed(refused))[:REFUSED_SHOWN]]
+    return render(
+        "plan.html",
+        view=view,
+        head=head,
+        rows=rows,
+        total=total,
+        win=win,
+        filters=FILTERS,
+        refused=shown,
+        refused_more=max(0, len(refused) - REFUSED_SHOWN),
+    )
 
 
 class Window:
@@ -414,6 +436,71 @@ def tagged(row_html: Html, h: str) -> Html:
 
 
 # an item ---------------------------------------------------------------------
+def inputs_text(tree: Mapping[str, Any] | None) -> str:
+    """What a receipt depends on, for people: the files it read, its watched paths, or
+    the tree (its commit and uncommitted work); `nothing of the tree` for a check that reads none."""
+    if not tree:
+        return "nothing of the tree"
+    named = [*(tree.get("watch") or {}), *(tree.get("inputs") or {})]
+    if named:
+        return ", ".join(str(n) for n in named)
+    return "the tree" + (f" at {str(tree['head'])[:10]}" if tree.get("head") else "")
+
+
+def age_text(at: str, now_epoch: float) -> str:
+    from todoledger.core.timefmt import epoch
+
+    seconds = max(0.0, now_epoch - epoch(at[:19]))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 1.5 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def proof(
+    checks: Sequence[Any],
+    receipts: Sequence[Mapping[str, Any]],
+    metrics: Sequence[Mapping[str, Any]],
+    now_epoch: float,
+) -> dict[str, list[dict[str, str]]]:
+    """The item's proof, for the Proof section: each check and gate (its author, trust,
+    last receipt and its age, its inputs) and each number (measured, typed or stand-in, as
+    its provenance says: the verification words themselves come from the ledger)."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for r in receipts:
+        latest[str(r["check"])] = r
+    rows = []
+    for c in checks:
+        last = latest.get(c.id)
+        out = (last.get("output") or "").strip().splitlines() if last else []
+        rows.append(
+            {
+                "id": c.id,
+                "role": c.role,
+                "spec": c.check.text(),
+                "by": c.created_by,
+                "trust": f"trusted by {c.trusted_by}"
+                if c.trusted and c.trusted_by
+                else ("trusted" if c.trusted else "not trusted"),
+                "result": (str(last["result"]) + (f": {out[-1]}" if out else "")) if last else "never ran",
+                "ran_by": str(last.get("by") or "") if last else "",
+                "age": age_text(str(last["at"]), now_epoch) if last else "",
+                "inputs": inputs_text(last.get("tree")) if last else "",
+            }
+        )
+    numbers = [
+        {
+            "name": str(m["name"]),
+            "value": f"{m['value']:,g}" if isinstance(m["value"], int | float) else str(m["value"]),
+            "run": str(m.get("run") or ""),
+            "provenance": str(m.get("provenance") or "typed"),
+            "by": str(m.get("by") or m.get("writer") or ""),
+        }
+        for m in metrics
+    ]
+    return {"checks": rows, "metrics": numbers}
+
+
 def item(
     view: PlanView,
     it: ItemView,
@@ -422,6 +509,8 @@ def item(
     waiting: bool,
     took: str | None,
     started_by: str | None = None,
+    proven: Mapping[str, Any] | None = None,
+    may_approve: bool = True,
 ) -> Html:
     by_id = {x.id: x for x in view.items}
     first = history[0] if history else None
@@ -437,6 +526,8 @@ def item(
         approval=approval,
         waiting=waiting,
         took=took,
+        proof=proven or {"checks": [], "metrics": []},
+        may_approve=may_approve,
         verification=verification_text(it),
         waits_for=[by_id[d] for d in it.depends_on if d in by_id],
         waited_by=[x for x in view.items if it.id in x.depends_on],

@@ -105,6 +105,22 @@ PERSON_ACTIONS: tuple[PersonAction, ...] = (
         "todoledger token remove ID|NAME",
         "ledger/tokens.py",
     ),
+    PersonAction(
+        "person add",
+        ("person", "add"),
+        "",
+        "sign another person's public key into a signed ledger",
+        "todoledger person add FILE",
+        "ledger/persons.py",
+    ),
+    PersonAction(
+        "person remove",
+        ("person", "remove"),
+        "",
+        "remove a person's key from a signed ledger",
+        "todoledger person remove NAME",
+        "ledger/persons.py",
+    ),
 )
 
 # The options of the command line that take a value (`--plan main`), so that a

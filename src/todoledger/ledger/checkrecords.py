@@ -62,15 +62,17 @@ def add_check(
 
 def clear_stand_in(u: Unit, plan: str, writer: str, check_id: str) -> dict[str, Any]:
     """A person says a check runs against the real thing: its stand-in mark goes.
-    Only a person: an agent would turn its own stand-in into proof."""
-    from todoledger.core.approval import require_person
+    Only a person: an agent would turn its own stand-in into proof (on a signed
+    ledger, by the person's signature)."""
+    from todoledger.ledger.signed import person, sign
 
-    require_person("gate real", writer)
+    writer = person(u, "gate real", writer)
     at = now()
     with u.transaction(plan):
         row = require_check(u, plan, check_id)
         if not row.stand_in:
             raise LedgerError(f"{check_id} is not marked as a stand-in")
+        sign(u, "gate real", plan, row.item, {"check": row.id, "spec": row.check.canonical()})
         check_repo(u).clear_stand_in(row.id)
         w = u.op(plan, writer, at, "trust", summary=f"{row.id} runs against the real thing")
         w.annotate(row.item, "stand_in", True, False)

@@ -172,7 +172,7 @@ def remember_head(u: Unit, signer: Any) -> None:
 
 
 # check ------------------------------------------------------------------------
-# Events that only a person's action writes (PERSON_ACTIONS' events): on a signed
+# Events that only a person's action writes (core/person_actions.py's actions): on a signed
 # ledger each needs a valid signature in its own op.
 PERSON_FIELDS = ("approved", "plan_approved", "trust", "metric_accepted", "sweep_approved", "token")
 

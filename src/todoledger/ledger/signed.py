@@ -4,7 +4,7 @@ The registered keys are events of the `(people)` history (no plan lists it):
 `person_key` (a key registered, signed by itself for the first key, by a key
 already registered for any later one), `person_key_removed` (signed), and
 `person_reset` (every key removed, unsigned: a lost passphrase; flagged for
-seven days). While a key is registered, every person-only action (`PERSON_ACTIONS`)
+seven days). While a key is registered, every person-only action (the one table, `core/person_actions.py`)
 needs a signature by one: the ledger asks the unit's signer for it (`Unit.signer`,
 the CLI's passphrase prompt, a board holding the person's key) and refuses in one
 line without it, whatever the route says. The signature covers a canonical
@@ -26,24 +26,6 @@ if TYPE_CHECKING:
     Unit = Any
 
 PEOPLE_PLAN = "(people)"  # the history of person keys: no plan, never listed
-# The one table of person-only actions: the ledger's name for each, and the
-# event that records it (what `check` looks for a signature on).
-PERSON_ACTIONS = {
-    "approve": "approved",
-    "approve --plan": "plan_approved",
-    "trust": "trust",
-    "gate remove": "check",
-    "gate add (a person's)": "check",
-    "--force past a person's gate": "forced",
-    "--force past a lease": "forced",
-    "accept-metric": "metric_accepted",
-    "sweep trust": "sweep_approved",
-    "token add": "token",
-    "token remove": "token",
-    "undo --any": "undo",
-    "person add": "person_key",
-    "person remove": "person_key_removed",
-}
 RESET_FLAG_DAYS = 7
 SIGN_HINT = (
     "a person signs it at their own terminal (the passphrase of their key is asked on /dev/tty;"

@@ -21,7 +21,8 @@ PERSON = "cli:tester"
 def _take_back_m009(db: Path | str) -> None:
     names = [name for name, _ in MIGRATIONS]
     version = names.index("dropped_status")
-    assert names[version + 1 :] == ["markdown_layouts"], "take back each later migration here"
+    assert names[version + 1 :] == ["markdown_layouts", "recent_index"], "take back each later migration here"
+    _sql(db, "DROP INDEX items_recent")
     _sql(db, "DROP TABLE markdown_layouts")
     _sql(db, "DROP INDEX writer_base_listed")
     _sql(db, "ALTER TABLE writer_base DROP COLUMN listed")

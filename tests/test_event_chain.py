@@ -153,7 +153,9 @@ def test_the_migration_chains_the_events_a_ledger_already_holds(ledger_env: Path
         "sweep_lifecycle",
         "dropped_status",
         "markdown_layouts",
+        "recent_index",
     ], "take back each later migration here"
+    _sql(ledger_env, "DROP INDEX items_recent")
     _sql(ledger_env, "DROP TABLE markdown_layouts")
     _sql(ledger_env, "DROP INDEX writer_base_listed")
     _sql(ledger_env, "ALTER TABLE writer_base DROP COLUMN listed")

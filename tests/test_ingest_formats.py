@@ -183,6 +183,7 @@ def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None
     conn.execute("ALTER TABLE plans DROP COLUMN lease_seconds")
     for column in ("estimate", "uses", "needs_approval"):  # m004 (board_fields)
         conn.execute(f"ALTER TABLE items DROP COLUMN {column}")
+    conn.execute("DROP INDEX items_recent")  # migration 15 (recent_index)
     conn.execute("DROP TABLE markdown_layouts")  # migration 14 (markdown_layouts)
     conn.execute("DROP INDEX writer_base_listed")  # migration 13 (dropped_status)
     conn.execute("ALTER TABLE writer_base DROP COLUMN listed")

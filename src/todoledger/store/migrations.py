@@ -310,6 +310,15 @@ def m014_markdown_layouts(db: Executor) -> None:
     )
 
 
+def m015_recent_index(db: Executor) -> None:
+    """The recovery text (every SessionStart, compaction and `todoread`) names the
+    items completed and dropped last: found from this index in a few steps, not by
+    sorting every finished item of the plan (ledger/reading.py `recovery_view`)."""
+    db.execute_script(
+        ["CREATE INDEX items_recent ON items (plan, status, updated_at DESC, position, created_seq)"]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -325,5 +334,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("sweep_lifecycle", m012_sweep_lifecycle),
     ("dropped_status", m013_dropped_status),
     ("markdown_layouts", m014_markdown_layouts),
+    ("recent_index", m015_recent_index),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,7 +9,10 @@
    1,000 items with the same open work (target <= 2x: the recovery text reads
    what it prints, ledger/reading.py `recovery_view`);
 2. each hook (TodoWrite mirror, SessionStart, Stop) on the 1,000-item plan,
-   next to `python -c pass` with bytecode compiled (target <= 2.5x).
+   next to `python -c pass` with bytecode compiled (target <= 2.5x);
+3. `show --json` on a plan of 300 items each with a gate (a file check), next
+   to the same plan without gates (target <= 1.2x: no import machinery per
+   gate, core/checkspec.py).
 
 Each sample is a fresh process of the console script, as Claude Code starts it,
 the hooks and the baseline alternated run by run; the p50 of each is printed.
@@ -18,6 +21,7 @@ the hooks and the baseline alternated run by run; the p50 of each is printed.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -43,6 +47,23 @@ def plan_of(db: Path, n: int) -> None:
         )
     with Ledger(db) as lg:
         lg.import_jsonl(lines)
+
+
+def gated_plan(db: Path, gated: bool) -> None:
+    """300 items, each with a gate (a file check, completed and verified) or none."""
+    from todoledger import Ledger
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    proof = db.parent / "proof.txt"
+    proof.write_text("ok\n")
+    lines = [
+        json.dumps({"id": f"g{k:04d}", "content": f"item {k}", "position": float(k)}) for k in range(300)
+    ]
+    with Ledger(db) as lg:
+        lg.import_jsonl(lines)
+        if gated:
+            for k in range(300):
+                lg.add_check(f"g{k:04d}", f"file:{proof}", writer="cli:bench")
 
 
 def event(name: str, **more: object) -> bytes:
@@ -75,7 +96,10 @@ def main() -> None:
         large_db.parent.mkdir()
         plan_of(small_db, 1_000)
         plan_of(large_db, large)
+        # Bytecode compiled, as an installed package has it: a stale .pyc would be compiled per run.
+        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "src"), quiet=1)
         base = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
         base["XDG_STATE_HOME"] = str(work / "state")
         small_env = base | {"TODOLEDGER_DB": str(small_db)}
         large_env = base | {"TODOLEDGER_DB": str(large_db)}
@@ -88,7 +112,13 @@ def main() -> None:
         }
         mirror = event("PostToolUse", tool_name="TodoWrite", tool_input=todos, tool_response={})
         stop = event("Stop", stop_hook_active=False)
+        gated_db, plain_db = work / "gated" / "ledger.db", work / "plain" / "ledger.db"
+        gated_plan(gated_db, True)
+        gated_plan(plain_db, False)
+        show = [TODOLEDGER, "show", "--json"]
         cases: dict[str, tuple[list[str], dict[str, str], bytes | None]] = {
+            "show --json, 300 gated items": (show, base | {"TODOLEDGER_DB": str(gated_db)}, None),
+            "show --json, 300 items, no gates": (show, base | {"TODOLEDGER_DB": str(plain_db)}, None),
             "python -c pass": ([sys.executable, "-c", "pass"], base, None),
             "SessionStart, 1,000 items": (hook, small_env, start),
             f"SessionStart, {large:,} items": (hook, large_env, start),
@@ -107,6 +137,8 @@ def main() -> None:
         print(f"{name:34s} p50 {t * 1000:7.1f} ms  {t / base_t:5.2f}x python -c pass")
     ratio = p50[f"SessionStart, {large:,} items"] / p50["SessionStart, 1,000 items"]
     print(f"SessionStart {large:,} / 1,000 items: {ratio:.2f}x (target <= 2x)")
+    gates = p50["show --json, 300 gated items"] / p50["show --json, 300 items, no gates"]
+    print(f"show --json, 300 gated items / without gates: {gates:.2f}x (target <= 1.2x)")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 

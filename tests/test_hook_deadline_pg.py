@@ -1,9 +1,9 @@
 """A hook never hangs on a team ledger that cannot answer (issue 30): through
-PgBouncer with PostgreSQL down, PgBouncer takes the connection and queues the
-query for as long as its own timeouts say (a minute and more), and a hook
-waited with it until the agent's hook timeout killed it, the event lost. The
-hook's client-side deadline (2 s in all, connection and queueing included: a
-timer that closes the connection) ends the wait, and the event is spooled."""
+Debian's PgBouncer with no PostgreSQL behind it (a port where nothing listens),
+each hook returns within 3 s, exits 0 and keeps its event in the spool, also
+while PgBouncer waits out its server_login_retry after the first failure.
+(This guards the behaviour; the 60 s hang the issue measured was not reproduced
+with a refused server port, and no client-side timer closes the connection yet.)"""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ import pytest
 from tests.conftest import todoledger_bin
 from tests.pgserver import database
 from tests.test_team_pg import Bouncer, _free_port, _through, _todowrite
-
 
 pytestmark = pytest.mark.sqlite_only  # its own PgBouncer in front of no server: one run
 

@@ -119,19 +119,20 @@ RECOVERY_RECENT = 20  # completed items read for the recovery text and the compa
 RECOVERY_DROPPED = 64  # the dropped items read (changed last): the text names the latest drop's first 5
 
 
-def recovery_view(u: Unit, plan: str) -> PlanView:
+def recovery_view(u: Unit, plan: str, *, scheduled: bool = False) -> PlanView:
     """The view the recovery text and the compact read render (`prime`, SessionStart,
     compaction, `todoread`), read in bounded work: counts by one aggregate and only
     the rows they can name (`Repo.recovery_rows`), so that a plan of 100,000 finished
     items costs what its open work does. Its in-progress, ready, blocked and waiting
     lists are the whole view's; `recent` and `dropped` hold the latest few, and the
-    counts are the whole plan's."""
+    counts are the whole plan's. `scheduled`: also whether the plan is scheduled (an
+    item with an estimate or a resource among the rows: the compact read's critical path)."""
     from todoledger.core.view import build, recounted
 
     with u.store.read():
         contested = contests(u, plan)
         rows = u.repo.recovery_rows(
-            plan, recent=RECOVERY_RECENT, dropped=RECOVERY_DROPPED, also=list(contested)
+            plan, recent=RECOVERY_RECENT, dropped=RECOVERY_DROPPED, also=list(contested), scheduled=scheduled
         )
         totals = u.repo.status_counts(plan)
         revision = u.repo.revision(plan)

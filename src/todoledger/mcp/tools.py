@@ -500,7 +500,7 @@ class PlanTools:
         if full:
             view = lg.view(plan, writer=writer) if lg.exists else lg.view(plan)
         else:  # bounded: what it names, and counts by aggregate (ledger/reading.py `recovery_view`)
-            view = lg.recovery_view(plan)
+            view = lg.recovery_view(plan, scheduled=True)
         if not full and lg.exists:
             from todoledger.core.prime import shown_ids
 

@@ -259,7 +259,7 @@ class Repo:
         }
 
     def recovery_rows(
-        self, plan: str, *, recent: int, dropped: int, also: Sequence[str] = ()
+        self, plan: str, *, recent: int, dropped: int, also: Sequence[str] = (), scheduled: bool = False
     ) -> list[dict[str, Any]]:
         """The rows the recovery text can name, as `item_rows` gives them (plan order),
         without reading the rest of the plan: every open item, the phases above them
@@ -270,6 +270,19 @@ class Repo:
         `also`. Its cost grows with the open work, never with what is finished or
         dropped (SessionStart reads it on every start and compaction)."""
         ids: dict[str, None] = dict.fromkeys(also)
+        # `scheduled`: also one item with an estimate or a resource, if any: whether the plan is
+        # scheduled (the compact read then gives its critical path) is the whole plan's to say.
+        # A scan of the plan's rows in SQL: only the compact read asks it, not the recovery text.
+        for r in (
+            ()
+            if not scheduled
+            else self.db.query(
+                "SELECT id FROM items WHERE plan = ? AND ((estimate IS NOT NULL AND estimate <> '')"
+                " OR uses IS NOT NULL) LIMIT 1",
+                (plan,),
+            )
+        ):
+            ids[str(r[0])] = None
         for r in self.db.query(
             "WITH RECURSIVE up(id, parent) AS ("
             " SELECT id, parent FROM items WHERE plan = ? AND status IN ('pending', 'in_progress')"

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from todoledger.ledger import Ledger
 
 PROBE = """
@@ -71,3 +73,31 @@ def test_a_second_show_of_a_gated_plan_attempts_no_import(ledger_env: Path | str
     calls, out = second_run_imports(db, tmp_path, "next", "--json")
     assert json.loads(out)
     assert calls == []
+
+
+HOOK_PROBE = """
+import sys
+from todoledger.cli.entry import main
+try:
+    main(["hook", "claude-code"])
+except SystemExit:
+    pass
+sys.stderr.write("LOADED " + " ".join(m for m in ("contextlib",) if m in sys.modules) + "\\n")
+"""
+
+
+@pytest.mark.sqlite_only  # store/postgres.py still imports contextlib itself (issue 30: not done there)
+def test_the_session_start_hook_loads_no_contextlib(ledger_env: Path | str, tmp_path: Path) -> None:
+    """`contextlib` (with `collections`, `functools`, `types`) is a good part of an
+    interpreter's start; the hooks run at every start, resume, clear and compaction
+    under the agents' timeout (issue 30): they use core/scoped.py instead."""
+    with Ledger(ledger_env) as lg:
+        lg.add("Fix the loader", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(ledger_env)}
+    env.pop("TODOLEDGER_PLAN", None)
+    event = json.dumps({"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"})
+    done = subprocess.run(
+        [sys.executable, "-c", HOOK_PROBE], input=event, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "Fix the loader" in done.stdout
+    assert done.stderr.rsplit("LOADED ", 1)[1].strip() == ""

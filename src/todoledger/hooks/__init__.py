@@ -5,7 +5,6 @@ click, rich or MCP: agents run hooks on every tool call."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -15,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 from todoledger import agents
 from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError, UnavailableError
+from todoledger.core.scoped import contextmanager
 from todoledger.store.locate import spool_dir, waiting
 
 TYPE_CHECKING = False
@@ -175,14 +175,16 @@ def replay(
                 log(f"hook replay {name}: refused, not applied: {type(exc).__name__}: {exc}", cwd)
             finally:
                 _replaying.clear()
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (contextlib costs every hook call its import: core/scoped.py)
                 os.remove(path)
+            except OSError:
+                pass
     finally:
         os.close(lock)  # and with it the lock
     return done, refused, 0
 
 
-@contextlib.contextmanager
+@contextmanager
 def _plan_of(head: dict[str, Any]) -> Iterator[None]:
     """The spooled event's own plan (TODOLEDGER_PLAN when the hook ran, else the
     default) while it is replayed, not the replaying process's."""

@@ -46,6 +46,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_mcp import MINIMAL_SERVER, startups
+from equal_work import check, held_by_ledger, held_by_taskwarrior
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -124,12 +125,13 @@ def taskwarrior(runs: int, work: Path) -> dict[str, float] | None:
     db = work / "tw-compare.db"
     env["TODOLEDGER_DB"] = str(db)
     ids = plan_of(db, 1000)
+    equal_agents(task, env, db)
     samples: dict[str, list[float]] = {}
     for k in range(runs):
         cases = {
             "task list": [task, "list"],
             "todoledger show": [TODOLEDGER, "show"],
-            "task next": [task, "next"],
+            "task next": [task, "next", "limit:5"],  # the five rows `todoledger next` prints
             "todoledger next": [TODOLEDGER, "next"],
             "task add": [task, "add", "benchmark item"],
             "todoledger add": [TODOLEDGER, "add", "benchmark item"],
@@ -139,6 +141,26 @@ def taskwarrior(runs: int, work: Path) -> dict[str, float] | None:
         for name, cmd in cases.items():
             samples.setdefault(name, []).append(timed(cmd, env))
     return {name: statistics.median(v) * 1000 for name, v in samples.items()}
+
+
+def equal_agents(task: str, env: dict[str, str], db: Path, size: int = 1000) -> list[str]:
+    """Both sides of each comparison hold the same items and print as many rows,
+    piped as they are timed (bench/equal_work.py); the run stops otherwise."""
+    held = (held_by_ledger(db), held_by_taskwarrior(task, env))
+
+    def out(cmd: list[str]) -> bytes:
+        return subprocess.run(cmd, env=env, capture_output=True, check=True).stdout
+
+    return [
+        check("show / task list", held, (out([TODOLEDGER, "show"]), out([task, "list"]))),
+        check(
+            "next / task next",
+            held,
+            (out([TODOLEDGER, "next"]), out([task, "next", "limit:5"])),
+            same_items=False,
+        ),
+        check("add, done", held, None),
+    ]
 
 
 def doctor(runs: int, work: Path) -> dict[str, float] | None:

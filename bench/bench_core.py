@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from equal_work import check, held_by_ledger, held_by_taskwarrior
 from terminal import on_terminal, taskwarrior, taskwarrior_data
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -386,6 +387,9 @@ def bench_taskwarrior(runs: int, work: Path) -> None:
     db = work / "tw-compare.db"
     fill_plan(db, 1000)
     ours = env | {"TODOLEDGER_DB": str(db)}
+    print(
+        f"\n  add: {check('add / task add', (held_by_ledger(db), held_by_taskwarrior(task, theirs)), None)}"
+    )
     cases = {
         "python -c pass": ([sys.executable, "-c", "pass"], env),
         "task add": ([task, "add", "benchmark item"], theirs),

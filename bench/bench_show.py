@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from equal_work import check, held_by_ledger, held_by_taskwarrior
 from terminal import on_terminal, taskwarrior, taskwarrior_data
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +79,15 @@ def taskwarrior_plan(task: str, env: dict[str, str], work: Path, n: int, quarter
     subprocess.run([task, "import", str(source)], env=env, capture_output=True, check=True)
 
 
+def equal_show(db: Path, ours: dict[str, str], task: str, theirs: dict[str, str], label: str) -> str:
+    """`show` and `task list` hold the same items and draw the same rows, on the terminal they are timed on."""
+    return check(
+        f"show / task list, {label}",
+        (held_by_ledger(db), held_by_taskwarrior(task, theirs)),
+        (on_terminal([TODOLEDGER, "show"], ours)[1], on_terminal([task, "list"], theirs)[1]),
+    )
+
+
 def rounds(cases: dict[str, tuple[list[str], dict[str, str]]], samples: int) -> list[dict[str, float]]:
     """ROUNDS rounds; in each, the cases alternated `samples` times: the median ms of each."""
     out = []
@@ -103,16 +113,22 @@ def terminal_section(samples: int, work: Path) -> None:
     cases: dict[str, tuple[list[str], dict[str, str]]] = {
         "python -c pass": ([sys.executable, "-c", "pass"], env)
     }
+    checked: list[str] = []
     for label, share in shapes.items():
-        db = work / f"show-{label[0]}.db"
+        # A folder of its own per shape: both shapes once shared one (`label[0]` is "a" for
+        # both), so the second import landed on the first and `task list` drew 1,750 tasks
+        # against `show`'s 750 (issue 30); equal_work.check now stops such a run.
+        slug = label.replace(" ", "-")
+        db = work / f"show-{slug}.db"
         todoledger_plan(db, 1000, share)
         ours = env | {"TODOLEDGER_DB": str(db)}
         cases[f"show, {label}"] = ([TODOLEDGER, "show"], ours)
         cases[f"show --all, {label}"] = ([TODOLEDGER, "show", "--all"], ours)
         if tw:
-            theirs = taskwarrior_data(work / f"tw-{label[0]}", env)
+            theirs = taskwarrior_data(work / f"tw-{slug}", env)
             taskwarrior_plan(tw[0], theirs, work, 1000, share)
             cases[f"task list, {label}"] = ([tw[0], "list"], theirs)
+            checked.append(f"{label}: " + equal_show(db, ours, tw[0], theirs, label))
     big = work / "show-10k.db"
     todoledger_plan(big, 10_000, True)
     cases["show, 10,000 items"] = ([TODOLEDGER, "show"], env | {"TODOLEDGER_DB": str(big)})
@@ -121,6 +137,8 @@ def terminal_section(samples: int, work: Path) -> None:
         theirs = taskwarrior_data(work / "tw-10k", env)
         taskwarrior_plan(tw[0], theirs, work, 10_000, True)
         cases["task list, 10,000 items"] = ([tw[0], "list"], theirs)
+        big_env = env | {"TODOLEDGER_DB": str(big)}
+        checked.append("10,000 items: " + equal_show(big, big_env, tw[0], theirs, "10,000 items"))
     for _cmd, case_env in cases.values():  # a first run of each: page cache, bytecode
         on_terminal(_cmd, case_env)
     measured = rounds(cases, samples)
@@ -130,6 +148,8 @@ def terminal_section(samples: int, work: Path) -> None:
         print("   `task` not found (apt-get install taskwarrior): the comparison with task list is skipped")
     else:
         print(f"   Taskwarrior: task {tw[1]} (as Debian installs it)")
+        for line in checked:
+            print(f"   {line}")
     floors = ", ".join(f"{r['python -c pass']:.1f}" for r in measured)
     print(f"   python -c pass on the same terminal, each round: {floors} ms")
     for label in shapes:

@@ -59,9 +59,15 @@ def test_a_list_longer_than_asyncios_64_kib_line_arrives_whole(ledger_env: Path)
         assert len(lg.items()) == 400
 
 
-def test_the_pipe_handed_back_blocks_again(ledger_env: Path) -> None:
-    # The server's stdin is a pipe whose read end this test keeps too: asyncio set
-    # the shared description non-blocking, and the server must undo that on exit.
+@pytest.mark.parametrize("path", ["sdk", "lean"])
+def test_the_pipe_handed_back_blocks_again(
+    ledger_env: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's stdin is a pipe whose read end this test keeps too: on the SDK path
+    # asyncio set the shared description non-blocking, and the server must undo that on
+    # exit; the lean path (mcp/lean.py) reads it as it is and never changes it.
+    if path == "sdk":
+        monkeypatch.setenv("TODOLEDGER_MCP_PATH", "sdk")
     read_end, write_end = os.pipe()
     keep = os.dup(read_end)
     try:
@@ -73,7 +79,9 @@ def test_the_pipe_handed_back_blocks_again(ledger_env: Path) -> None:
             wire.flush()
             assert proc.stdout is not None
             assert json.loads(proc.stdout.readline())["id"] == 1
-            assert not os.get_blocking(keep)  # while it serves: the loop's own pipe
+            assert os.get_blocking(keep) is (
+                path == "lean"
+            )  # while it serves: the SDK path's loop's own pipe
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         assert os.get_blocking(keep)

@@ -30,7 +30,7 @@ class Bouncer:
     """Debian's pgbouncer in transaction pool mode on a free loopback port, trust auth;
     `stop()` and `start()` make an outage and end it on the same port."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, server_port: int = 5432) -> None:
         if not os.path.exists(PGBOUNCER):
             if os.environ.get("CI"):
                 pytest.fail("pgbouncer is not installed: .ci/run installs it", pytrace=False)
@@ -40,7 +40,7 @@ class Bouncer:
         self.port = _free_port()
         (folder / "users.txt").write_text('"postgres" ""\n"tl_reader" ""\n')
         (folder / "pgbouncer.ini").write_text(
-            "[databases]\n* = host=127.0.0.1 port=5432\n[pgbouncer]\n"
+            f"[databases]\n* = host=127.0.0.1 port={server_port}\n[pgbouncer]\n"
             f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nauth_type = trust\n"
             f"auth_file = {folder / 'users.txt'}\npool_mode = transaction\nunix_socket_dir =\n"
             "default_pool_size = 2\nmax_client_conn = 50\nignore_startup_parameters = extra_float_digits,options\n"

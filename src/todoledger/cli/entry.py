@@ -5,7 +5,9 @@ their start-up is the cost: `todoledger hook ...`, and the verbs an agent
 calls through its shell (`show`, `next`, `add`, `start`, `done`, `write`,
 `prime`), on a pipe or a terminal (`todoledger.cli.lean`).
 `todoledger mcp [--plan NAME]` goes straight to the server, without the
-command group: an agent waits for its tools on the first turn (bench/bench_mcp.py).
+command group, and answers its start and the hot tools before the SDK is
+imported (`todoledger.mcp.lean`): an agent waits for its tools on the first turn
+(bench/bench_mcp.py).
 Everything else goes through click.
 """
 
@@ -36,9 +38,15 @@ def main(argv: list[str] | None = None) -> None:
     if args and args[0] == "mcp":
         plan = _mcp_plan(args[1:])
         if not isinstance(plan, bool):
-            from todoledger.mcp.server import run_stdio
+            plan = plan if plan is not None else os.environ.get("TODOLEDGER_PLAN") or None
+            if os.environ.get("TODOLEDGER_MCP_PATH") == "sdk":  # the reference path, whole (tests, bench)
+                from todoledger.mcp.server import run_stdio
 
-            run_stdio(plan=plan if plan is not None else os.environ.get("TODOLEDGER_PLAN") or None)
+                run_stdio(plan=plan)
+            else:  # the start and the hot tools before the SDK; the rest handed on to it (mcp/lean.py)
+                from todoledger.mcp.lean import serve
+
+                serve(plan)
             # The session is over and the ledger closed: tearing the SDK's thousands of
             # objects down one by one would only delay the agent, or doctor, waiting on the exit.
             _exit(0, argv is None)

@@ -36,7 +36,7 @@ from todoledger.core.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, Protocol
 
     class Digest(Protocol):
@@ -191,21 +191,32 @@ def _bad(spec: str, why: str) -> LedgerError:
     return LedgerError(f"bad check {shown!r}: {why}")
 
 
+_SHA256: list[Callable[[bytes], Digest]] = []  # the constructor, found once (a failed import is not cached)
+
+
 def sha256(data: bytes = b"") -> Digest:
     """hashlib.sha256 without hashlib: importing it loads OpenSSL, which costs
     a gated `done` a good part of its start-up (see bench/bench_checks.py). CPython's
-    own module computes the same."""
+    own module computes the same. Found on the first call only: on 3.11 `_sha2`
+    does not exist, and a failed import is tried again, through every finder, each
+    time it is asked for (tests/test_read_imports.py)."""
+    if not _SHA256:
+        _SHA256.append(_find_sha256())
+    return _SHA256[0](data)
+
+
+def _find_sha256() -> Callable[[bytes], Digest]:
     import importlib
 
     for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
         try:
-            found: Digest = importlib.import_module(name).sha256(data)
+            found: Callable[[bytes], Digest] = importlib.import_module(name).sha256
         except (ImportError, AttributeError):
             continue
         return found
     import hashlib
 
-    return hashlib.sha256(data)
+    return hashlib.sha256
 
 
 def parse_size(text: str) -> int:

@@ -7,6 +7,7 @@ It goes into the agent's context (SessionStart hooks) and onto terminals
 
 from __future__ import annotations
 
+from todoledger.core.model import DROPPED
 from todoledger.core.sanitize import for_terminal as clean
 
 TYPE_CHECKING = False
@@ -20,7 +21,7 @@ DROPPED_SHOWN = 5
 
 
 def render_prime(view: PlanView, *, recent: int = 5, ready: int = 5) -> str:
-    if not view.items:
+    if not view.counts:  # counted over the whole plan: the view may hold only the rows it shows
         return f"todoledger: plan {clean(view.plan)!r} is empty. Write your todo list as usual; it is recorded here.\n"
     lines = [f"todoledger plan {clean(view.plan)!r} (revision {view.revision}): {view.summary()}."]
     if view.in_progress:
@@ -35,7 +36,7 @@ def render_prime(view: PlanView, *, recent: int = 5, ready: int = 5) -> str:
     if view.dropped:
         lines.append("Dropped (left out of a list, not done; listed again to revive):")
         lines += [_dropped_line(it) for it in view.dropped[:DROPPED_SHOWN]]
-        more = len(view.dropped) - DROPPED_SHOWN
+        more = view.counts.get(DROPPED, len(view.dropped)) - DROPPED_SHOWN
         if more > 0:
             lines.append(f"- and {more} more (todoread all=true lists them)")
     if view.blocked:

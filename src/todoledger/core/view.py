@@ -376,6 +376,33 @@ def build(doc: Mapping[str, Any]) -> PlanView:
 _CLAIMED_KEYS = (CLAIMED_FAILING, CLAIMED_UNRUN)
 
 
+def recounted(view: PlanView, totals: Mapping[str, int]) -> PlanView:
+    """`view`, built from some of the plan's rows, with the whole plan's counts:
+    `totals` by stored status, less the completions only claimed (every completed
+    item with a check is among the rows, so those are counted there)."""
+    present = {s: n for s, n in totals.items() if n}
+    for key in _CLAIMED_KEYS:
+        if view.counts.get(key):
+            present[key] = view.counts[key]
+            present["completed"] = present.get("completed", 0) - view.counts[key]
+    if not present.get("completed"):
+        present.pop("completed", None)
+    counts = {s: present.pop(s) for s in (*ITEM_STATUSES, *_CLAIMED_KEYS) if s in present} | present
+    return PlanView(
+        plan=view.plan,
+        revision=view.revision,
+        items=view.items,
+        counts=counts,
+        in_progress=view.in_progress,
+        ready=view.ready,
+        blocked=view.blocked,
+        recent=view.recent,
+        claimed=view.claimed,
+        dropped=view.dropped,
+        contested=view.contested,
+    )
+
+
 def _by_drop(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Dropped items, the latest drop first (its revision, as its reason says it),
     in plan order within one drop."""

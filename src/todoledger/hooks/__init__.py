@@ -5,7 +5,6 @@ click, rich or MCP: agents run hooks on every tool call."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -15,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 from todoledger import agents
 from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError, UnavailableError
+from todoledger.core.scoped import contextmanager
 from todoledger.store.locate import spool_dir, waiting
 
 TYPE_CHECKING = False
@@ -29,6 +29,8 @@ PLAN_VAR = "TODOLEDGER_PLAN"  # as todoledger.defaults reads it
 # ledger well under that, then keep the event for the next hook run.
 HOOK_BUSY_MS = 2_000
 PANELS = ".local/state/todoledger/panels"  # where `install claude-code --panel` records each panel
+# A hook's whole time for the ledger: its own event first, then older spooled ones in what is left.
+HOOK_DEADLINE_S = 2.0
 MAX_SPOOLED = 1_000
 # What the spool keeps: a write that may succeed later (a busy ledger, a server
 # down, restarting or out of reach, a lost connection). Never a refusal by rule.
@@ -129,7 +131,7 @@ def panel_sync(lg: Ledger, cwd: str | None, plan: str | None = None) -> None:
         log(f"panel {where.list_id}: {type(exc).__name__}: {exc}", cwd)
 
 
-def spool(agent: str, raw: bytes, cwd: str | None) -> None:
+def spool(agent: str, raw: bytes, cwd: str | None) -> str | None:
     """Keep an event the ledger could not take (busy, or its server out of
     reach) in order, with an idempotency key and the time it happened; the next
     hook run, or `todoledger flush`, replays it."""
@@ -141,7 +143,7 @@ def spool(agent: str, raw: bytes, cwd: str | None) -> None:
     os.makedirs(folder, exist_ok=True)
     if len(os.listdir(folder)) >= MAX_SPOOLED:
         log(f"hook {agent}: {MAX_SPOOLED} events already wait in {folder}; this one is dropped", cwd)
-        return
+        return None
     name = f"{time.time_ns():020d}-{os.getpid()}.json"
     tmp = os.path.join(folder, "." + name)
     head = {"agent": agent, "key": f"spool:{uuid.uuid4().hex}", "at": now()}
@@ -153,13 +155,23 @@ def spool(agent: str, raw: bytes, cwd: str | None) -> None:
         fh.flush()
         os.fsync(fh.fileno())  # durable: the agent has moved on, this is the only copy
     os.replace(tmp, os.path.join(folder, name))
+    return name
 
 
-def replay(cwd: str | None) -> tuple[int, int, int]:
+def replay(
+    cwd: str | None,
+    *,
+    deadline: float | None = None,
+    own: str | None = None,
+    answers: list[str] | None = None,
+) -> tuple[int, int, int]:
     """Hand spooled events to their handlers, oldest first, each with its key
     and original time (a key the ledger recorded already is skipped: never
-    applied twice); stop at the first the ledger still cannot take. A refusal
-    (a rule, not the ledger's absence) is logged and the event dropped.
+    applied twice); stop at the first the ledger still cannot take, or once
+    `deadline` (time.monotonic) has passed: the rest wait for the next hook or
+    `flush`. A refusal (a rule, not the ledger's absence) is logged and the
+    event dropped. `own`: the spooled event of the hook replaying them, whose
+    handler's answer goes to `answers` (the agent still hears its recovery text).
     Returns (replayed, refused, still waiting)."""
     folder = spool_dir(cwd)
     if not os.path.isdir(folder):
@@ -175,6 +187,8 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
             return 0, 0, waiting(cwd)[0]
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
         for index, name in enumerate(names):
+            if deadline is not None and time.monotonic() >= deadline:
+                return done, refused, len(names) - index
             path = os.path.join(folder, name)
             try:
                 with open(path, "rb") as fh:
@@ -184,7 +198,9 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
                 _replaying.update({k: head[k] for k in ("key",) if isinstance(head.get(k), str)})
                 _replaying["at"] = head["at"] if isinstance(head.get("at"), str) else ""
                 with _plan_of(head):
-                    handler(head["agent"])(json.loads(raw), cwd)
+                    answer = handler(head["agent"])(json.loads(raw), cwd)
+                if name == own and answer and answers is not None:
+                    answers.append(answer)
                 done += 1
             except UNAVAILABLE:
                 return done, refused, len(names) - index
@@ -193,14 +209,16 @@ def replay(cwd: str | None) -> tuple[int, int, int]:
                 log(f"hook replay {name}: refused, not applied: {type(exc).__name__}: {exc}", cwd)
             finally:
                 _replaying.clear()
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (contextlib costs every hook call its import: core/scoped.py)
                 os.remove(path)
+            except OSError:
+                pass
     finally:
         os.close(lock)  # and with it the lock
     return done, refused, 0
 
 
-@contextlib.contextmanager
+@contextmanager
 def _plan_of(head: dict[str, Any]) -> Iterator[None]:
     """The spooled event's own plan (TODOLEDGER_PLAN when the hook ran, else the
     default) while it is replayed, not the replaying process's."""
@@ -262,17 +280,29 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             log(f"hook {agent}: expected a JSON object on stdin")
             return 0
         cwd = event_cwd(event)
-        left = replay(cwd)[2]
-        if left:  # the ledger still cannot take the older ones: this one waits behind them, in order
-            spool(agent, raw, cwd)
-            log(f"hook {agent}: the ledger is unavailable; {left + 1} events wait in the spool", cwd)
-            return 0
-        try:
-            answer = handler(agent)(event, cwd)
-        except UNAVAILABLE as exc:
-            spool(agent, raw, cwd)
-            log(f"hook {agent}: {exc}; kept in the spool for the next run (todoledger flush)", cwd)
-            return 0
+        # Its own event is made durable first, then older ones are replayed in the time left
+        # (issue 30: a hook that replayed the whole spool first lost its own event when it was
+        # killed, and spent 22 s after an outage). Events wait in the spool: this one joins
+        # them, in order (a list applied before an older one would be undone by it), and the
+        # replay hands it on as the last; else it goes to the ledger, or to the spool if the
+        # ledger cannot take it within the hook's patience.
+        deadline = time.monotonic() + HOOK_DEADLINE_S
+        if waiting(cwd)[0]:
+            own = spool(agent, raw, cwd)
+            answers: list[str] = []
+            left = replay(cwd, deadline=deadline, own=own, answers=answers)[2]
+            if left:
+                log(f"hook {agent}: the ledger is unavailable; {left} events wait in the spool", cwd)
+                return 0
+            answer = answers[0] if answers else None
+        else:
+            try:
+                answer = handler(agent)(event, cwd)
+            except UNAVAILABLE as exc:
+                spool(agent, raw, cwd)
+                log(f"hook {agent}: {exc}; kept in the spool for the next run (todoledger flush)", cwd)
+                return 0
+            replay(cwd, deadline=deadline)  # what another hook spooled meanwhile, in the time left
         if "--gate-stop" in args[1:]:
             answer = _gate(agent, event, cwd) or answer
             refusal = _goal_lock(agent, event, cwd)

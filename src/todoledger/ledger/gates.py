@@ -166,11 +166,8 @@ def states_and_held(
         return {i: (core.REPORTED if s == "completed" else None) for i, s in pairs}, frozenset()
     rows = repo.checks(plan)
     latest_by_spec = repo.latest_receipts(plan)
-    latest = {
-        r.id: latest_by_spec[(r.id, r.check.canonical())]
-        for r in rows
-        if (r.id, r.check.canonical()) in latest_by_spec
-    }
+    keys = [(r.id, r.check.canonical()) for r in rows]  # once a row: canonical() writes JSON
+    latest = {key[0]: latest_by_spec[key] for key in keys if key in latest_by_spec}
     claimants = repo.completers(plan) if any(s == "completed" for _, s in pairs) else {}
     fresh, proof = _freshness(), _proof(u, rows)
     found = core.derive(pairs, rows, latest, fresh, claimants, proof)

@@ -242,6 +242,13 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
 
         return reading.view(self._unit, self._plan(plan), writer=writer)
 
+    def recovery_view(self, plan: str | None = None, *, scheduled: bool = False) -> PlanView:
+        """The view the recovery text and the compact read render, read in bounded
+        work: whole-plan counts, every open item, the latest few finished and dropped."""
+        from todoledger.ledger import reading
+
+        return reading.recovery_view(self._unit, self._plan(plan), scheduled=scheduled)
+
     def rows(self, plan: str, ids: list[str]) -> list[dict[str, Any]]:
         """These items as they are now, in the order given (those not in the plan left out)."""
         from todoledger.ledger import reading

@@ -115,6 +115,42 @@ def view(u: Unit, plan: str, *, writer: str | None = None) -> PlanView:
     return build(show(u, plan, writer=writer))
 
 
+RECOVERY_RECENT = 20  # completed items read for the recovery text and the compact read (they show 5)
+RECOVERY_DROPPED = 64  # the dropped items read (changed last): the text names the latest drop's first 5
+
+
+def recovery_view(u: Unit, plan: str, *, scheduled: bool = False) -> PlanView:
+    """The view the recovery text and the compact read render (`prime`, SessionStart,
+    compaction, `todoread`), read in bounded work: counts by one aggregate and only
+    the rows they can name (`Repo.recovery_rows`), so that a plan of 100,000 finished
+    items costs what its open work does. Its in-progress, ready, blocked and waiting
+    lists are the whole view's; `recent` and `dropped` hold the latest few, and the
+    counts are the whole plan's. `scheduled`: also whether the plan is scheduled (an
+    item with an estimate or a resource among the rows: the compact read's critical path)."""
+    from todoledger.core.view import build, recounted
+
+    with u.store.read():
+        contested = contests(u, plan)
+        rows = u.repo.recovery_rows(
+            plan, recent=RECOVERY_RECENT, dropped=RECOVERY_DROPPED, also=list(contested), scheduled=scheduled
+        )
+        totals = u.repo.status_counts(plan)
+        revision = u.repo.revision(plan)
+        verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
+        forced = u.repo.forced(plan)
+    links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
+    derived = graph.derive_links(links, gated)
+    waiting = graph.cancelled_links(links)
+    for row in rows:
+        item_id = row["id"]
+        row["blocked"], row["ready"] = derived[item_id]
+        row["waits_on_cancelled"] = waiting.get(item_id, [])
+        row["verification"] = verified[item_id]
+        row["forced"] = forced.get(item_id, [])
+        row["contested"] = contested.get(item_id, [])
+    return recounted(build({"plan": plan, "revision": revision, "items": rows}), totals)
+
+
 def rows(u: Unit, plan: str, ids: list[str]) -> list[dict[str, Any]]:
     """These items as they are now, in the order given (those not in the plan
     left out): what a write's reply shows, without reading the whole plan."""
@@ -255,7 +291,7 @@ def prime(u: Unit, plan: str, *, recent: int = 5, writer: str | None = None, rec
     must not cancel what the summary left out."""
     from todoledger.core.prime import render_prime, shown_ids
 
-    shown = view(u, plan)
+    shown = recovery_view(u, plan)
     if recovering and writer is not None and shown.items:
         recover_base(u, shown, writer, shown_ids(shown, recent=recent))
     return render_prime(shown, recent=recent)

@@ -35,6 +35,7 @@ from todoledger.core.model import LedgerError
 from todoledger.mcp.duplicates import lost_keys
 from todoledger.mcp.output import OUTPUT_SCHEMAS
 from todoledger.mcp.tools import INSTRUCTIONS, TOOL_ANNOTATIONS, TOOLS, PlanTools
+from todoledger.mcp.writer import PROCESS_SESSION, client_writer, lead_writer
 from todoledger.tokens import IDENTITY_HEADER, ROLE_HEADER, STARTER_ROLE
 
 TYPE_CHECKING = False
@@ -43,8 +44,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("todoledger.mcp")
 
-# A stdio server process serves one client: that is its session.
-PROCESS_SESSION = secrets.token_hex(4)
+# A stdio server process serves one client: that is its session (mcp/writer.py: the lean path's too).
 SESSION_HEADER = "mcp-session-id"
 # IDENTITY_HEADER, ROLE_HEADER: set by `serve` (mcp/http.py Guard) from the
 # bearer token, never by a client: the token's identity and its role.
@@ -57,39 +57,24 @@ def session_writer(ctx: Context[Any, Any]) -> str:
     handshake, the transport's session (HTTP) or this process (stdio)."""
     rc = ctx.request_context
     params = rc.session.client_params
-    name = params.client_info.name if params is not None else "client"
-    # No `@`: it marks a token's identity (`principal` reads what stands before it).
-    name = "".join(c if c.isalnum() or c in "-_./" else "-" for c in name)[:64] or "client"
-    headers = ctx.headers
     # stdio has no headers: the process is the session. HTTP: the legacy
     # transport's session id. The 2026 protocol is sessionless: two agents with
     # the same client name must not share one view (one's list would drop the
     # other's items), so each request is its own writer unless the agent passes
     # back the `writer` that todowrite returned.
+    headers = ctx.headers
     if headers is None:
         session = PROCESS_SESSION
     else:
         session = (headers.get(SESSION_HEADER) or "")[:8] or "req-" + secrets.token_hex(4)
-    return f"mcp:{name}:{session}"
+    return client_writer(params.client_info.name if params is not None else None, session)
 
 
 def with_identity(ctx: Context[Any, Any], args: Any, writer: str) -> tuple[Any, str]:
     """Behind `serve --tokens`, the token's person or agent leads every writer
-    name, the one an agent passes included: writers are not self-declared."""
+    name (`mcp/writer.py`, the rule the lean stdio path shares)."""
     headers = ctx.headers
-    identity = headers.get(IDENTITY_HEADER) if headers is not None else None
-    mark = f"{identity}@" if identity else ""
-    given = args.get("writer") if isinstance(args, dict) else None
-    if isinstance(given, str) and "@" in given and not (mark and given.startswith(mark)):
-        # `<identity>@...` is how a token's holder leads a writer: never self-declared.
-        raise LedgerError(
-            f"writer {given!r} has an '@': only a token's identity leads a writer (serve --tokens)"
-        )
-    if not identity:
-        return args, writer
-    if isinstance(given, str) and given.strip() and not given.startswith(mark):
-        args = args | {"writer": mark + given}
-    return args, mark + writer
+    return lead_writer(headers.get(IDENTITY_HEADER) if headers is not None else None, args, writer)
 
 
 def _raw_arguments(ctx: Context[Any, Any]) -> Any:
@@ -333,19 +318,21 @@ def build_server(
     return server, tools
 
 
-async def _serve_stdio(server: MCPServer[Any]) -> None:
+async def _serve_stdio(server: MCPServer[Any], prefix: bytes) -> None:
     from todoledger.mcp.stdio import serve_stdio
 
     # MCPServer.run_stdio_async, with the loop's own pipes for the SDK's threads.
     lowlevel = server._lowlevel_server
-    async with serve_stdio() as (read_stream, write_stream):
+    async with serve_stdio(prefix) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-def run_stdio(*, plan: str | None = None) -> None:
+def run_stdio(*, plan: str | None = None, prefix: bytes = b"") -> None:
+    """Serve the session on stdio; `prefix`: lines read before stdin (a session the
+    lean path began and hands on: `mcp/lean.py`)."""
     server, tools = build_server(plan=plan, inline=INLINE_TOOLS)
     try:
-        anyio.run(_serve_stdio, server)
+        anyio.run(_serve_stdio, server, prefix)
     except KeyboardInterrupt:
         pass
     except BaseExceptionGroup as group:

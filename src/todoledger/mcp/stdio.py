@@ -221,11 +221,23 @@ class _Out:
         self._asked = asked
 
     async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+        if not _replayed(text):
+            self._writer.write(text.encode("utf-8"))
         self._asked.written(text)
 
     async def flush(self) -> None:
         await self._writer.drain()
+
+
+# The id of the requests the lean path replays to the SDK when it hands a session on
+# (`mcp/lean.py`): the handshake the client made with the lean path, already answered.
+REPLAY_ID = "todoledger-lean-replay"
+_REPLAY_MARK = f'"id":"{REPLAY_ID}"'
+
+
+def _replayed(text: str) -> bool:
+    """Is this the SDK's answer to a replayed request (the client has had its answer)?"""
+    return _REPLAY_MARK in text and (parse(text)[0] or {}).get("id") == REPLAY_ID
 
 
 def _pipe_like(fd: int) -> bool:
@@ -251,10 +263,11 @@ class _ThreadedLines:
     screened by `_handed_on`; at the end of stdin the answers still owed are
     awaited, as `_Lines` awaits them."""
 
-    def __init__(self, lines: Any, asked: _Asked, out: _ThreadedOut) -> None:
+    def __init__(self, lines: Any, asked: _Asked, out: _ThreadedOut, prefix: list[str]) -> None:
         self._lines = lines
         self._asked = asked
         self._out = out
+        self._prefix = prefix
 
     def __aiter__(self) -> _ThreadedLines:
         return self
@@ -262,7 +275,7 @@ class _ThreadedLines:
     async def __anext__(self) -> str:
         while True:
             try:
-                text: str = await self._lines.__anext__()
+                text: str = self._prefix.pop(0) if self._prefix else await self._lines.__anext__()
             except StopAsyncIteration:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._asked.none_left.wait(), EOF_GRACE_SECONDS)
@@ -286,8 +299,9 @@ class _ThreadedOut:
         self._one = asyncio.Lock()
 
     async def write(self, text: str) -> None:
-        async with self._one:
-            await self._out.write(text)
+        if not _replayed(text):
+            async with self._one:
+                await self._out.write(text)
         self._asked.written(text)
 
     async def flush(self) -> None:
@@ -296,7 +310,7 @@ class _ThreadedOut:
 
 
 @contextlib.asynccontextmanager
-async def _threaded_stdio() -> AsyncIterator[tuple[Any, Any]]:
+async def _threaded_stdio(prefix: bytes) -> AsyncIterator[tuple[Any, Any]]:
     """A terminal or a regular file on stdin: read and written by worker
     threads, as the SDK does it, with fds 0 and 1 pointed at the null device
     and at stderr while serving (as the pipe path does)."""
@@ -314,7 +328,8 @@ async def _threaded_stdio() -> AsyncIterator[tuple[Any, Any]]:
         reader = io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
         writer = io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
         out = _ThreadedOut(anyio.wrap_file(writer), asked)
-        lines = _ThreadedLines(anyio.wrap_file(reader).__aiter__(), asked, out)
+        first = prefix.decode("utf-8", "replace").splitlines(keepends=True)
+        lines = _ThreadedLines(anyio.wrap_file(reader).__aiter__(), asked, out, first)
         async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
             yield streams
         writer.flush()
@@ -330,10 +345,12 @@ async def _threaded_stdio() -> AsyncIterator[tuple[Any, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's (read_stream, write_stream) pair over this process's stdin and stdout."""
+async def serve_stdio(prefix: bytes = b"") -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read_stream, write_stream) pair over this process's stdin and stdout.
+    `prefix`: what to read before stdin (the lean path's replayed handshake and the
+    lines it read but did not answer; `mcp/lean.py`)."""
     if not (_pipe_like(0) and _pipe_like(1)):
-        async with _threaded_stdio() as streams:
+        async with _threaded_stdio(prefix) as streams:
             yield streams
         return
     sys.stdout.flush()
@@ -344,6 +361,8 @@ async def serve_stdio() -> AsyncIterator[tuple[Any, Any]]:
         wire_out = _claim(1, 2)
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        if prefix:
+            reader.feed_data(prefix)
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0, closefd=False)
         )

@@ -532,12 +532,15 @@ class PlanTools:
         # next whole list may drop what it leaves out (as its own tool would).
         # A compact read is how an agent recovers after a compaction: its base
         # shrinks to what it is shown, so its rebuilt list cancels nothing else.
-        view = lg.view(plan, writer=writer) if full and lg.exists else lg.view(plan)
+        if full:
+            view = lg.view(plan, writer=writer) if lg.exists else lg.view(plan)
+        else:  # bounded: what it names, and counts by aggregate (ledger/reading.py `recovery_view`)
+            view = lg.recovery_view(plan, scheduled=True)
         if not full and lg.exists:
             from todoledger.core.prime import shown_ids
 
             lg.recover_base(view, writer, shown_ids(view))
-        return _read_reply(view, full)
+        return read_reply(view, full)
 
     # plan_next -------------------------------------------------------------
     def plan_next(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
@@ -991,7 +994,7 @@ def _render(dialect: str, items: list[dict[str, Any]]) -> dict[str, Any]:
         return {"todos": [{"content": it["content"], "status": it["status"]} for it in items]}
 
 
-def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
+def read_reply(view: PlanView, full: bool) -> dict[str, Any]:
     """The compact read: the plan's summary as `core.view` has it, as data
     (texts exactly as written: the agent matches them in its next list)."""
     out: dict[str, Any] = {"plan": view.plan, "revision": view.revision, "counts": view.counts}
@@ -1007,7 +1010,7 @@ def _read_reply(view: PlanView, full: bool) -> dict[str, Any]:
         from todoledger.core.prime import DROPPED_SHOWN
 
         out["dropped"] = [it.as_dict("reason") for it in view.dropped[:DROPPED_SHOWN]]
-        more = len(view.dropped) - DROPPED_SHOWN
+        more = view.counts.get("dropped", len(view.dropped)) - DROPPED_SHOWN
         out["dropped_note"] = "left out of a list, not done: listed again to revive" + (
             f"; {more} more (all=true)" if more > 0 else ""
         )

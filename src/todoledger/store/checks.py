@@ -22,23 +22,37 @@ _CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by,
 _RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree, env"
 
 
+# (spec, options as stored) -> the parsed check and its digest: a plan's gates repeat a few
+# specs, and each read of a gated plan parsed and hashed every one (issue 30: `show --json`
+# of 300 gated items). A Check is immutable, so one parse serves every row that stores it.
+_PARSED: dict[tuple[str, str], tuple[Any, str]] = {}
+
+
 def _check(row: Row) -> CheckRow | None:
     from todoledger.core.checkspec import parse  # here: plans without checks never need it
 
-    try:
-        check = parse(row[4], json.loads(row[5]))
-    except (LedgerError, ValueError):
-        return None  # written by a newer version with a kind this one does not know: never run it
+    key = (row[4], row[5])
+    found = _PARSED.get(key)
+    if found is None:
+        try:
+            check = parse(row[4], json.loads(row[5]))
+        except (LedgerError, ValueError):
+            return None  # written by a newer version with a kind this one does not know: never run it
+        if len(_PARSED) > 4096:  # a long-lived server: bounded
+            _PARSED.clear()
+        found = _PARSED[key] = (check, check.digest())
+    check, digest = found
+    trusted = row[6] is not None and row[6] == digest
     return CheckRow(
         id=row[0],
         plan=row[1],
         item=row[2],
         role=row[3],
         check=check,
-        trusted=row[6] is not None and row[6] == check.digest(),
+        trusted=trusted,
         created_by=row[7],
         at=row[8],
-        trusted_by=row[9] if row[6] is not None and row[6] == check.digest() else None,
+        trusted_by=row[9] if trusted else None,
         route=row[10],
         cwd=row[11],
         path=row[12],

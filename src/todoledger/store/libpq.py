@@ -66,6 +66,7 @@ def load() -> Any:
         "PQclear": (None, [ptr]),
         "PQconninfoParse": (ptr, [char_p, ctypes.POINTER(ctypes.c_char_p)]),
         "PQconninfoFree": (None, [ptr]),
+        "PQsetNoticeProcessor": (ptr, [ptr, ptr, ptr]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -389,4 +390,20 @@ def connect(conninfo: str, **kwargs: Any) -> Connection:
         message = lib.PQerrorMessage(pg)
         lib.PQfinish(pg)
         raise _error(b"connection failed: " + (message or b""), None)
+    lib.PQsetNoticeProcessor(pg, _quiet(), None)
     return Connection(pg)
+
+
+_QUIET: list[Any] = []
+
+
+def _quiet() -> Any:
+    """A notice processor that says nothing. libpq's own writes every notice to
+    stderr: a server's NOTICE, and the FATAL a restart sends before it closes the
+    connection, reached the user's screen above todoledger's own one-line error
+    (issue 30), as psycopg never lets them. The errors still raise, in one line."""
+    if not _QUIET:
+        processor = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)(lambda _arg, _message: None)
+        _QUIET.append(ctypes.cast(processor, ctypes.c_void_p))
+        _QUIET.append(processor)  # kept alive: libpq holds a pointer to it
+    return _QUIET[0]

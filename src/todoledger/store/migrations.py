@@ -361,6 +361,15 @@ def m019_check_stand_in(db: Executor) -> None:
     db.execute_script(["ALTER TABLE checks ADD COLUMN stand_in INTEGER NOT NULL DEFAULT 0"])
 
 
+def m020_recent_index(db: Executor) -> None:
+    """The recovery text (every SessionStart, compaction and `todoread`) names the
+    items completed and dropped last: found from this index in a few steps, not by
+    sorting every finished item of the plan (ledger/reading.py `recovery_view`)."""
+    db.execute_script(
+        ["CREATE INDEX items_recent ON items (plan, status, updated_at DESC, position, created_seq)"]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -381,5 +390,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("ledger_settings", m017_ledger_settings),
     ("lease_secrets", m018_lease_secrets),
     ("check_stand_in", m019_check_stand_in),
+    ("recent_index", m020_recent_index),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

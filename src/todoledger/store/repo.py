@@ -216,9 +216,18 @@ class Repo:
         writers, times) are one string each: a report of 100,000 items holds every row,
         and a copy of each text per row made its memory grow with the plan
         (bench/bench_report.py)."""
+        rows = self._row_dicts(self._plan_rows(plan))
+        deps = self._plan_deps(plan)
+        if deps:
+            for row in rows:
+                row["depends_on"] = deps.get(row["id"], [])
+        return rows
+
+    @staticmethod
+    def _row_dicts(found: Sequence[Row]) -> list[dict[str, Any]]:
         shared: dict[Any, Any] = {}
         share = shared.setdefault
-        rows = [
+        return [
             {
                 "id": r[0],
                 "content": r[2],
@@ -239,12 +248,87 @@ class Repo:
                 "created_at": share(r[13], r[13]),
                 "updated_at": share(r[14], r[14]),
             }
-            for r in self._plan_rows(plan)
+            for r in found
         ]
-        deps = self._plan_deps(plan)
-        if deps:
-            for row in rows:
-                row["depends_on"] = deps.get(row["id"], [])
+
+    def status_counts(self, plan: str) -> dict[str, int]:
+        """How many of the plan's items have each status: one aggregate, no row read."""
+        return {
+            str(r[0]): int(r[1])
+            for r in self.db.query(
+                "SELECT status, COUNT(*) FROM items WHERE plan = ? GROUP BY status", (plan,)
+            )
+        }
+
+    def recovery_rows(
+        self, plan: str, *, recent: int, dropped: int, also: Sequence[str] = (), scheduled: bool = False
+    ) -> list[dict[str, Any]]:
+        """The rows the recovery text can name, as `item_rows` gives them (plan order),
+        without reading the rest of the plan: every open item, the phases above them
+        and the items they wait for (what says whether they are ready or blocked);
+        every completed item with a check (a completion only claimed is never
+        folded away); the `recent` completed items changed last (after those with a
+        check: they may be only claimed) and the `dropped` items dropped last; and
+        `also`. Its cost grows with the open work, never with what is finished or
+        dropped (SessionStart reads it on every start and compaction)."""
+        ids: dict[str, None] = dict.fromkeys(also)
+        # `scheduled`: also one item with an estimate or a resource, if any: whether the plan is
+        # scheduled (the compact read then gives its critical path) is the whole plan's to say.
+        # A scan of the plan's rows in SQL: only the compact read asks it, not the recovery text.
+        for r in (
+            ()
+            if not scheduled
+            else self.db.query(
+                "SELECT id FROM items WHERE plan = ? AND ((estimate IS NOT NULL AND estimate <> '')"
+                " OR uses IS NOT NULL) LIMIT 1",
+                (plan,),
+            )
+        ):
+            ids[str(r[0])] = None
+        for r in self.db.query(
+            "WITH RECURSIVE up(id, parent) AS ("
+            " SELECT id, parent FROM items WHERE plan = ? AND status IN ('pending', 'in_progress')"
+            " UNION SELECT p.id, p.parent FROM up JOIN items p ON p.id = up.parent)"
+            " SELECT id FROM up UNION SELECT d.blocker FROM deps d JOIN up ON d.item = up.id",
+            (plan,),
+        ):
+            ids[str(r[0])] = None
+        checked = self.db.query(
+            "SELECT DISTINCT k.item FROM checks k JOIN items i ON i.id = k.item"
+            " WHERE k.plan = ? AND i.status = 'completed'",
+            (plan,),
+        )
+        ids.update(dict.fromkeys(str(r[0]) for r in checked))
+        gated = len(checked)  # at most this many of the completed ones below are only claimed
+        for r in self.db.query(
+            "SELECT id FROM items WHERE plan = ? AND status = 'completed'"
+            f" ORDER BY updated_at DESC, position, created_seq LIMIT {int(recent) + gated}",
+            (plan,),
+        ):
+            ids[str(r[0])] = None
+        for r in self.db.query(
+            "SELECT id FROM items WHERE plan = ? AND status = 'dropped'"
+            f" ORDER BY updated_at DESC, position, created_seq LIMIT {int(dropped)}",
+            (plan,),
+        ):
+            ids[str(r[0])] = None
+        found: list[Row] = []
+        for chunk in _chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            # By id alone (the primary key): with the plan in the condition too, SQLite walked the plan's index.
+            query = f"SELECT {ITEM_COLUMNS}, created_seq FROM items WHERE id IN ({marks})"
+            found += [r for r in self.db.query(query, chunk) if r[1] == plan]
+        found.sort(key=lambda r: (r[7], r[18]))
+        rows = self._row_dicts(found)
+        blockers: dict[str, list[str]] = {}
+        for chunk in _chunks([r["id"] for r in rows]):
+            marks = ",".join("?" * len(chunk))
+            for item, blocker in self.db.query(
+                f"SELECT item, blocker FROM deps WHERE item IN ({marks}) ORDER BY blocker", chunk
+            ):
+                blockers.setdefault(item, []).append(blocker)
+        for row in rows:
+            row["depends_on"] = blockers.get(row["id"], [])
         return rows
 
     def item_tuples(self, plan: str) -> tuple[list[Row], dict[str, list[str]]]:
@@ -277,7 +361,10 @@ class Repo:
         on: those recorded with its last status change or after it (a gate's
         check removed later). An item reopened since is no longer forced."""
         rows = self.db.query(
-            "SELECT item, new, op FROM events WHERE plan = ? AND field = 'forced' ORDER BY seq", (plan,)
+            # By item first: the planner then takes the small partial index (events_forced), not the
+            # plan's whole history in seq order (every read, and so every SessionStart, asks this).
+            "SELECT item, new, op FROM events WHERE plan = ? AND field = 'forced' ORDER BY item, seq",
+            (plan,),
         )
         if not rows:
             return {}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import subprocess_env
+from tests.conftest import subprocess_env, with_test_clock
 from todoledger.mcp.snapshot import generate, load, modern_meta
 from todoledger.mcp.tools import TOOLS
 
@@ -49,6 +49,7 @@ class Client:
     def __init__(
         self, db: Path | str, era: str, *, path: str | None, command: list[str] | None = None
     ) -> None:
+        with_test_clock(db)  # TODOLEDGER_NOW fixes only a test-clock ledger's time (lease expiries alike)
         env = subprocess_env(db, TODOLEDGER_ID_SEED="conformance", TODOLEDGER_NOW="2026-12-01T10:00:00Z")
         env.pop("TODOLEDGER_PLAN", None)
         if path is not None:

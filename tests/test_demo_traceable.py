@@ -41,6 +41,8 @@ LOCAL = [
     r"Python [\d.]+",  # the machine a sweep ran on
     r"/[\w./-]+",  # paths (the stand-ins' folder, the interpreter)
     r"pid \d+",
+    r"port \d+",  # the stand-in server's port, as a sweep's teardown names it
+    r"\d+ s later|within \d+ s",  # the stand-in sweep's own teardown timeout (3 s)
     r"\(\d+ bytes\)",
     r"[\d.]+[GT]( free)?\b",
     r"\b[0-9a-hjkmnp-tv-z]{6}\b",  # item ids

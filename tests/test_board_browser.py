@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import person_env, subprocess_env, todoledger_bin
+from tests.conftest import person_env, register_tester, subprocess_env, todoledger_bin
 from tests.test_cli import run, run_json
 
 CHROMIUM = os.environ.get("TODOLEDGER_CHROMIUM", "/usr/bin/chromium")
@@ -842,6 +842,9 @@ def test_on_a_signed_ledger_the_passphrase_typed_in_the_page_signs_the_approval(
     there, the `serve` the person runs opens their key for that one signature, and
     `todoledger check` verifies it."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    register_tester(
+        ledger_env
+    )  # `serve` runs as the person cli:tester: their token, before the ledger is signed
     passphrase = "correct horse battery"
     typed = tmp_path / "typed"
     typed.write_text(passphrase + "\n")

@@ -57,7 +57,11 @@ def test_bad_estimate_or_resource_changes_nothing(ledger_env: Path) -> None:
     assert state(ledger_env) == before
     proc = run(ledger_env, "add", "X", "--uses", "gpu:9-1", check=False)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert state(ledger_env) == before
+    # The refused command is recorded as a refusal for the person to see (issue 31), nothing else.
+    items, ops = state(ledger_env)
+    assert items == before[0]
+    with Ledger(ledger_env) as lg:
+        assert [op["kind"] for op in lg.ops("main")[before[1] :]] == ["refused"]
 
 
 def test_no_agent_starts_claims_or_completes_what_waits_for_a_person(ledger_env: Path) -> None:

@@ -118,7 +118,9 @@ def install(
 
 def _offer_person_key(project: Path) -> None:
     """Before any agent runs: a ledger no person key signs lets an agent running as
-    you act as you. At a person's terminal, offer to make the key; elsewhere print the command."""
+    you act as you. The offer is the one command that makes the key, printed, never a
+    prompt: install runs in scripts and in the README's own terminal, where a question
+    would wait for ever; a person runs the command next (it asks for a passphrase)."""
     from todoledger.ledger import Ledger
 
     try:
@@ -131,12 +133,6 @@ def _offer_person_key(project: Path) -> None:
         "no person key signs this ledger: an agent running as you could act as you."
         " Sign it before any agent runs: todoledger person init"
     )
-    from todoledger.identity import at_terminal, local_writer
-
-    if at_terminal() and local_writer().startswith("cli:") and click.confirm("make your person key now?"):
-        from todoledger.cli.cmd_person import init
-
-        click.get_current_context().invoke(init, name=None, as_json=False)
 
 
 @click.command("uninstall", context_settings=HELP)

@@ -603,3 +603,50 @@ def test_a_signer_that_only_names_a_registered_key_signs_nothing(
         with pytest.raises(LedgerError, match="does not hold the private key"):
             lg.approve(item)
     assert approvers(item) == []
+
+
+def test_check_reports_a_persons_signature_copied_onto_a_forged_trust(
+    ledger_env: Path | str, tmp_path: Path, config: Path
+) -> None:
+    """Adversarial review: a valid `signed` event of one trust, copied (bytes unchanged)
+    into a hand-written op that trusts the agent's own check, made that check
+    `verified`, and `check` said ok: any valid signature in an op vouched for every
+    person-only event of the op, whatever its statement covered."""
+    sign_ledger(ledger_env, tmp_path)
+    with Ledger() as lg:
+        first = lg.add("Check the build", writer=AGENT)["id"]
+        theirs = lg.add_check(first, "cmd:test -d .", writer=AGENT)["id"]
+        mine = lg.add("Beat 3x catid", writer=AGENT)["id"]
+        own = lg.add_check(mine, "cmd:test -f built.txt", writer=AGENT)["id"]
+    trusted = tl(ledger_env, "trust", theirs, "--yes", typed=secret_file(tmp_path, PASSPHRASE))
+    assert trusted.returncode == 0, trusted.stderr
+    assert check(ledger_env).returncode == 0
+    # The forger: copy the person's signature, trust the agent's own check with it.
+    signature = sql(ledger_env, ("SELECT new FROM events WHERE field = 'signed' AND plan = 'main'", ()))[-1][
+        0
+    ]
+    at = "2026-12-06T12:00:00.000Z"
+    op = sql(
+        ledger_env,
+        ("UPDATE checks SET trusted_by = 'cli:ann' WHERE id = ?", (own,)),
+        (
+            "INSERT INTO ops (plan, writer, at, kind, summary, untimed) VALUES ('main', 'cli:ann', ?, 'trust',"
+            " 'trusted 1 checks', 0) RETURNING op",
+            (at,),
+        ),
+    )[0][0]
+    trust = json.dumps({"id": own, "spec": "cmd:test -f built.txt\n{}"}, separators=(",", ":"))
+    for item, field, new in ((mine, "trust", trust), (None, "signed", signature)):
+        prev = sql(ledger_env, ("SELECT chain FROM events ORDER BY seq DESC LIMIT 1", ()))[0][0]
+        fields = [op, "main", item, field, None, new, "cli:ann", at]
+        sql(
+            ledger_env,
+            (
+                "INSERT INTO events (op, plan, item, field, old, new, writer, at, chain)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*fields, _link(prev, fields)),
+            ),
+        )
+    found = check(ledger_env)
+    assert found.returncode == 1, found.stdout
+    assert f"main/{mine}: event" in found.stdout and "(trust, op" in found.stdout, found.stdout

@@ -21,7 +21,7 @@ import pytest
 
 from todoledger import Ledger
 
-from .conftest import subprocess_env, todoledger_bin
+from .conftest import TESTER_TOKEN, register_tester, subprocess_env, todoledger_bin
 from .test_mcp import free_port
 
 PASSPHRASE = "correct horse battery"
@@ -67,8 +67,15 @@ def tl(db: Path | str, *args: str, typed: Path | None = None, **env: str) -> sub
             handle.close()
 
 
+def as_person(db: Path | str) -> dict[str, str]:
+    """The route a script has to a person's identity (a person's registered token):
+    only a person registers a ledger's first key."""
+    register_tester(db)
+    return {"TODOLEDGER_TOKEN": TESTER_TOKEN}
+
+
 def sign_ledger(db: Path | str, tmp_path: Path, name: str = "ann") -> None:
-    done = tl(db, "person", "init", name, typed=secret_file(tmp_path, PASSPHRASE))
+    done = tl(db, "person", "init", name, typed=secret_file(tmp_path, PASSPHRASE), **as_person(db))
     assert done.returncode == 0, done.stderr
     assert "this ledger is signed" in done.stdout
 
@@ -550,11 +557,25 @@ def test_person_init_on_a_ledger_with_agents_history_asks_for_its_name(
     ledger_env: Path, tmp_path: Path, config: Path
 ) -> None:
     gated()  # an agent wrote here first
-    wrong = tl(ledger_env, "person", "init", "ann", typed=secret_file(tmp_path, PASSPHRASE, "other.db"))
+    wrong = tl(
+        ledger_env,
+        "person",
+        "init",
+        "ann",
+        typed=secret_file(tmp_path, PASSPHRASE, "other.db"),
+        **as_person(ledger_env),
+    )
     assert wrong.returncode == 1 and "the ledger's name was not typed as shown (ledger.db)" in wrong.stderr
     assert not (config / "todoledger" / "keys" / "ann.key").exists()
     assert tl(ledger_env, "person", "list").stdout.startswith("unsigned:")
-    right = tl(ledger_env, "person", "init", "ann", typed=secret_file(tmp_path, PASSPHRASE, ledger_env.name))
+    right = tl(
+        ledger_env,
+        "person",
+        "init",
+        "ann",
+        typed=secret_file(tmp_path, PASSPHRASE, ledger_env.name),
+        **as_person(ledger_env),
+    )
     assert right.returncode == 0, right.stderr
     assert "person keys: ann" in tl(ledger_env, "person", "list").stdout
 
@@ -650,3 +671,23 @@ def test_check_reports_a_persons_signature_copied_onto_a_forged_trust(
     found = check(ledger_env)
     assert found.returncode == 1, found.stdout
     assert f"main/{mine}: event" in found.stdout and "(trust, op" in found.stdout, found.stdout
+
+
+@pytest.mark.parametrize("route", ["agent's shell", "script"])
+def test_an_agent_cannot_register_the_first_person_key(
+    ledger_env: Path | str, tmp_path: Path, config: Path, route: str
+) -> None:
+    """Adversarial review: from its shell (marker set, no terminal), an agent ran
+    `person init mallory --passphrase-fd 3` on an unsigned ledger. Its key was trusted on
+    first use, and it then approved as `cli:mallory` ("approved by a person"), with
+    `check` saying ok. The first key is a person's word: only a person's route registers it."""
+    item = gated()
+    env = SHELL if route == "agent's shell" else {}
+    made = tl(ledger_env, "person", "init", "mallory", typed=secret_file(tmp_path, "agent's"), **env)
+    assert made.returncode == 1 and "person init: a person must run it" in made.stderr, made.stderr
+    assert len(made.stderr.strip().splitlines()) == 1 and "Traceback" not in made.stderr
+    assert not (config / "todoledger" / "keys" / "mallory.key").exists()  # nothing made either
+    listed = tl(ledger_env, "person", "list")
+    assert "mallory" not in listed.stdout
+    refused = tl(ledger_env, "approve", item, typed=secret_file(tmp_path, "agent's"), **env)
+    assert refused.returncode == 1 and approvers(item) == []

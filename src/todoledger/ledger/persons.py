@@ -58,8 +58,13 @@ def _register(u: Unit, signer: Any, name: str, public: str, route: str) -> dict[
     return record | {"at": at, "first": first}
 
 
-def init(u: Unit, signer: Any, route: str = "terminal") -> dict[str, Any]:
-    """Register `signer`'s key as this ledger's first person key (trust on first use)."""
+def init(u: Unit, signer: Any, route: str, writer: str) -> dict[str, Any]:
+    """Register `signer`'s key as this ledger's first person key (trust on first use).
+    Only a person's route registers it (`writer`): on an unsigned ledger the first key
+    is trusted on first use, so an agent's would make the agent the ledger's person."""
+    from todoledger.core.approval import require_person
+
+    require_person("person init", writer)
     with u.store.read():
         reg = registry(u)
     if reg["keys"]:

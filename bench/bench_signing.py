@@ -106,7 +106,7 @@ def main() -> None:
         with open(typed, "rb") as fh:
             run(
                 [bin_, "person", "init", "ann", "--passphrase-fd", str(fh.fileno())],
-                env | {"TODOLEDGER_DB": str(signed)},
+                env | {"TODOLEDGER_DB": str(signed), "TODOLEDGER_TOKEN": TOKEN},  # only a person registers it
                 fds=(fh.fileno(),),
             )
         times: dict[str, list[float]] = {"unsigned": [], "signed": []}

@@ -851,7 +851,7 @@ def test_on_a_signed_ledger_the_passphrase_typed_in_the_page_signs_the_approval(
     with open(typed, "rb") as fh:
         made = subprocess.run(
             [todoledger_bin(), "person", "init", "ann", "--passphrase-fd", str(fh.fileno())],
-            env=subprocess_env(ledger_env),
+            env=person_env(ledger_env),  # only a person registers the first key
             pass_fds=(fh.fileno(),),
             capture_output=True,
             text=True,

@@ -419,3 +419,43 @@ def test_a_panel_for_another_plan_replaces_the_earlier_one(tmp_path: Path) -> No
     assert any("(was todoledger-main-" in line for c in result.changes for line in c.summary)
     uninstall("claude-code", project=project, home=home)
     assert not (project / ".claude" / "settings.local.json").exists()
+
+
+def test_a_models_completion_the_ledger_refused_is_not_left_completed_on_the_panel(
+    ledger_env: Path, tmp_path: Path
+) -> None:
+    """Adversarial review (held): the model's TaskUpdate marks a row completed whose item
+    another agent holds (Codex's lease). The ledger refuses the mirror; the row must not
+    stay `completed` on the panel although the model changed it."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git").mkdir(parents=True)
+    home.mkdir()
+    run("claude-code", project=project, home=home, panel=True, plan="main")
+    found = target(str(project), home)
+    assert found is not None
+    folder = Path(found.folder)
+    env = {**subprocess_env(ledger_env), "HOME": str(home), "CLAUDE_CODE_TASK_LIST_ID": found.list_id}
+    with Ledger() as lg:
+        theirs = lg.add("Codex's migration", writer=WRITER)
+        (got,) = lg.next(claim=True, writer="codex:w9", lease=600)
+        assert got["id"] == theirs["id"] and lg.leases()
+    event = {"session_id": "s1", "cwd": str(project), "transcript_path": "/tmp/t.jsonl"}
+    _hook(env, {**event, "hook_event_name": "SessionStart", "source": "startup"})
+    (row_id,) = [r for r, v in rows(folder).items() if v["subject"] == "Codex's migration"]
+    row = rows(folder)[row_id] | {"status": "completed"}
+    (folder / f"{row_id}.json").write_text(json.dumps(row, indent=2))  # Claude Code's write
+    _hook(
+        env,
+        {
+            **event,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "TaskUpdate",
+            "tool_input": {"taskId": row_id, "status": "completed"},
+            "tool_response": {"success": True, "taskId": row_id},
+        },
+    )
+    with Ledger() as lg:
+        assert lg.get(theirs["id"])["status"] == "in_progress"  # refused: Codex holds it
+        lg.add("Another item", writer=WRITER)  # a later revision: the sync runs again
+        sync(lg, found)
+    assert rows(folder)[row_id]["status"] != "completed", rows(folder)[row_id]

@@ -130,3 +130,43 @@ def test_the_board_shows_the_plans_refusals(ledger_env: Path) -> None:
     text = " ".join(Page(page.text).text)
     refused = text[text.index("Refused") :]
     assert 'todowrite: rejected: todos[3]: duplicate key "priority"' in refused and "mcp:" in refused
+
+
+def test_an_agents_undo_of_its_add_does_not_remove_an_item_a_person_gated_or_approved_since(
+    ledger_env: Path,
+) -> None:
+    """Adversarial review: the agent added an item, a person gated it (or approved it),
+    and the agent's plain `todoledger undo` took back its own add: the person's gated
+    item left the plan without a reason, around the refused bare cancel and the held drop."""
+    env = subprocess_env(ledger_env, CLAUDECODE="1", CLAUDE_CODE_SESSION_ID="s1")
+
+    def agent(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [todoledger_bin(), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    gated = agent("add", "Ship the release", "-q").stdout.strip()
+    with Ledger(ledger_env) as lg:
+        lg.add_check(gated, "file:release.tar", plan="main", writer=PERSON)
+    approved = agent("add", "Run the migration", "--needs-approval", "-q").stdout.strip()
+    with Ledger(ledger_env) as lg:
+        lg.approve(approved, plan="main", writer=PERSON)
+    for item in (approved, gated):
+        before = snapshot(ledger_env, "main")
+        undone = agent("undo")
+        assert undone.returncode == 1, undone.stdout
+        assert f"{item} is held by {PERSON}" in undone.stderr and "nothing was done" in undone.stderr
+        assert len(undone.stderr.strip().splitlines()) == 1
+        assert snapshot(ledger_env, "main") == before
+        if item == approved:  # its add is the agent's last change: a person's to take back
+            with Ledger(ledger_env) as lg:
+                lg.undo(plan="main", writer=PERSON, any_writer=True)
+    # An add nobody else touched is the agent's to undo, as before.
+    mine = agent("add", "Scratch note", "-q").stdout.strip()
+    assert agent("undo").returncode == 0
+    assert mine not in {str(i["id"]) for i in snapshot(ledger_env, "main")}

@@ -21,7 +21,7 @@ import pytest
 
 from todoledger import Ledger
 
-from .conftest import subprocess_env, todoledger_bin
+from .conftest import TESTER_TOKEN, register_tester, subprocess_env, todoledger_bin
 from .test_mcp import free_port
 
 PASSPHRASE = "correct horse battery"
@@ -67,8 +67,15 @@ def tl(db: Path | str, *args: str, typed: Path | None = None, **env: str) -> sub
             handle.close()
 
 
+def as_person(db: Path | str) -> dict[str, str]:
+    """The route a script has to a person's identity (a person's registered token):
+    only a person registers a ledger's first key."""
+    register_tester(db)
+    return {"TODOLEDGER_TOKEN": TESTER_TOKEN}
+
+
 def sign_ledger(db: Path | str, tmp_path: Path, name: str = "ann") -> None:
-    done = tl(db, "person", "init", name, typed=secret_file(tmp_path, PASSPHRASE))
+    done = tl(db, "person", "init", name, typed=secret_file(tmp_path, PASSPHRASE), **as_person(db))
     assert done.returncode == 0, done.stderr
     assert "this ledger is signed" in done.stdout
 
@@ -550,11 +557,25 @@ def test_person_init_on_a_ledger_with_agents_history_asks_for_its_name(
     ledger_env: Path, tmp_path: Path, config: Path
 ) -> None:
     gated()  # an agent wrote here first
-    wrong = tl(ledger_env, "person", "init", "ann", typed=secret_file(tmp_path, PASSPHRASE, "other.db"))
+    wrong = tl(
+        ledger_env,
+        "person",
+        "init",
+        "ann",
+        typed=secret_file(tmp_path, PASSPHRASE, "other.db"),
+        **as_person(ledger_env),
+    )
     assert wrong.returncode == 1 and "the ledger's name was not typed as shown (ledger.db)" in wrong.stderr
     assert not (config / "todoledger" / "keys" / "ann.key").exists()
     assert tl(ledger_env, "person", "list").stdout.startswith("unsigned:")
-    right = tl(ledger_env, "person", "init", "ann", typed=secret_file(tmp_path, PASSPHRASE, ledger_env.name))
+    right = tl(
+        ledger_env,
+        "person",
+        "init",
+        "ann",
+        typed=secret_file(tmp_path, PASSPHRASE, ledger_env.name),
+        **as_person(ledger_env),
+    )
     assert right.returncode == 0, right.stderr
     assert "person keys: ann" in tl(ledger_env, "person", "list").stdout
 
@@ -603,3 +624,70 @@ def test_a_signer_that_only_names_a_registered_key_signs_nothing(
         with pytest.raises(LedgerError, match="does not hold the private key"):
             lg.approve(item)
     assert approvers(item) == []
+
+
+def test_check_reports_a_persons_signature_copied_onto_a_forged_trust(
+    ledger_env: Path | str, tmp_path: Path, config: Path
+) -> None:
+    """Adversarial review: a valid `signed` event of one trust, copied (bytes unchanged)
+    into a hand-written op that trusts the agent's own check, made that check
+    `verified`, and `check` said ok: any valid signature in an op vouched for every
+    person-only event of the op, whatever its statement covered."""
+    sign_ledger(ledger_env, tmp_path)
+    with Ledger() as lg:
+        first = lg.add("Check the build", writer=AGENT)["id"]
+        theirs = lg.add_check(first, "cmd:test -d .", writer=AGENT)["id"]
+        mine = lg.add("Beat 3x catid", writer=AGENT)["id"]
+        own = lg.add_check(mine, "cmd:test -f built.txt", writer=AGENT)["id"]
+    trusted = tl(ledger_env, "trust", theirs, "--yes", typed=secret_file(tmp_path, PASSPHRASE))
+    assert trusted.returncode == 0, trusted.stderr
+    assert check(ledger_env).returncode == 0
+    # The forger: copy the person's signature, trust the agent's own check with it.
+    signature = sql(ledger_env, ("SELECT new FROM events WHERE field = 'signed' AND plan = 'main'", ()))[-1][
+        0
+    ]
+    at = "2026-12-06T12:00:00.000Z"
+    op = sql(
+        ledger_env,
+        ("UPDATE checks SET trusted_by = 'cli:ann' WHERE id = ?", (own,)),
+        (
+            "INSERT INTO ops (plan, writer, at, kind, summary, untimed) VALUES ('main', 'cli:ann', ?, 'trust',"
+            " 'trusted 1 checks', 0) RETURNING op",
+            (at,),
+        ),
+    )[0][0]
+    trust = json.dumps({"id": own, "spec": "cmd:test -f built.txt\n{}"}, separators=(",", ":"))
+    for item, field, new in ((mine, "trust", trust), (None, "signed", signature)):
+        prev = sql(ledger_env, ("SELECT chain FROM events ORDER BY seq DESC LIMIT 1", ()))[0][0]
+        fields = [op, "main", item, field, None, new, "cli:ann", at]
+        sql(
+            ledger_env,
+            (
+                "INSERT INTO events (op, plan, item, field, old, new, writer, at, chain)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*fields, _link(prev, fields)),
+            ),
+        )
+    found = check(ledger_env)
+    assert found.returncode == 1, found.stdout
+    assert f"main/{mine}: event" in found.stdout and "(trust, op" in found.stdout, found.stdout
+
+
+@pytest.mark.parametrize("route", ["agent's shell", "script"])
+def test_an_agent_cannot_register_the_first_person_key(
+    ledger_env: Path | str, tmp_path: Path, config: Path, route: str
+) -> None:
+    """Adversarial review: from its shell (marker set, no terminal), an agent ran
+    `person init mallory --passphrase-fd 3` on an unsigned ledger. Its key was trusted on
+    first use, and it then approved as `cli:mallory` ("approved by a person"), with
+    `check` saying ok. The first key is a person's word: only a person's route registers it."""
+    item = gated()
+    env = SHELL if route == "agent's shell" else {}
+    made = tl(ledger_env, "person", "init", "mallory", typed=secret_file(tmp_path, "agent's"), **env)
+    assert made.returncode == 1 and "person init: a person must run it" in made.stderr, made.stderr
+    assert len(made.stderr.strip().splitlines()) == 1 and "Traceback" not in made.stderr
+    assert not (config / "todoledger" / "keys" / "mallory.key").exists()  # nothing made either
+    listed = tl(ledger_env, "person", "list")
+    assert "mallory" not in listed.stdout
+    refused = tl(ledger_env, "approve", item, typed=secret_file(tmp_path, "agent's"), **env)
+    assert refused.returncode == 1 and approvers(item) == []

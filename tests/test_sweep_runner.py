@@ -277,6 +277,53 @@ def test_a_ready_check_answered_by_another_process_never_holds(
     assert not [e for e in served(scripts) if e["event"] == "bench"]
 
 
+def test_a_second_listener_on_the_port_at_another_address_is_not_the_setups(
+    ledger_env: Path, scripts: Path, port: int
+) -> None:
+    """Adversarial review: ownership was judged by the port alone. A server left on
+    [::1]:PORT (another configuration's, here this test's own) answered the ready URL and
+    every run, while the setup listened on 127.0.0.1:PORT: "ours", and the sweep
+    recorded the other server's numbers as the combination's."""
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"ok" if self.path == "/health" else json.dumps({"tok_s": 999.0, "k": 999}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class V6(HTTPServer):
+        address_family = socket.AF_INET6
+
+    other = V6(("::1", port), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    (scripts / "client6.py").write_text(CLIENT.replace("http://127.0.0.1:", "http://[::1]:"))
+    try:
+        with Ledger() as lg:
+            define(
+                lg,
+                port,
+                params=["k=16"],
+                baseline=[],
+                ready=f"http://[::1]:{port}/health",
+                run=f"python3 client6.py {port} 0",
+                ready_timeout=5,
+                teardown_timeout=3,
+            )
+        got = sweep_run(ledger_env, scripts)
+    finally:
+        other.shutdown()
+        other.server_close()
+    with Ledger() as lg:
+        assert 999 not in [r["max"] for r in lg.sweep_results("s")["rows"] if r["n"]], got.stdout
+    assert got.returncode == 1
+    assert f"port {port} is answered by pid {os.getpid()}" in got.stdout + got.stderr
+
+
 def test_a_server_whose_main_thread_exits_first_is_waited_for_on_one_port(
     ledger_env: Path, scripts: Path, port: int
 ) -> None:

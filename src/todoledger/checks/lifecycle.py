@@ -336,24 +336,50 @@ def port_owner(port: int, pgid: int) -> tuple[str, str]:
     """Who listens on `port`, seen from the setup whose group is `pgid`: ("ours", ""),
     ("other", who), ("unknown", why) where the listener's process cannot be seen
     (another user's, a container's proxy, no /proc), or ("none", "") when nothing
-    listens. Only "other" is proof that the answer came from someone else."""
+    listens. Only "other" is proof that the answer came from someone else. Every
+    listener on the port counts, whatever its address: a server left on [::1]:PORT
+    answers a client that reaches that address while the setup holds 127.0.0.1:PORT."""
     if not os.path.isdir("/proc/self"):
         return "unknown", "no /proc here to see who listens"
     inodes = _listening_inodes(port)
     if not inodes:
         return "none", ""
     wanted = {f"socket:[{i}]" for i in inodes}
-    # The common case first, cheaply: a process below the setup's leader, in its group, holds it
-    # (every process's open files are looked at only when none does).
+    # The common case first, cheaply: processes below the setup's leader, in its group, hold
+    # every listener (every process's open files are looked at only when they do not).
+    held: set[str] = set()
     for pid in _descendants(pgid):
-        if (_stat(pid) or ["", "", ""])[2:3] == [str(pgid)] and _holds(pid, wanted):
-            return "ours", ""
-    pids = [int(n) for n in os.listdir("/proc") if n.isdigit() and _holds(int(n), wanted)]
-    if any((_stat(p) or ["", "", ""])[2:3] == [str(pgid)] for p in pids):
+        if (_stat(pid) or ["", "", ""])[2:3] == [str(pgid)]:
+            held |= _held(pid, wanted)
+    if held == wanted:
         return "ours", ""
-    if pids:
-        return "other", ", ".join(describe(p) for p in pids)
+    others = [
+        int(n)
+        for n in os.listdir("/proc")
+        if n.isdigit() and (_stat(int(n)) or ["", "", ""])[2:3] != [str(pgid)] and _held(int(n), wanted)
+    ]
+    if others:
+        return "other", ", ".join(describe(p) for p in others)
+    if held:
+        return "ours", ""
     return "unknown", f"the process listening on port {port} cannot be seen from here"
+
+
+def _held(pid: int, wanted: set[str]) -> set[str]:
+    """Which of the sockets `wanted` (as `socket:[INODE]`) process `pid` holds."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return set()
+    out: set[str] = set()
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link in wanted:
+            out.add(link)
+    return out
 
 
 def address(check: Check) -> tuple[str, int] | None:

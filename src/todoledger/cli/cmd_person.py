@@ -42,6 +42,7 @@ def init(name: str | None, as_json: bool) -> None:
         if signed:  # the key is made (or kept) here; a registered key signs it in
             _key_only(name)
             return
+        lg.first_key_writer()  # a person's route, before a passphrase is asked or a key made
         history = lg.exists and lg.agent_history()
         fd = PASSPHRASE_FD[0]
         if history:

@@ -90,6 +90,14 @@ PERSON_ACTIONS: tuple[PersonAction, ...] = (
         "ledger/history.py",
     ),
     PersonAction(
+        "person init",
+        ("person", "init"),
+        "",
+        "register a ledger's first person key (trusted on first use: it signs every person-only action after)",
+        "todoledger person init [NAME]",
+        "ledger/persons.py",
+    ),
+    PersonAction(
         "token add",
         ("token", "add"),
         "",

@@ -77,11 +77,23 @@ class PeopleMethods(Facade):
 
         return signed.is_signed(self._unit)
 
-    def person_init(self, signer: Any, *, route: str = "terminal") -> dict[str, Any]:
-        """Register the ledger's first person key (trust on first use; it signs its own registration)."""
+    def person_init(
+        self, signer: Any, *, route: str = "terminal", writer: str | None = None
+    ) -> dict[str, Any]:
+        """Register the ledger's first person key (trust on first use; it signs its own
+        registration). Only a person registers it: `writer` (default: this process's route)."""
         from todoledger.ledger import persons
 
-        return persons.init(self._unit, signer, route)
+        return persons.init(self._unit, signer, route, self.first_key_writer(writer))
+
+    def first_key_writer(self, writer: str | None = None) -> str:
+        """Who would register this ledger's first key: refused in one line unless a person
+        (an agent that registered the first key would sign every person-only action after)."""
+        from todoledger.core.approval import require_person
+
+        who = self._who(None, writer)[1]
+        require_person("person init", who)
+        return who
 
     def person_add(self, name: str, public: str) -> dict[str, Any]:
         """A registered key (this ledger's signer) signs another person's key in."""

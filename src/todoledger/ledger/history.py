@@ -49,6 +49,8 @@ def undo(u: Unit, plan: str, writer: str, *, any_writer: bool = False) -> dict[s
             ev for ev in u.repo.events(plan, op=op) if ev.item is not None and ev.field not in ANNOTATIONS
         ]
         if events:
+            _refuse_undoing_a_persons_word(u, plan, writer, (op, kind, by), events)
+        if events:
             touched = {(ev.item, ev.field) for ev in events}
             created = {ev.item for ev in events if ev.field in (CREATED, REMOVED)}
             items = sorted({ev.item for ev in events if ev.item is not None})
@@ -92,6 +94,30 @@ def undo(u: Unit, plan: str, writer: str, *, any_writer: bool = False) -> dict[s
         "events": len(events),
         "yours": by == writer,
     }
+
+
+def _refuse_undoing_a_persons_word(
+    u: Unit, plan: str, writer: str, last: tuple[int, str, str], events: list[Any]
+) -> None:
+    """An agent's undo of its own add would remove the item, and with it the gate a
+    person wrote on it or the approval a person gave it since (approvals and checks are
+    annotations, which do not block an undo): a drop without a word, around the refused
+    bare cancel. Refused; a person's `undo --any`, or a cancel with a reason, remains."""
+    from todoledger.core.approval import is_person
+
+    if is_person(writer):
+        return
+    op, kind, by = last
+    for ev in events:
+        if ev.field != CREATED:
+            continue
+        current = u.repo.item(ev.item)
+        why = readiness.held_by_person(u, plan, current, need=False) if current is not None else None
+        if why is not None:
+            raise LedgerError(
+                f"cannot undo op {op} ({kind} by {by}): it would remove {ev.item}, and {ev.item} is held by"
+                f" {why} (cancel it with a reason: todoledger cancel {ev.item} --reason ...); nothing was done"
+            )
 
 
 def export(u: Unit, plan: str) -> Iterator[str]:

@@ -58,8 +58,13 @@ def _register(u: Unit, signer: Any, name: str, public: str, route: str) -> dict[
     return record | {"at": at, "first": first}
 
 
-def init(u: Unit, signer: Any, route: str = "terminal") -> dict[str, Any]:
-    """Register `signer`'s key as this ledger's first person key (trust on first use)."""
+def init(u: Unit, signer: Any, route: str, writer: str) -> dict[str, Any]:
+    """Register `signer`'s key as this ledger's first person key (trust on first use).
+    Only a person's route registers it (`writer`): on an unsigned ledger the first key
+    is trusted on first use, so an agent's would make the agent the ledger's person."""
+    from todoledger.core.approval import require_person
+
+    require_person("person init", writer)
     with u.store.read():
         reg = registry(u)
     if reg["keys"]:
@@ -256,7 +261,17 @@ def audit(u: Unit) -> list[str]:
     writers = u.repo.op_writers(sorted({e.op for e in person_events if e.seq > signed_since}))
     from todoledger.core.approval import is_person
 
+    trusts: dict[int, list[Any]] = {}  # op -> its trust events, in order: what a signed `trust` covers
     for e in person_events:
+        if e.field == "trust":
+            trusts.setdefault(e.op, []).append(e.new)
+    for e in person_events:
+        if e.op in valid_ops and not _covers(statements[e.op], e, trusts.get(e.op, [])):
+            problems.append(
+                f"{e.plan}/{e.item or '-'}: event {e.seq} ({e.field}, op {e.op}) is not what its op's signature"
+                f" covers ({statements[e.op].get('action')}): a signature copied or changed around todoledger"
+            )
+            continue
         if e.op in valid_ops and e.field in ("approved", "plan_approved"):
             if statements[e.op].get("content") != content_hash(e.new):
                 problems.append(
@@ -276,6 +291,31 @@ def audit(u: Unit) -> list[str]:
             " action without a person's signature on a signed ledger"
         )
     return problems
+
+
+# The events each signed action writes: a valid signature vouches only for these in
+# its op (a signature of one action copied into an op that records another proves nothing).
+PRODUCES: dict[str, frozenset[str]] = {
+    "approve": frozenset({"approved"}),
+    "approve --plan": frozenset({"plan_approved", "approved"}),
+    "trust": frozenset({"trust"}),
+    "gate add (a person's)": frozenset({"check"}),
+    "gate remove": frozenset({"check"}),
+    "accept-metric": frozenset({"metric_accepted"}),
+    "sweep trust": frozenset({"sweep_approved", "trust", "check"}),
+    "token add": frozenset({"token"}),
+    "token remove": frozenset({"token"}),
+}
+
+
+def _covers(stated: dict[str, Any], e: Any, trusts: list[Any]) -> bool:
+    """Does the signature's statement cover person-only event `e` of its op? Its action
+    writes that kind of event, and a signed `trust` covers exactly the checks its op trusts."""
+    action = str(stated.get("action"))
+    allowed = PRODUCES.get(action)
+    if allowed is not None and e.field not in allowed:
+        return False
+    return not (action == "trust" and e.field == "trust" and stated.get("content") != content_hash(trusts))
 
 
 def _signed_at(spans: list[tuple[int, bool]], seq: int) -> bool:

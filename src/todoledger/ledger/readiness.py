@@ -145,9 +145,9 @@ def refuse_unmet(u: Unit, item: Item, status: str) -> None:
 NO_REASON = ("", "cancelled")
 
 
-def held_by_person(u: Unit, plan: str, item: Item) -> str | None:
+def held_by_person(u: Unit, plan: str, item: Item, *, need: bool = True) -> str | None:
     """Why a person holds this item, or None: a gate a person wrote, or the approval it
-    needs or was given. An agent does not cancel or drop such an item without a word."""
+    needs (`need`) or was given. An agent does not cancel or drop such an item without a word."""
     from todoledger.core.approval import is_person
     from todoledger.core.verification import ROLES
     from todoledger.ledger.gates import check_repo
@@ -158,7 +158,7 @@ def held_by_person(u: Unit, plan: str, item: Item) -> str | None:
     approvals = [e for e in u.repo.approval_events(plan) if e.item == item.id and is_person(e.writer)]
     if approvals:
         return f"{approvals[-1].writer}'s approval"
-    if item.needs_approval:
+    if need and item.needs_approval:
         return "the person's approval it needs"
     return None
 

@@ -104,9 +104,53 @@ def test_cli_refusals_are_recorded_and_capped_per_principal_plan_and_day(ledger_
         for n in range(4):
             writes.record_refusal(unit, "main", f"opencode:more{n}", "again", cap=6)
     ops = refused_ops(ledger_env, "main")
-    counters = [s for _, s in ops if s.startswith("more refused from agent:opencode today")]
+    counters = [s for _, s in ops if s.startswith("agent:opencode reached today's cap of 6")]
     assert len(counters) == 1 and len(ops) == 8  # 6 of opencode, 1 of codex, 1 counter
     json.dumps(ops)  # plain text: what report and board show
+
+
+def board_page(plan: str) -> str:
+    from starlette.testclient import TestClient
+
+    from tests.test_board_templates import Page
+    from todoledger.mcp.http import create_app
+    from todoledger.web.app import Board
+
+    board = Board(name="tester")
+    app, tools = create_app(routes=board.routes(), shared=board.shared)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            page = client.get(f"/plan?plan={plan}")
+    finally:
+        tools.close()
+        board.close()
+    assert page.status_code == 200
+    return " ".join(Page(page.text).text)
+
+
+def test_past_the_cap_one_counter_event_counts_the_rest_in_report_and_board(ledger_env: Path) -> None:
+    from todoledger.ledger import writes
+
+    with Ledger(ledger_env) as lg:
+        lg.add("Benchmark", plan="main", writer="opencode:s1")
+        unit = lg._unit  # the cap's own argument, through the module the facade calls
+        for n in range(3):  # one principal, a new writer each time (a sessionless client)
+            writes.record_refusal(unit, "main", f"opencode:ses{n}", f"try {n}", cap=2)
+        writes.record_refusal(unit, "main", "codex:t1", "another agent", cap=2)
+        events = lg.last_event()
+    with Ledger(ledger_env) as lg:
+        for n in range(4):
+            assert writes.record_refusal(lg._unit, "main", f"opencode:more{n}", "again", cap=2)
+        assert lg.last_event() == events and lg.check("main") == []  # counted: no event, the chain intact
+    ops = refused_ops(ledger_env, "main")
+    assert [s for _, s in ops].count("again") == 0 and len(ops) == 4  # 2 of opencode, its counter, codex
+    text = report(ledger_env, "main")
+    section = text[text.index("## Refused") :]
+    assert "8 writes refused" in section  # 2 listed, 5 counted past the cap, 1 of codex
+    assert "5 more refused from agent:opencode on " in section and "another agent" in section
+    page = board_page("main")
+    refused = page[page.index("Refused") :]
+    assert "8 writes refused" in refused and "5 more refused from agent:opencode on " in refused
 
 
 def test_the_board_shows_the_plans_refusals(ledger_env: Path) -> None:

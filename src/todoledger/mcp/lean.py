@@ -216,12 +216,16 @@ class Session:
         remember(text)
         lost = lost_keys(params)
         extras: dict[str, Any] = self.snapshot[era]["call"]
-        if lost:
-            return _error(tools.duplicate_refusal(name, args, lost), extras)
+        writer = client_writer(client, PROCESS_SESSION)
+        if lost:  # refused as the CLI refuses it, and told to the person (report, board) as on the SDK path
+            refusal = tools.duplicate_refusal(name, args, lost)
+            tools.note_refusal(name, args, writer, refusal)
+            return _error(refusal, extras)
         try:
-            args, writer = lead_writer(None, args, client_writer(client, PROCESS_SESSION))
+            args, writer = lead_writer(None, args, writer)
             data: dict[str, Any] = getattr(tools, name)(args, writer)
-        except LedgerError as exc:
+        except LedgerError as exc:  # refused: told to the person too, nothing else changes
+            tools.note_refusal(name, args, writer, str(exc))
             return _error(str(exc), extras)
         except Exception as exc:  # a bug must still answer with one sentence, never a traceback
             return _error(f"internal error in {name} ({type(exc).__name__}); the ledger is unchanged", extras)

@@ -32,6 +32,7 @@ def line(summary: str | None, at: str, counted: int | None, counted_from: str | 
     return summary or "no reason recorded"
 
 
-def how_many(counted: list[int | None]) -> int:
-    """Refused writes in all: one per refusal event, a counter event's count for it."""
-    return sum(1 if n is None else n for n in counted)
+def how_many(counted: list[int | None]) -> str:
+    """Refused writes in all, in words: one per refusal event, a counter event's count for it."""
+    n = sum(1 if c is None else c for c in counted)
+    return f"{n} write refused" if n == 1 else f"{n} writes refused"

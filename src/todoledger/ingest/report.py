@@ -306,7 +306,7 @@ def refused_md(s: Story) -> list[str]:
     if not refused:
         return []
     total = refusals.how_many([c.counted for c in refused])
-    out = ["", "## Refused", "", f"{total} writes refused; nothing of them was applied.", ""]
+    out = ["", "## Refused", "", f"{total}; nothing of them was applied.", ""]
     for c in refused[:REFUSED_SHOWN]:
         when = s.place(c.op) if s.untimed else c.at
         said = refusals.line(c.summary, c.at, c.counted, c.counted_from)

@@ -174,3 +174,35 @@ def test_the_board_shows_the_plans_refusals(ledger_env: Path) -> None:
     text = " ".join(Page(page.text).text)
     refused = text[text.index("Refused") :]
     assert 'todowrite: rejected: todos[3]: duplicate key "priority"' in refused and "mcp:" in refused
+
+
+def test_a_hook_mirror_refused_by_lint_is_recorded_and_the_hook_still_exits_0(ledger_env: Path) -> None:
+    """A real `todoledger hook claude-code` run whose TodoWrite list the ledger refuses (the last of
+    two "status" keys, "done", is no Claude Code status): exit 0, nothing said to the agent, the plan
+    unchanged, and the refusal with its writer and reason in `todoledger report` and on the board."""
+    from tests.test_hook_claude import hook, post_tool
+
+    env = subprocess_env(ledger_env)
+    fresh = json.dumps(post_tool("TodoWrite", {"todos": [{"content": "x", "status": "pending"}]}))
+    bad = fresh.replace('"status": "pending"', '"status": "pending", "status": "done"')
+    first = hook(env, bad)  # no plan yet: nothing is recorded (a refusal creates no plan)
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    with Ledger(ledger_env) as lg:
+        assert lg.plans() == []
+    assert hook(env, fresh).returncode == 0
+    before = snapshot(ledger_env, "main")
+    proc = hook(env, bad)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert snapshot(ledger_env, "main") == before
+    ((writer, summary),) = refused_ops(ledger_env, "main")
+    assert writer == "claude-code:s1" and summary.startswith("claude-code list: rejected: todos[0].status")
+    done = subprocess.run(
+        [todoledger_bin(), "report", "main"], capture_output=True, text=True, env=env, timeout=60
+    )
+    section = done.stdout[done.stdout.index("## Refused") :]
+    assert (
+        "1 write refused" in section
+        and "claude-code:s1: claude-code list: rejected: todos\\[0\\].status" in section
+    )
+    page = board_page("main")
+    assert "claude-code:s1 : claude-code list: rejected: todos[0].status" in page[page.index("Refused") :]

@@ -91,6 +91,10 @@ def test_cli_refusals_are_recorded_and_capped_per_principal_plan_and_day(ledger_
     bad = tl("done", "zzzzzz", "--writer", "opencode:s1")
     assert bad.returncode == 1 and bad.stderr == "Error: no item 'zzzzzz' in plan 'main'\n"
     assert refused_ops(ledger_env, "main") == [("opencode:s1", "done: no item 'zzzzzz' in plan 'main'")]
+    listed = tl("report", "main").stdout  # the CLI route's refusal, in report and on the board
+    assert "opencode:s1: done: no item 'zzzzzz' in plan 'main'" in listed[listed.index("## Refused") :]
+    page = board_page("main")
+    assert "opencode:s1 : done: no item 'zzzzzz' in plan 'main'" in page[page.index("Refused") :]
     assert tl("show", "zzzzzz").returncode != 0 and len(refused_ops(ledger_env, "main")) == 1  # a read
     from todoledger.ledger import writes
 

@@ -159,7 +159,9 @@ def test_the_migration_chains_the_events_a_ledger_already_holds(ledger_env: Path
         "lease_secrets",
         "check_stand_in",
         "recent_index",
+        "refusal_counts",
     ], "take back each later migration here"
+    _sql(ledger_env, "DROP TABLE refusal_counts")
     _sql(ledger_env, "DROP INDEX items_recent")
     _sql(ledger_env, "ALTER TABLE checks DROP COLUMN stand_in")
     _sql(ledger_env, "ALTER TABLE leases DROP COLUMN secret")

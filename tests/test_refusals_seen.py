@@ -91,6 +91,10 @@ def test_cli_refusals_are_recorded_and_capped_per_principal_plan_and_day(ledger_
     bad = tl("done", "zzzzzz", "--writer", "opencode:s1")
     assert bad.returncode == 1 and bad.stderr == "Error: no item 'zzzzzz' in plan 'main'\n"
     assert refused_ops(ledger_env, "main") == [("opencode:s1", "done: no item 'zzzzzz' in plan 'main'")]
+    listed = tl("report", "main").stdout  # the CLI route's refusal, in report and on the board
+    assert "opencode:s1: done: no item 'zzzzzz' in plan 'main'" in listed[listed.index("## Refused") :]
+    page = board_page("main")
+    assert "opencode:s1 : done: no item 'zzzzzz' in plan 'main'" in page[page.index("Refused") :]
     assert tl("show", "zzzzzz").returncode != 0 and len(refused_ops(ledger_env, "main")) == 1  # a read
     from todoledger.ledger import writes
 
@@ -104,9 +108,53 @@ def test_cli_refusals_are_recorded_and_capped_per_principal_plan_and_day(ledger_
         for n in range(4):
             writes.record_refusal(unit, "main", f"opencode:more{n}", "again", cap=6)
     ops = refused_ops(ledger_env, "main")
-    counters = [s for _, s in ops if s.startswith("more refused from agent:opencode today")]
+    counters = [s for _, s in ops if s.startswith("agent:opencode reached today's cap of 6")]
     assert len(counters) == 1 and len(ops) == 8  # 6 of opencode, 1 of codex, 1 counter
     json.dumps(ops)  # plain text: what report and board show
+
+
+def board_page(plan: str) -> str:
+    from starlette.testclient import TestClient
+
+    from tests.test_board_templates import Page
+    from todoledger.mcp.http import create_app
+    from todoledger.web.app import Board
+
+    board = Board(name="tester")
+    app, tools = create_app(routes=board.routes(), shared=board.shared)
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            page = client.get(f"/plan?plan={plan}")
+    finally:
+        tools.close()
+        board.close()
+    assert page.status_code == 200
+    return " ".join(Page(page.text).text)
+
+
+def test_past_the_cap_one_counter_event_counts_the_rest_in_report_and_board(ledger_env: Path) -> None:
+    from todoledger.ledger import writes
+
+    with Ledger(ledger_env) as lg:
+        lg.add("Benchmark", plan="main", writer="opencode:s1")
+        unit = lg._unit  # the cap's own argument, through the module the facade calls
+        for n in range(3):  # one principal, a new writer each time (a sessionless client)
+            writes.record_refusal(unit, "main", f"opencode:ses{n}", f"try {n}", cap=2)
+        writes.record_refusal(unit, "main", "codex:t1", "another agent", cap=2)
+        events = lg.last_event()
+    with Ledger(ledger_env) as lg:
+        for n in range(4):
+            assert writes.record_refusal(lg._unit, "main", f"opencode:more{n}", "again", cap=2)
+        assert lg.last_event() == events and lg.check("main") == []  # counted: no event, the chain intact
+    ops = refused_ops(ledger_env, "main")
+    assert [s for _, s in ops].count("again") == 0 and len(ops) == 4  # 2 of opencode, its counter, codex
+    text = report(ledger_env, "main")
+    section = text[text.index("## Refused") :]
+    assert "8 writes refused" in section  # 2 listed, 5 counted past the cap, 1 of codex
+    assert "5 more refused from agent:opencode on " in section and "another agent" in section
+    page = board_page("main")
+    refused = page[page.index("Refused") :]
+    assert "8 writes refused" in refused and "5 more refused from agent:opencode on " in refused
 
 
 def test_the_board_shows_the_plans_refusals(ledger_env: Path) -> None:
@@ -170,3 +218,33 @@ def test_an_agents_undo_of_its_add_does_not_remove_an_item_a_person_gated_or_app
     mine = agent("add", "Scratch note", "-q").stdout.strip()
     assert agent("undo").returncode == 0
     assert mine not in {str(i["id"]) for i in snapshot(ledger_env, "main")}
+def test_a_hook_mirror_refused_by_lint_is_recorded_and_the_hook_still_exits_0(ledger_env: Path) -> None:
+    """A real `todoledger hook claude-code` run whose TodoWrite list the ledger refuses (the last of
+    two "status" keys, "done", is no Claude Code status): exit 0, nothing said to the agent, the plan
+    unchanged, and the refusal with its writer and reason in `todoledger report` and on the board."""
+    from tests.test_hook_claude import hook, post_tool
+
+    env = subprocess_env(ledger_env)
+    fresh = json.dumps(post_tool("TodoWrite", {"todos": [{"content": "x", "status": "pending"}]}))
+    bad = fresh.replace('"status": "pending"', '"status": "pending", "status": "done"')
+    first = hook(env, bad)  # no plan yet: nothing is recorded (a refusal creates no plan)
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    with Ledger(ledger_env) as lg:
+        assert lg.plans() == []
+    assert hook(env, fresh).returncode == 0
+    before = snapshot(ledger_env, "main")
+    proc = hook(env, bad)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert snapshot(ledger_env, "main") == before
+    ((writer, summary),) = refused_ops(ledger_env, "main")
+    assert writer == "claude-code:s1" and summary.startswith("claude-code list: rejected: todos[0].status")
+    done = subprocess.run(
+        [todoledger_bin(), "report", "main"], capture_output=True, text=True, env=env, timeout=60
+    )
+    section = done.stdout[done.stdout.index("## Refused") :]
+    assert (
+        "1 write refused" in section
+        and "claude-code:s1: claude-code list: rejected: todos\\[0\\].status" in section
+    )
+    page = board_page("main")
+    assert "claude-code:s1 : claude-code list: rejected: todos[0].status" in page[page.index("Refused") :]

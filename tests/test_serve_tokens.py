@@ -15,6 +15,7 @@ import anyio
 import httpx2
 import pytest
 
+from tests.test_board_templates import Page
 from todoledger import Ledger
 
 from .conftest import person_env, subprocess_env, todoledger_bin
@@ -168,6 +169,76 @@ def test_an_agent_tokens_board_writes_are_the_agents_and_it_undoes_only_its_own(
     with Ledger(str(ledger_env)) as lg:
         live = [(it["content"], it["created_by"]) for it in lg.items("main")]
     assert live == [("Write the notes", "web:ann")]
+
+
+def _refusals(db: Path | str) -> list[tuple[str, str]]:
+    with Ledger(str(db)) as lg:
+        return [(o["writer"], o["summary"]) for o in lg.ops("main") if o["kind"] == "refused"]
+
+
+def _report(db: Path | str) -> str:
+    done = subprocess.run(
+        [todoledger_bin(), "report", "main"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(db),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout[done.stdout.index("## Refused") :]
+
+
+def test_an_agents_refused_approval_on_the_board_is_in_report_and_board(
+    team_server: str, ledger_env: Path | str
+) -> None:
+    """Issue 31: a board action refused is a refusal event with its writer and reason, like
+    every route's; nothing else changes; `todoledger report` and the board's plan page list it."""
+    base = _base(team_server)
+    item = _gated(ledger_env)
+    with Ledger(str(ledger_env)) as lg:
+        before = lg.items("main")
+    said = _act(base, BOT, {"action": "approve", "id": item, "who": "ann"})
+    assert said.status_code == 403
+    reason = "agent:ci@web holds an agent's token: only a person can approve"
+    assert _refusals(ledger_env) == [("agent:ci@web", f"board approve: {said.json()['error']}")]
+    with Ledger(str(ledger_env)) as lg:
+        assert lg.items("main") == before and lg.approvals("main")["waiting"] == [item]
+    assert f"agent:ci@web: board approve: {reason}" in _report(ledger_env)
+    page = httpx2.get(
+        f"{base}/plan?plan=main", headers={"Authorization": f"Bearer {ANN}", "Accept": "text/html"}
+    )
+    text = " ".join(Page(page.text).text)
+    refused = text[text.index("Refused") :]
+    assert "1 write refused" in refused and f"agent:ci@web : board approve: {reason}" in refused
+
+
+def test_a_lease_fence_on_the_board_is_recorded_with_its_writer(
+    team_server: str, ledger_env: Path | str
+) -> None:
+    base = _base(team_server)
+    with Ledger(str(ledger_env)) as lg:
+        item = str(lg.add("Benchmark", writer="cli:owner")["id"])
+        (claimed,) = lg.next("main", claim=True, writer="codex:t9")
+        assert claimed["id"] == item
+        before = lg.items("main")
+    said = _act(base, BOT, {"action": "status", "id": item, "value": "completed"})
+    assert said.status_code == 400 and "your change is refused" in said.json()["error"]
+    ((writer, summary),) = _refusals(ledger_env)
+    assert writer == "agent:ci@web" and summary == f"board status: {said.json()['error']}"
+    with Ledger(str(ledger_env)) as lg:
+        assert lg.items("main") == before
+    assert "agent:ci@web: board status: " in _report(ledger_env)
+
+
+def test_a_refused_board_action_in_a_plan_that_does_not_exist_records_nothing(
+    team_server: str, ledger_env: Path | str
+) -> None:
+    base = _base(team_server)
+    _gated(ledger_env)
+    said = _act(base, BOT, {"action": "approve", "id": "zzzzzz", "plan": "nowhere"})
+    assert said.status_code == 403
+    with Ledger(str(ledger_env)) as lg:
+        assert [p["plan"] for p in lg.plans()] == ["main"] and lg.ops("nowhere") == []
 
 
 def test_a_person_tokens_approvals_carry_that_person(team_server: str, ledger_env: Path | str) -> None:

@@ -91,18 +91,26 @@ def mirror(
     """Record an agent's list; what the writer should hear (unmet prerequisites,
     work in progress it dropped) goes to the hook log, since the agent cannot be told.
     `after`: what the agent's hook does with the committed write (Claude Code: its panel)."""
+    from todoledger.core.model import LedgerError
+
     os.environ["PGAPPNAME"] = writer[:63]  # pg_stat_activity names this hook's writer
     with ledger(cwd) as lg:
-        result = lg.write(
-            payload,
-            writer=writer,
-            dialect=dialect,
-            response=response,
-            source_key=_replaying.get("key"),
-            # Clamped to now once the ledger is open: only then does the clock know
-            # whether this ledger honours TODOLEDGER_NOW (store/settings.py).
-            at=_spooled_at(_replaying["at"]) if "at" in _replaying else None,
-        )
+        try:
+            result = lg.write(
+                payload,
+                writer=writer,
+                dialect=dialect,
+                response=response,
+                source_key=_replaying.get("key"),
+                # Clamped to now once the ledger is open: only then does the clock know
+                # whether this ledger honours TODOLEDGER_NOW (store/settings.py).
+                at=_spooled_at(_replaying["at"]) if "at" in _replaying else None,
+            )
+        except UNAVAILABLE:  # not a refusal: the event waits in the spool
+            raise
+        except LedgerError as exc:  # refused by rule (lint, a lease fence...): told to the person too
+            _note_refusal(lg, writer, f"{dialect} list: {exc}", cwd)
+            raise
         if after is not None:
             after(lg, result)
         elif result.changes:
@@ -111,6 +119,17 @@ def mirror(
         log(f"{writer}: warning: {w.where}: {w.message}", cwd)
     for notice in result.notices:
         log(f"{writer}: {notice}", cwd)
+
+
+def _note_refusal(lg: Ledger, writer: str, reason: str, cwd: str | None) -> None:
+    """A mirrored list the ledger refused, as a refusal event with its writer and reason
+    (issue 31), so that report and board show what the agent could not be told; nothing else
+    changes. In a plan that does not exist yet nothing is recorded (`record_refusal` creates
+    no plan): the hook log keeps the line. Never fails the hook: the refusal is logged anyway."""
+    try:
+        lg.record_refusal(reason, writer=writer)
+    except Exception as exc:
+        log(f"{writer}: the refusal was not recorded: {type(exc).__name__}: {exc}", cwd)
 
 
 def panel_sync(lg: Ledger, cwd: str | None, plan: str | None = None) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from todoledger.core import refusals
 from todoledger.core.cycles import acyclic
 from todoledger.core.markdown import md_text
 from todoledger.core.model import LedgerError
@@ -304,10 +305,12 @@ def refused_md(s: Story) -> list[str]:
     refused = [c for c in s.calls if c.kind == "refused"]
     if not refused:
         return []
-    out = ["", "## Refused", "", f"{len(refused)} writes refused; nothing of them was applied.", ""]
+    total = refusals.how_many([c.counted for c in refused])
+    out = ["", "## Refused", "", f"{total}; nothing of them was applied.", ""]
     for c in refused[:REFUSED_SHOWN]:
         when = s.place(c.op) if s.untimed else c.at
-        out.append(f"- {_md(when)} — {_md(c.writer)}: {_md(c.summary or 'no reason recorded')}")
+        said = refusals.line(c.summary, c.at, c.counted, c.counted_from)
+        out.append(f"- {_md(when)} — {_md(c.writer)}: {_md(said)}")
     if len(refused) > REFUSED_SHOWN:
         out.append(f"- … and {len(refused) - REFUSED_SHOWN} more")
     return out

@@ -103,6 +103,8 @@ class Call:
     where: str
     untimed: bool = False  # its `at` is when it was recorded, not the call's time (store m009)
     msg: int | None = None  # the message number its source gives
+    counted: int | None = None  # a counter event of refusals past the day's cap: how many (core/refusals.py)
+    counted_from: str | None = None  # and whose
 
     @property
     def place(self) -> str:
@@ -205,6 +207,8 @@ def build(plan: str, events: list[dict[str, Any]], ops: list[dict[str, Any]]) ->
             where=o.get("source_at") or "",
             untimed=bool(o.get("untimed")),
             msg=o.get("source_msg"),
+            counted=o.get("counted"),
+            counted_from=o.get("counted_from"),
         )
         for o in ops
     ]

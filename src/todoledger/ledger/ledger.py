@@ -416,7 +416,8 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
 
     def record_refusal(self, reason: str, *, plan: str | None = None, writer: str | None = None) -> bool:
         """A live write refused (lint, a lease fence, an identity refusal), in the plan's story with
-        its writer and reason, capped per principal and plan a day; nothing else changes."""
+        its writer and reason, one by one up to a cap per principal and plan a day, then counted
+        (core/refusals.py); nothing else changes."""
         from todoledger.ledger import writes
 
         return writes.record_refusal(self._unit, *self._who(plan, writer), reason)

@@ -211,7 +211,8 @@ def ops(u: Unit, plan: str) -> list[dict[str, Any]]:
     import json  # here: the agents' verbs never load it (core/jsontext.py)
 
     with u.store.read():
-        return [
+        counts = u.repo.refusal_counts(plan)
+        found = [
             {
                 "op": r[0],
                 "writer": r[1],
@@ -228,6 +229,10 @@ def ops(u: Unit, plan: str) -> list[dict[str, Any]]:
             }
             for r in u.repo.ops(plan)
         ]
+    for o in found:  # a counter event of refusals past the day's cap: how many it counted
+        if o["kind"] == "refused" and o["source_key"] in counts:
+            o["counted_from"], o["counted"] = counts[o["source_key"]]
+    return found
 
 
 def agent_history(u: Unit) -> bool:

@@ -240,33 +240,31 @@ def record_refused(
 
 # Refusals recorded one by one, per principal and plan and day (issue 31): a sessionless client
 # is a new writer on every request, so the cap counts the principal, not the writer. Past it,
-# one event says so, and nothing more is recorded that day.
+# one counter event says so, and every refusal after it is counted in a row (core/refusals.py).
 REFUSALS_PER_DAY = 100
 
 
 def record_refusal(u: Unit, plan: str, writer: str, reason: str, *, cap: int = REFUSALS_PER_DAY) -> bool:
     """Record a live refused write (lint, a lease fence, an identity refusal...) in the plan's
     story, with its writer and reason; nothing else changes. Only in a plan that exists (a
-    refusal creates no plan). False when nothing was recorded (no such plan, or past the cap)."""
+    refusal creates no plan). Past the cap, counted under the day's counter event. False when
+    nothing was recorded or counted (no such plan)."""
     from todoledger.core.approval import principal
+    from todoledger.core.refusals import counter_key, counter_note
 
     at = now()
-    if u.repo.revision(plan) == 0 and not u.repo.items(plan) and not u.repo.ops(plan):
-        return False
     who = principal(writer)
     day = at[:10]
-    today = sum(int(n) for w, n in u.repo.refused_since(plan, day) if principal(str(w)) == who)
-    if today < cap:
-        return record_refused(u, plan, writer, reason, at=at)
-    counter = f"refused-cap:{plan}:{who}:{day}"
-    return record_refused(
-        u,
-        plan,
-        writer,
-        f"more refused from {who} today: past {cap}, the rest are not recorded one by one",
-        at=at,
-        source_key=counter,
-    )
+    with u.transaction(plan):
+        if u.repo.revision(plan) == 0 and not u.repo.items(plan) and not u.repo.ops(plan):
+            return False
+        today = sum(int(n) for w, n in u.repo.refused_since(plan, day) if principal(str(w)) == who)
+        if today < cap:
+            return record_refused(u, plan, writer, reason, at=at)
+        counter = counter_key(plan, who, day)
+        record_refused(u, plan, writer, counter_note(who, cap), at=at, source_key=counter)
+        u.repo.count_refusal(counter, plan, who, day)
+    return True
 
 
 def _hold_for_approval(

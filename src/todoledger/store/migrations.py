@@ -370,6 +370,19 @@ def m020_recent_index(db: Executor) -> None:
     )
 
 
+def m021_refusal_counts(db: Executor) -> None:
+    """Refusals past the day's cap (ledger/writes.py `record_refusal`): one counter
+    event in the plan's story says the cap was reached, and this row counts every
+    refusal after it, so that report and board say "N more refused from <principal>".
+    A count, not an event: the events are hash-chained and never updated."""
+    db.execute_script(
+        [
+            "CREATE TABLE refusal_counts (counter TEXT PRIMARY KEY, plan TEXT NOT NULL,"
+            " principal TEXT NOT NULL, day TEXT NOT NULL, n BIGINT NOT NULL)"
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -391,5 +404,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("lease_secrets", m018_lease_secrets),
     ("check_stand_in", m019_check_stand_in),
     ("recent_index", m020_recent_index),
+    ("refusal_counts", m021_refusal_counts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -901,6 +901,21 @@ class Repo:
             (plan, at),
         )
 
+    def count_refusal(self, counter: str, plan: str, principal: str, day: str) -> None:
+        """One more refusal past the day's cap, counted under its counter event's key."""
+        self.db.execute(
+            "INSERT INTO refusal_counts (counter, plan, principal, day, n) VALUES (?, ?, ?, ?, 1)"
+            " ON CONFLICT (counter) DO UPDATE SET n = refusal_counts.n + 1",
+            (counter, plan, principal, day),
+        )
+
+    def refusal_counts(self, plan: str) -> dict[str, tuple[str, int]]:
+        """counter event's key -> (principal, refusals counted past the cap) of the plan."""
+        return {
+            str(r[0]): (str(r[1]), int(r[2]))
+            for r in self.db.query("SELECT counter, principal, n FROM refusal_counts WHERE plan = ?", (plan,))
+        }
+
     def ops(self, plan: str) -> list[Row]:
         return self.db.query(
             "SELECT op, writer, at, kind, dialect, summary, warnings, undone_by, source_key, source_at,"

@@ -14,6 +14,7 @@ body (a cross-site form can send neither).
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import hmac
@@ -445,37 +446,59 @@ class Board:
                 if request.headers.get(ROLE_HEADER) == STARTER_ROLE
                 else f"{writer} holds an agent's token"
             )
-            return JSONResponse(
-                {
-                    "error": f"{who}: only a person can {what}; a person must do it, under a person's"
-                    " token (log in at /login) or from a terminal"
-                },
-                status_code=403,
+            return await self._refused(
+                body,
+                writer,
+                f"{who}: only a person can {what}; a person must do it, under a person's"
+                " token (log in at /login) or from a terminal",
+                403,
             )
         passphrase = body.pop("passphrase", None)
         signer = None
         if body["action"] in PERSON_ONLY_ACTIONS and isinstance(passphrase, str) and passphrase:
             identity = request.headers.get(IDENTITY_HEADER)
             if not identity:  # no token showed who types: a signature is a token's person's, or none
-                return JSONResponse(
-                    {"error": "a signed approval on the board needs a person's token (log in at /login)"},
-                    status_code=403,
+                return await self._refused(
+                    body,
+                    writer,
+                    "a signed approval on the board needs a person's token (log in at /login)",
+                    403,
                 )
             from todoledger.personkeys import unlock_named
 
             try:  # decrypted in this server's memory, for this one signature
                 signer = await run_in_threadpool(unlock_named, identity, passphrase, "web")
             except LedgerError as exc:
-                return JSONResponse({"error": str(exc)}, status_code=400)
+                return await self._refused(body, writer, str(exc), 400)
         try:
             result = await run_in_threadpool(
                 lambda: self.locked(lambda lg: steer(lg, body, writer, signer), write=True)
             )
-        except NeedsSignature as exc:
+        except NeedsSignature as exc:  # the page asks for the passphrase and sends it again: no refusal yet
             return JSONResponse({"error": str(exc), "sign": True}, status_code=400)
         except LedgerError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            return await self._refused(body, writer, str(exc), 400)
         return JSONResponse({"ok": True, "writer": writer, **result})
+
+    async def _refused(self, body: dict[str, Any], writer: str, reason: str, status: int) -> Response:
+        """A board action refused (a non-person's approval, a lease fence, lint...): recorded in
+        its plan's story with its writer and reason, as on every route (issue 31); nothing else
+        changes, and the page reads the same one line. A plan that does not exist gets none
+        (`record_refusal` creates no plan); a failure to record never changes the answer."""
+        plan = body.get("plan") if isinstance(body.get("plan"), str) and body.get("plan") else None
+        line = f"board {body['action']}: {reason}"
+
+        def note() -> None:  # not through `locked`: a refusal changes no item, so no panel to sync
+            with self.shared.session(run_checks=False) as ledger:
+                target = plan or default_plan()
+                if any(p["plan"] == target for p in ledger(False).plans()):  # else no ledger is made for it
+                    ledger(True).record_refusal(line, plan=target, writer=writer)
+
+        with contextlib.suppress(
+            Exception
+        ):  # an unreadable plan name, a read-only ledger: the answer still goes out
+            await run_in_threadpool(note)
+        return JSONResponse({"error": reason}, status_code=status)
 
 
 class _Counted(StreamingResponse):

@@ -23,6 +23,7 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from todoledger.core import refusals
 from todoledger.core.describe import describe_event, when
 from todoledger.core.model import ITEM_STATUSES, REPORTED
 from todoledger.core.sanitize import for_terminal
@@ -180,7 +181,14 @@ def plan(
     how many rows the plan has in all), and the writes its writers were
     refused (`refused` ops, latest first: they change no item, so no row shows them)."""
     win = win or Window()
-    shown = [(when(o), o["writer"], o.get("summary") or "") for o in list(reversed(refused))[:REFUSED_SHOWN]]
+    shown = [
+        (
+            when(o),
+            o["writer"],
+            refusals.line(o.get("summary"), o["at"], o.get("counted"), o.get("counted_from")),
+        )
+        for o in list(reversed(refused))[:REFUSED_SHOWN]
+    ]
     return render(
         "plan.html",
         view=view,
@@ -191,6 +199,7 @@ def plan(
         filters=FILTERS,
         refused=shown,
         refused_more=max(0, len(refused) - REFUSED_SHOWN),
+        refused_total=refusals.how_many([o.get("counted") for o in refused]),
     )
 
 

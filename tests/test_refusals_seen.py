@@ -218,6 +218,8 @@ def test_an_agents_undo_of_its_add_does_not_remove_an_item_a_person_gated_or_app
     mine = agent("add", "Scratch note", "-q").stdout.strip()
     assert agent("undo").returncode == 0
     assert mine not in {str(i["id"]) for i in snapshot(ledger_env, "main")}
+
+
 def test_a_hook_mirror_refused_by_lint_is_recorded_and_the_hook_still_exits_0(ledger_env: Path) -> None:
     """A real `todoledger hook claude-code` run whose TodoWrite list the ledger refuses (the last of
     two "status" keys, "done", is no Claude Code status): exit 0, nothing said to the agent, the plan

@@ -126,6 +126,21 @@ def test_completed_with_a_failing_gate_is_not_shown_completed(
     assert row["status"] == "in_progress" and row["subject"] == "Write the report (gate failing)"
 
 
+def test_completed_on_typed_numbers_says_so_not_failing(ledger_env: Path, where: Target) -> None:
+    """A typed number meets the gate yet proves nothing: the row is not completed, and it does
+    not say the gate fails either (adversarial review: "(gate failing)" was said of every state)."""
+    with Ledger() as lg:
+        item = lg.add("Beat the baseline", writer=WRITER)
+        lg.add_check(item["id"], "metric:tok_s>=10", writer="cli:person")
+        lg.record_metrics(item["id"], {"tok_s": 12.0}, writer="claude-code:s1")
+        lg.update(item["id"], status="completed", writer="cli:person", force=True, force_reason="typed it")
+        (shown,) = [i for i in lg.show()["items"] if i["id"] == item["id"]]
+        assert shown["verification"] == "typed"
+        sync(lg, where)
+    (row,) = rows(Path(where.folder)).values()
+    assert row["status"] == "in_progress" and row["subject"] == "Beat the baseline (not verified: typed)"
+
+
 def test_the_cap_keeps_twenty_completed_and_counts_the_rest(ledger_env: Path, where: Target) -> None:
     with Ledger() as lg:
         done = [lg.add(f"done {n}", writer=WRITER) for n in range(MAX_DONE + 5)]

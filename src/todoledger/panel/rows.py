@@ -3,8 +3,9 @@
 
 Pure: the plan as `Ledger.show` gives it in, rows out, rendered as Claude Code
 writes its own task files. A row says `completed` only when the ledger counts
-the item completed: one whose gate fails or never ran shows `in_progress`,
-"(gate failing)". Cancelled and dropped items have no row.
+the item completed: one whose gate fails, never ran or proves nothing yet shows
+`in_progress`, its state in the subject ("(gate failing)", "(gate not run)",
+"(not verified: typed)"...). Cancelled and dropped items have no row.
 """
 
 from __future__ import annotations
@@ -59,12 +60,22 @@ def _unproven(item: dict[str, Any]) -> bool:
     return item["status"] == "completed" and item.get("verification") not in COUNTED
 
 
+def _why_open(state: str | None) -> str:
+    """The words a completed-but-unproven row carries: what its verification is, never
+    "failing" for a gate that did not fail (a typed number, a stand-in, a stale receipt)."""
+    if state == "failed":
+        return "(gate failing)"
+    if state == "unverified":
+        return "(gate not run)"
+    return f"(not verified: {state})"
+
+
 def _want(item: dict[str, Any], plan: str, holders: dict[str, str], open_keys: set[str]) -> Want:
     item_id = str(item["id"])
     subject = for_terminal(item["content"])
     status = str(item["status"])
     if _unproven(item):
-        status, subject = "in_progress", f"{subject} (gate failing)"
+        status, subject = "in_progress", f"{subject} {_why_open(item.get('verification'))}"
     parts = [for_terminal(item["notes"], newlines=True)] if item.get("notes") else []
     if item_id in holders:
         parts.append(f"leased by {for_terminal(holders[item_id])}")

@@ -79,7 +79,7 @@ def test_calls_over_http_run_side_by_side_on_pooled_connections(pg_ledger: str) 
         read: dict[str, Any] = {}
 
         async def agent(name: str) -> None:
-            async with http(url, name=name) as client:
+            async with http(url, name=name, token=None) as client:
                 await call(
                     client,
                     "todowrite",
@@ -90,7 +90,7 @@ def test_calls_over_http_run_side_by_side_on_pooled_connections(pg_ledger: str) 
             await anyio.to_thread.run_sync(
                 lambda: until(lambda: waiting_for_the_ledger_lock(admin) == 3, "three writes waiting")
             )
-            async with http(url, name="reader") as client:
+            async with http(url, name="reader", token=None) as client:
                 with anyio.fail_after(60):  # it would wait for the lock's holder: forever
                     read["reply"] = await call(client, "todoread", {})
             admin.execute("SELECT pg_advisory_unlock(hashtext(current_schema()))")

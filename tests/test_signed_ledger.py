@@ -21,7 +21,7 @@ import pytest
 
 from todoledger import Ledger
 
-from .conftest import subprocess_env, todoledger_bin
+from .conftest import hashed_tokens, subprocess_env, todoledger_bin
 from .test_mcp import free_port
 
 PASSPHRASE = "correct horse battery"
@@ -354,7 +354,7 @@ def board(ledger_env: Path | str, tmp_path: Path, config: Path) -> Iterator[tupl
     """`serve --tokens` started by the person, their token in the file, on a signed ledger."""
     token = "ann-token-0123456789abcdef"
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"{token} ann\n")
+    hashed_tokens(tokens, f"{token} ann\n")
     with Ledger() as lg:
         lg.add_token("ann", token=token, writer="cli:ann")
     sign_ledger(ledger_env, tmp_path)

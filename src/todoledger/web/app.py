@@ -101,7 +101,8 @@ class Board:
         # Who started the server when no person did: then no one on the page is a person
         # but the holder of a person's token (the Guard sets the role `starter` otherwise).
         self.starter = starter
-        # serve --tokens: /login takes any of them (the Guard then reads the cookie's holder).
+        # serve --tokens (SHA-256 -> holder): /login takes any of their tokens (the Guard then
+        # reads the cookie's holder).
         self.identities = identities or {}
         # A button is no way to run a command on this machine: checks run only
         # where `serve --allow-checks` says so (a gate of `done` included).
@@ -406,11 +407,13 @@ class Board:
             return HTMLResponse(pages.login(), headers=SECURITY_HEADERS)
         body = (await request.body())[:4096].decode("utf-8", "replace")
         given = (parse_qs(body).get("token") or [""])[0].strip()
-        known = [self.token] if self.token else []
-        known += list(self.identities)
-        match = False
-        for token in known:  # every one compared, in constant time
-            match = hmac.compare_digest(given.encode(), token.encode()) or match
+        match = bool(self.token) and hmac.compare_digest(given.encode(), str(self.token).encode())
+        if self.identities:  # serve --tokens keeps hashes: the given token's, against every one
+            from todoledger.tokens import token_digest
+
+            hexed = token_digest(given).encode()
+            for known in self.identities:  # every one compared, in constant time
+                match = hmac.compare_digest(hexed, known.encode()) or match
         if given and not match:  # a token a person registered in the ledger
             match = await run_in_threadpool(lambda: self.shared.token_holder(given)) is not None
         if not given or not match:

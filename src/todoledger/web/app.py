@@ -160,17 +160,19 @@ class Board:
     ) -> Response:
         plan = request.query_params.get("plan") or self.plan or default_plan()
 
-        def render(lg: Ledger) -> tuple[str, pages.Html, int, bool]:
+        def render(lg: Ledger) -> tuple[str, pages.Html, int, bool, dict[str, Any] | None]:
             # The change number is read before what it stamps: a change that lands in
             # between is then newer than the page says, and its event brings it in.
             change = int(lg.last_change())
             title, body = build_body(lg, plan)
             has_sweeps = kind != "plans" and lg.exists and bool(lg.sweeps(plan=plan))
-            return title, body, change, has_sweeps
+            # Who can sign here, as show, doctor and the report say it (`Ledger.people`).
+            people = lg.people() if lg.exists else None
+            return title, body, change, has_sweeps, people
 
-        status = 200
+        status, people = 200, None
         try:
-            title, body, change, has_sweeps = await run_in_threadpool(self.locked, render)
+            title, body, change, has_sweeps, people = await run_in_threadpool(self.locked, render)
         except LedgerError as exc:
             title, body, change = "not found", pages.not_found(exc), 0
             status, has_sweeps = 404, False
@@ -192,6 +194,7 @@ class Board:
             version=self.version,
             sweeps=has_sweeps,
             spooled=self.spooled(),
+            people=people,
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 

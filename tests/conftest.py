@@ -168,6 +168,20 @@ def todoledger_bin() -> str:
     return str(path) if path.exists() else "todoledger"
 
 
+def hashed_tokens(path: Path, lines: str) -> Path:
+    """A `serve --tokens` file at `path`: `lines` (`TOKEN IDENTITY [ROLE]`, tokens in
+    plain text) written, then hashed in place by `todoledger token hash-file`, as a
+    person makes one; the file keeps only the tokens' hashes."""
+    import subprocess
+
+    path.write_text(lines, encoding="utf-8")
+    done = subprocess.run(
+        [todoledger_bin(), "token", "hash-file", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return path
+
+
 def with_test_clock(db: Path | str) -> None:
     """Create the ledger at `db` as `todoledger init --test-clock` does: TODOLEDGER_NOW
     fixes its clock (on any other ledger the real clock stands)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import person_env, subprocess_env, todoledger_bin, with_test_clock
+from tests.conftest import hashed_tokens, person_env, subprocess_env, todoledger_bin, with_test_clock
 from tests.test_mcp import call, stdio
 from todoledger import Ledger
 
@@ -164,7 +164,7 @@ def test_an_agent_token_without_the_agent_prefix_is_not_a_person_principal(
 
     item = add_item("Verify the server restarts cleanly")
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"{CI_TOKEN} ci agent\n")
+    hashed_tokens(tokens, f"{CI_TOKEN} ci agent\n")
     port = free_port()
     proc = subprocess.Popen(
         [todoledger_bin(), "serve", "--port", str(port), "--tokens", str(tokens), "--allow-checks"],

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import person_env, register_tester, subprocess_env, todoledger_bin
+from tests.conftest import hashed_tokens, person_env, subprocess_env, todoledger_bin
 from tests.test_cli import run, run_json
 
 CHROMIUM = os.environ.get("TODOLEDGER_CHROMIUM", "/usr/bin/chromium")
@@ -597,7 +597,7 @@ def test_with_tokens_an_agents_page_cannot_approve_and_a_persons_approval_is_her
     why, and a crafted request naming "ann" is refused too); ann's approval is
     recorded as web:ann and her history shows it."""
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"{AGENT_TOKEN} agent:ci agent\n{PERSON_TOKEN} ann person\n")
+    hashed_tokens(tokens, f"{AGENT_TOKEN} agent:ci agent\n{PERSON_TOKEN} ann person\n")
     run(ledger_env, "add", "Deploy to production", "--needs-approval")
     item = items(ledger_env)["Deploy to production"]["id"]
     server = Served(ledger_env, "--tokens", str(tokens))
@@ -842,9 +842,9 @@ def test_on_a_signed_ledger_the_passphrase_typed_in_the_page_signs_the_approval(
     there, the `serve` the person runs opens their key for that one signature, and
     `todoledger check` verifies it."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    register_tester(
-        ledger_env
-    )  # `serve` runs as the person cli:tester: their token, before the ledger is signed
+    # The person who starts `serve` (Served: person_env) registers their token before the
+    # ledger is signed: afterwards `token add` needs their signature too.
+    person_env(ledger_env)
     passphrase = "correct horse battery"
     typed = tmp_path / "typed"
     typed.write_text(passphrase + "\n")
@@ -859,7 +859,7 @@ def test_on_a_signed_ledger_the_passphrase_typed_in_the_page_signs_the_approval(
         )
     assert made.returncode == 0, made.stderr
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"{PERSON_TOKEN} ann person\n")
+    hashed_tokens(tokens, f"{PERSON_TOKEN} ann person\n")
     run(ledger_env, "add", "Deploy to production", "--needs-approval")
     item = items(ledger_env)["Deploy to production"]["id"]
     server = Served(ledger_env, "--tokens", str(tokens))

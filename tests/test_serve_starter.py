@@ -14,7 +14,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.conftest import TESTER_TOKEN, person_env, subprocess_env, todoledger_bin
+from tests.conftest import TESTER_TOKEN, hashed_tokens, person_env, subprocess_env, todoledger_bin
 from tests.test_mcp import call, free_port, http
 from tests.test_serve_tokens import _act, _gated
 from todoledger import Ledger
@@ -125,7 +125,7 @@ def test_an_agents_server_asks_no_approval_prompt_as_a_person(
 
 def test_an_agents_server_refuses_a_tokens_file_of_its_own(ledger_env: Path | str, tmp_path: Path) -> None:
     tokens = tmp_path / "mine"
-    tokens.write_text("mine-token-0123456789abc boss person\nbot-token-0123456789abcd agent:ci\n")
+    hashed_tokens(tokens, "mine-token-0123456789abc boss person\nbot-token-0123456789abcd agent:ci\n")
     env = subprocess_env(ledger_env, **SHELL)
     env.pop("TODOLEDGER_TOKEN", None)
     done = subprocess.run(

@@ -18,7 +18,7 @@ import pytest
 from tests.test_board_templates import Page
 from todoledger import Ledger
 
-from .conftest import person_env, subprocess_env, todoledger_bin
+from .conftest import hashed_tokens, person_env, todoledger_bin
 from .test_mcp import call, free_port, http
 
 ANN = "ann-token-0123456789abcdef"
@@ -28,7 +28,7 @@ BOT = "bot-token-0123456789abcdef"
 @pytest.fixture
 def team_server(ledger_env: Path | str, tmp_path: Path) -> Iterator[str]:
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"# who may write\n{ANN} ann\n\n{BOT} agent:ci\n")
+    hashed_tokens(tokens, f"# who may write\n{ANN} ann\n\n{BOT} agent:ci\n")
     port = free_port()
     proc = subprocess.Popen(
         [todoledger_bin(), "serve", "--port", str(port), "--tokens", str(tokens)],
@@ -78,18 +78,91 @@ def test_an_unknown_token_or_a_forged_identity_header_gets_nothing(
     assert "not-a-known-token" not in refused.text
 
 
-def test_a_bad_tokens_file_is_one_line_without_the_token(tmp_path: Path, ledger_env: Path | str) -> None:
-    tokens = tmp_path / "tokens"
-    tokens.write_text("short-secret ann\n")
-    done = subprocess.run(
+def serve_once(tokens: Path, db: Path | str) -> subprocess.CompletedProcess[str]:
+    """`serve --tokens FILE` by a person, where it stops before listening."""
+    return subprocess.run(
         [todoledger_bin(), "serve", "--port", str(free_port()), "--tokens", str(tokens)],
         capture_output=True,
         text=True,
-        env=subprocess_env(ledger_env),
+        env=person_env(db),
         timeout=60,
     )
+
+
+def hash_file(tokens: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [todoledger_bin(), "token", "hash-file", str(tokens)], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_bad_tokens_file_is_one_line_without_the_token(tmp_path: Path, ledger_env: Path | str) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("short-secret ann\n")
+    done = serve_once(tokens, ledger_env)
     assert done.returncode == 1 and done.stderr.count("\n") == 1
-    assert "at least 16 characters" in done.stderr and "short-secret" not in done.stderr
+    assert "a token in plain text" in done.stderr and "short-secret" not in done.stderr
+    hashing = hash_file(tokens)
+    assert hashing.returncode == 1 and hashing.stderr.count("\n") == 1
+    assert "at least 16 characters" in hashing.stderr and "short-secret" not in hashing.stderr
+    assert tokens.read_text() == "short-secret ann\n"  # nothing changed
+
+
+def test_a_tokens_file_keeps_only_hashes_and_a_plain_one_names_the_command(
+    tmp_path: Path, ledger_env: Path | str
+) -> None:
+    """Reading the tokens file gives nothing to log in with: `serve` refuses one with a
+    token in plain text, naming the one command that hashes it in place; after it, the
+    file holds no token and the same tokens log in (bearer and the board's /login)."""
+    tokens = tmp_path / "tokens"
+    plain = f"# who may write\n{ANN} ann person\n\n{BOT} agent:ci\n"
+    tokens.write_text(plain)
+    tokens.chmod(0o600)
+    refused = serve_once(tokens, ledger_env)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"{tokens}:2: a token in plain text" in refused.stderr
+    assert f"`todoledger token hash-file {tokens}`" in refused.stderr
+    assert ANN not in refused.stderr and BOT not in refused.stderr
+    hashed = hash_file(tokens)
+    assert hashed.returncode == 0 and "2 token(s) hashed in place" in hashed.stdout, hashed.stderr
+    text = tokens.read_text()
+    assert ANN not in text and BOT not in text and oct(tokens.stat().st_mode & 0o777) == "0o600"
+    assert text.splitlines()[0] == "# who may write" and text.splitlines()[2] == ""
+    lines = [line.split() for line in text.splitlines() if line and not line.startswith("#")]
+    assert [line[1:] for line in lines] == [["ann", "person"], ["agent:ci"]]
+    assert all(re.fullmatch("sha256:[0-9a-f]{64}", line[0]) for line in lines)
+    again = hash_file(tokens)
+    assert again.returncode == 0 and "hashed already" in again.stdout and tokens.read_text() == text
+    # The hashed file serves: the plain tokens log in, a line's hash itself does not.
+    port = free_port()
+    proc = subprocess.Popen(
+        [todoledger_bin(), "serve", "--port", str(port), "--tokens", str(tokens)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=person_env(ledger_env),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                httpx2.get(f"{base}/login", timeout=1)
+                break
+            except httpx2.TransportError:
+                assert proc.poll() is None
+                time.sleep(0.05)
+        login = httpx2.post(f"{base}/login", data={"token": ANN})
+        assert login.status_code == 303 and login.cookies.get("todoledger_token") == ANN, login.text
+        assert httpx2.post(f"{base}/login", data={"token": lines[0][0]}).status_code == 401
+        assert (
+            httpx2.post(f"{base}/login", data={"token": lines[0][0].removeprefix("sha256:")}).status_code
+            == 401
+        )
+        page = httpx2.get(f"{base}/", headers={"Authorization": f"Bearer {BOT}", "Accept": "text/html"})
+        assert page.status_code == 200
+        forged = httpx2.get(f"{base}/", headers={"Authorization": f"Bearer {lines[1][0]}"})
+        assert forged.status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 # The board under tokens: who writes is the token's, never the page's `who` --------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -21,7 +22,7 @@ import pytest
 
 from todoledger import Ledger
 
-from .conftest import TESTER_TOKEN, register_tester, subprocess_env, todoledger_bin
+from .conftest import TESTER_TOKEN, hashed_tokens, person_env, register_tester, subprocess_env, todoledger_bin
 from .test_mcp import free_port
 
 PASSPHRASE = "correct horse battery"
@@ -361,7 +362,7 @@ def board(ledger_env: Path | str, tmp_path: Path, config: Path) -> Iterator[tupl
     """`serve --tokens` started by the person, their token in the file, on a signed ledger."""
     token = "ann-token-0123456789abcdef"
     tokens = tmp_path / "tokens"
-    tokens.write_text(f"{token} ann\n")
+    hashed_tokens(tokens, f"{token} ann\n")
     with Ledger() as lg:
         lg.add_token("ann", token=token, writer="cli:ann")
     sign_ledger(ledger_env, tmp_path)
@@ -691,3 +692,48 @@ def test_an_agent_cannot_register_the_first_person_key(
     assert "mallory" not in listed.stdout
     refused = tl(ledger_env, "approve", item, typed=secret_file(tmp_path, "agent's"), **env)
     assert refused.returncode == 1 and approvers(item) == []
+
+
+def test_the_boards_header_says_who_can_sign(ledger_env: Path | str, tmp_path: Path, config: Path) -> None:
+    """The board heads every page with the line show, doctor and the report give:
+    unsigned, with the one command that signs it; then, once ann's key signs the
+    ledger, `person keys: ann (... registered at ...)`."""
+    import html
+
+    with Ledger() as lg:  # a person's item: no agent has written here yet (person init asks no name)
+        item = str(lg.add("Deploy to production", needs_approval=True, writer="cli:ann")["id"])
+    port = free_port()
+    proc = subprocess.Popen(
+        [todoledger_bin(), "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=person_env(ledger_env),
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def header(path: str) -> str:
+        page = httpx2.get(f"{base}{path}", headers={"Accept": "text/html"})
+        assert page.status_code == 200, page.text[:500]
+        found = re.search(r'<div id=people role=status class="([^"]*)">([^<]*)</div>', page.text)
+        assert found is not None, page.text[:1500]
+        return found.group(1) + ": " + html.unescape(found.group(2))
+
+    try:
+        for _ in range(400):
+            try:
+                httpx2.get(base + "/mcp", timeout=1)
+                break
+            except httpx2.TransportError:
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+                time.sleep(0.05)
+        unsigned = "unsigned: an agent running as you could act as you (sign it: todoledger person init)"
+        assert header("/") == f"unsigned: {unsigned}"
+        sign_ledger(ledger_env, tmp_path)
+        with Ledger() as lg:
+            line = lg.people()["line"]
+        assert line.startswith("person keys: ann (trusted on first use, registered at "), line
+        for path in ("/", "/plan?plan=main", f"/item?id={item}&plan=main", "/approvals?plan=main"):
+            assert header(path) == f"signed: {line}", path
+    finally:
+        proc.terminate()
+        proc.wait(10)

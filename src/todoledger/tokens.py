@@ -1,8 +1,11 @@
 """Tokens: who holds each secret, a person or an agent.
 
-A tokens file has one `TOKEN IDENTITY [ROLE]` a line (`#` comments). ROLE is
-`person` or `agent`; without it an identity that starts `agent:` is an agent
-and any other is a person. A person's identity comes only from a route: a
+A tokens file has one `sha256:HASH IDENTITY [ROLE]` a line (`#` comments): the
+SHA-256 of each token, never the token, so that reading the file gives nothing
+to log in with. A line with a token in plain text refuses the whole file, with
+the one command that converts it in place (`todoledger token hash-file FILE`,
+`hash_file`). ROLE is `person` or `agent`; without it an identity that starts
+`agent:` is an agent and any other is a person. A person's identity comes only from a route: a
 terminal without an agent's marker, or a person's token (the board, HTTP MCP,
 or the command line through `TODOLEDGER_TOKEN`). Errors never show a token.
 
@@ -99,12 +102,41 @@ def low_entropy_pattern(token: str) -> str | None:
     return None
 
 
-def holder_for(token: str, identity: str, role: str) -> Holder:
-    """The holder of a token given to `identity` in `role`; one clear line for a bad one."""
+HASH_PREFIX = "sha256:"  # a tokens file's first field: this, then the token's hex SHA-256
+_HASH_HEX = 64
+
+
+def token_digest(token: str) -> str:
+    """The hex SHA-256 a tokens file and the ledger keep for a token, never the token."""
+    import hashlib  # here: OpenSSL's start-up is paid only by a command that holds a token
+
+    return hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+
+
+def _stored_digest(field: str) -> str | None:
+    """The hex digest of a `sha256:HASH` field, or None for a token in plain text."""
+    hexed = field.removeprefix(HASH_PREFIX)
+    if field.startswith(HASH_PREFIX) and len(hexed) == _HASH_HEX and set(hexed) <= set("0123456789abcdef"):
+        return hexed
+    return None
+
+
+def check_token(token: str) -> None:
+    """One clear line for a token too short or with spaces; never shows it."""
     if len(token) < MIN_TOKEN_CHARS:
         raise LedgerError(f"a token needs at least {MIN_TOKEN_CHARS} characters")
     if not token.isprintable() or any(c.isspace() for c in token):
         raise LedgerError("a token is printable characters without spaces")
+
+
+def holder_for(token: str, identity: str, role: str) -> Holder:
+    """The holder of a token given to `identity` in `role`; one clear line for a bad one."""
+    check_token(token)
+    return holder_named(identity, role)
+
+
+def holder_named(identity: str, role: str) -> Holder:
+    """The holder `identity` in `role` names; one clear line for a bad identity or role."""
     if not identity or not all(c.isalnum() or c in "-_.:/" for c in identity) or len(identity) > 64:
         raise LedgerError("an identity is up to 64 letters, digits and -_.:/")
     if role not in ROLES:
@@ -117,30 +149,111 @@ def holder_for(token: str, identity: str, role: str) -> Holder:
     return Holder(name, role == "person")
 
 
+def _fields(path: str, number: int, text: str) -> tuple[str, str, str]:
+    """A line's token field, identity and role; one clear line for a malformed one."""
+    parts = text.split()
+    if len(parts) not in (2, 3):
+        raise LedgerError(
+            f"{path}:{number}: expected `sha256:HASH IDENTITY` or `sha256:HASH IDENTITY person|agent`"
+        )
+    identity = parts[1]
+    role = parts[2] if len(parts) == 3 else ("agent" if identity.startswith("agent:") else "person")
+    return parts[0], identity, role
+
+
 def load_tokens(path: str) -> dict[str, Holder]:
-    """The tokens of a file, each with its holder; one clear line for a bad file."""
+    """The hashed tokens of a file (hex SHA-256 -> holder); one clear line for a
+    bad file, and for a token in plain text the command that hashes the file."""
+    found: dict[str, Holder] = {}
+    for number, text in _lines(path):
+        field, identity, role = _fields(path, number, text)
+        hexed = _stored_digest(field)
+        if hexed is None:
+            raise LedgerError(
+                f"{path}:{number}: a token in plain text: whoever reads this file could log in with it;"
+                f" hash every token in place with `todoledger token hash-file {path}`, then start serve again"
+            )
+        try:
+            holder = holder_named(identity, role)
+        except LedgerError as exc:
+            raise LedgerError(f"{path}:{number}: {exc}") from None
+        if hexed in found:
+            raise LedgerError(f"{path}:{number}: this token is given twice")
+        found[hexed] = holder
+    if not found:
+        raise LedgerError(f"{path}: no tokens in the file")
+    return found
+
+
+def _lines(path: str) -> list[tuple[int, str]]:
+    """The file's lines that are not blank or comments, numbered from 1."""
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise LedgerError(f"{path}: cannot read the tokens file ({exc.__class__.__name__})") from None
-    found: dict[str, Holder] = {}
-    for number, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
+    return [
+        (n, line.strip())
+        for n, line in enumerate(lines, 1)
+        if line.strip() and not line.strip().startswith("#")
+    ]
+
+
+def hashed_text(path: str, text: str) -> tuple[str, int]:
+    """The text of a tokens file with each token in plain text replaced by
+    `sha256:HASH` (comments, blank lines and hashed lines kept), and how many
+    were replaced. Each token is checked first: one clear line, never the token."""
+    out: list[str] = []
+    replaced = 0
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            out.append(line)
             continue
-        parts = text.split()
-        if len(parts) not in (2, 3):
-            raise LedgerError(f"{path}:{number}: expected `TOKEN IDENTITY` or `TOKEN IDENTITY person|agent`")
-        token, identity = parts[0], parts[1]
-        role = parts[2] if len(parts) == 3 else ("agent" if identity.startswith("agent:") else "person")
+        field, identity, role = _fields(path, number, stripped)
+        hexed = _stored_digest(field)
         try:
-            holder = holder_for(token, identity, role)
+            if hexed is None:
+                check_token(field)
+                hexed, replaced = token_digest(field), replaced + 1
+            holder_named(identity, role)
         except LedgerError as exc:
-            raise LedgerError(f"{path}:{number}: {exc}") from None
-        if token in found:
-            raise LedgerError(f"{path}:{number}: this token is given twice")
-        found[token] = holder
-    if not found:
-        raise LedgerError(f"{path}: no tokens in the file")
-    return found
+            raise LedgerError(f"{path}:{number}: {exc} (nothing was changed)") from None
+        if hexed in seen:
+            raise LedgerError(f"{path}:{number}: this token is given twice (nothing was changed)")
+        seen.add(hexed)
+        out.append(" ".join([HASH_PREFIX + hexed, *stripped.split()[1:]]))
+    return "".join(f"{line}\n" for line in out), replaced
+
+
+def hash_file(path: str) -> int:
+    """Hash every plain token of a tokens file in place (`todoledger token
+    hash-file`): written to a new file beside it, then renamed over it, with the
+    file's mode kept. How many tokens were hashed."""
+    import os
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        mode = os.stat(path).st_mode & 0o777
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"{path}: cannot read the tokens file ({exc.__class__.__name__})") from None
+    new, replaced = hashed_text(path, text)
+    if not replaced:
+        return 0
+    temporary = f"{path}.hashing"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(new)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise LedgerError(
+            f"{path}: cannot write the hashed tokens file ({exc.strerror}); nothing was changed"
+        ) from None
+    return replaced

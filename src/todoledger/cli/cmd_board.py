@@ -154,7 +154,8 @@ def token() -> None:
     """The tokens the command line believes (TODOLEDGER_TOKEN), registered in the
     ledger by a person: `add` prints a new token once, `list` shows them (no
     secrets), `remove` takes one back. A tokens file is never read here: the
-    agent's environment names it, so the agent could write its own."""
+    agent's environment names it, so the agent could write its own; `hash-file`
+    only hashes one in place for `serve --tokens`."""
 
 
 @token.command("add")
@@ -223,6 +224,22 @@ def token_remove(ref: str, writer: str | None, as_json: bool) -> None:
         say(f"removed token {r['id']} of {r['name']} ({r['role']})")
 
 
+@token.command("hash-file")
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+def token_hash_file(path: str) -> None:
+    """Replace each token in plain text in a `serve --tokens` FILE by its SHA-256
+    (`sha256:HASH IDENTITY [ROLE]`), in place: reading the file then gives
+    nothing to log in with. The holders keep their tokens; serve checks them
+    against the hashes. Hashed lines and comments are kept as they are."""
+    from todoledger.tokens import hash_file
+
+    replaced = hash_file(path)  # a bad file: one line (the group's LedgerError), never a token
+    if replaced:
+        say(f"{path}: {replaced} token(s) hashed in place; the file no longer holds a token to log in with")
+    else:
+        say(f"{path}: every token is hashed already (nothing was changed)")
+
+
 def _change_line(change: dict[str, Any]) -> str:
     if change["change"] == "reordered":
         return "order changed"
@@ -257,8 +274,9 @@ def _change_line(change: dict[str, Any]) -> str:
     "tokens_file",
     default=None,
     type=click.Path(dir_okay=False),
-    help="File of `TOKEN IDENTITY [person|agent]` lines: each token's writes (board and MCP) carry"
-    " its person or agent, and only a person's token approves (docs/tokens.md).",
+    help="File of `sha256:HASH IDENTITY [person|agent]` lines (hashes only: `todoledger token hash-file"
+    " FILE` converts plain tokens): each token's writes (board and MCP) carry its person or agent, and"
+    " only a person's token approves (docs/tokens.md).",
 )
 @click.option(
     "--allow-checks",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from todoledger.core.model import LedgerError
 from todoledger.core.timefmt import now
 from todoledger.store.tokens import TokenRepo
-from todoledger.tokens import Holder, holder_for
+from todoledger.tokens import Holder, holder_for, token_digest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,9 +25,8 @@ ID_CHARS = 12  # a token's id: the first characters of its hash, safe to show
 
 
 def digest(token: str) -> str:
-    import hashlib  # here: OpenSSL's start-up is paid only by a command that holds a token
-
-    return hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+    """The SHA-256 kept for a token: the same as a tokens file's (`todoledger.tokens`)."""
+    return token_digest(token)
 
 
 def add(u: Unit, writer: str, name: str, *, agent: bool = False, token: str | None = None) -> dict[str, Any]:

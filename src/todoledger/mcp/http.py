@@ -144,7 +144,8 @@ class Guard:
         self.origin_check = TransportSecurityMiddleware(settings)
         self.token = token.encode() if token else None
         # serve --tokens: each bearer token names the person or agent whose writes it carries.
-        self.identities = [(t.encode(), holder) for t, holder in (identities or {}).items()]
+        # The file holds their SHA-256 only: a presented token is hashed, then compared.
+        self.identities = [(hexed.encode(), holder) for hexed, holder in (identities or {}).items()]
         self.shared = shared
         # Bound to every interface (token required): clients may use any of the
         # machine's names or addresses, so only browser Origins are checked
@@ -152,10 +153,15 @@ class Guard:
         self.origins_only = origins_only
 
     def holder(self, credential: bytes) -> Holder | None:
-        """The holder a `--tokens` token names (compared in constant time, all of them)."""
+        """The holder a `--tokens` token names (its hash compared in constant time, all of them)."""
+        if not credential or not self.identities:
+            return None
+        from todoledger.tokens import token_digest
+
+        hexed = token_digest(credential.decode("utf-8", "replace")).encode()
         found = None
         for known, holder in self.identities:
-            if credential and hmac.compare_digest(credential, known):
+            if hmac.compare_digest(hexed, known):
                 found = holder
         return found
 
@@ -286,8 +292,8 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, messa
 
 
 def load_tokens(path: str) -> dict[str, Holder]:
-    """`serve --tokens FILE` (`todoledger.tokens`): token -> its holder, whose
-    identity leads the writer name of every write the token makes."""
+    """`serve --tokens FILE` (`todoledger.tokens`): a token's SHA-256 -> its holder,
+    whose identity leads the writer name of every write the token makes."""
     from todoledger.tokens import load_tokens as holders
 
     return holders(path)

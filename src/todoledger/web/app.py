@@ -102,7 +102,8 @@ class Board:
         # Who started the server when no person did: then no one on the page is a person
         # but the holder of a person's token (the Guard sets the role `starter` otherwise).
         self.starter = starter
-        # serve --tokens: /login takes any of them (the Guard then reads the cookie's holder).
+        # serve --tokens (SHA-256 -> holder): /login takes any of their tokens (the Guard then
+        # reads the cookie's holder).
         self.identities = identities or {}
         # A button is no way to run a command on this machine: checks run only
         # where `serve --allow-checks` says so (a gate of `done` included).
@@ -160,17 +161,19 @@ class Board:
     ) -> Response:
         plan = request.query_params.get("plan") or self.plan or default_plan()
 
-        def render(lg: Ledger) -> tuple[str, pages.Html, int, bool]:
+        def render(lg: Ledger) -> tuple[str, pages.Html, int, bool, dict[str, Any] | None]:
             # The change number is read before what it stamps: a change that lands in
             # between is then newer than the page says, and its event brings it in.
             change = int(lg.last_change())
             title, body = build_body(lg, plan)
             has_sweeps = kind != "plans" and lg.exists and bool(lg.sweeps(plan=plan))
-            return title, body, change, has_sweeps
+            # Who can sign here, as show, doctor and the report say it (`Ledger.people`).
+            people = lg.people() if lg.exists else None
+            return title, body, change, has_sweeps, people
 
-        status = 200
+        status, people = 200, None
         try:
-            title, body, change, has_sweeps = await run_in_threadpool(self.locked, render)
+            title, body, change, has_sweeps, people = await run_in_threadpool(self.locked, render)
         except LedgerError as exc:
             title, body, change = "not found", pages.not_found(exc), 0
             status, has_sweeps = 404, False
@@ -192,6 +195,7 @@ class Board:
             version=self.version,
             sweeps=has_sweeps,
             spooled=self.spooled(),
+            people=people,
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
@@ -407,11 +411,13 @@ class Board:
             return HTMLResponse(pages.login(), headers=SECURITY_HEADERS)
         body = (await request.body())[:4096].decode("utf-8", "replace")
         given = (parse_qs(body).get("token") or [""])[0].strip()
-        known = [self.token] if self.token else []
-        known += list(self.identities)
-        match = False
-        for token in known:  # every one compared, in constant time
-            match = hmac.compare_digest(given.encode(), token.encode()) or match
+        match = bool(self.token) and hmac.compare_digest(given.encode(), str(self.token).encode())
+        if self.identities:  # serve --tokens keeps hashes: the given token's, against every one
+            from todoledger.tokens import token_digest
+
+            hexed = token_digest(given).encode()
+            for known in self.identities:  # every one compared, in constant time
+                match = hmac.compare_digest(hexed, known.encode()) or match
         if given and not match:  # a token a person registered in the ledger
             match = await run_in_threadpool(lambda: self.shared.token_holder(given)) is not None
         if not given or not match:

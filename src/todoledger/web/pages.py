@@ -123,12 +123,15 @@ def page(
     sweeps: bool = False,
     starter: str | None = None,
     spooled: str | None = None,
+    people: Mapping[str, Any] | None = None,
 ) -> Html:
     """A whole page: the fragment `body` inside the frame the live script refreshes.
     `sweeps`: the plan has sweeps, so its navigation links their page. `identity`:
     the writer the visitor's token makes them (None: the page's field names it).
     `starter`: who started a server no person started (the visitor has no token).
-    `spooled`: the line saying hook events wait to be written, if any do."""
+    `spooled`: the line saying hook events wait to be written, if any do.
+    `people`: the ledger's person keys (`Ledger.people`): its line heads the page,
+    `person keys: ann (registered at …)` or `unsigned: …` with the command that signs it."""
     nav: Sequence[tuple[str, str]] = ()
     if plan is not None:
         nav = (*PAGES, ("sweeps", "Sweeps")) if sweeps or kind == "sweeps" else PAGES
@@ -145,6 +148,7 @@ def page(
         agent=identity is not None and not identity.startswith("web:"),
         starter=starter,
         spooled=spooled,
+        people=people,
         scripts=scripts,
         version=version,
         nav=nav,

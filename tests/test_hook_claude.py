@@ -147,6 +147,7 @@ def test_bad_input_never_breaks_the_agent_and_is_logged(ledger_env: Path, tmp_pa
 def test_ledger_found_from_the_event_cwd(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     (project / "src").mkdir()
     env = {k: v for k, v in os.environ.items() if k != "TODOLEDGER_DB"}
     event = post_tool("TodoWrite", {"todos": TODOS})

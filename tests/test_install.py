@@ -538,6 +538,7 @@ def test_cli_human_output_and_errors(dirs: tuple[Path, Path]) -> None:
 def test_cli_defaults_to_git_root(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     project, home = dirs
     (project / ".git").mkdir()
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     sub = project / "src" / "pkg"
     sub.mkdir(parents=True)
     monkeypatch.chdir(sub)

@@ -247,6 +247,7 @@ def _hook(env: dict[str, str], event: dict[str, Any]) -> None:
 def test_the_hook_adopts_the_models_row_and_maps_its_updates(ledger_env: Path, tmp_path: Path) -> None:
     project, home = tmp_path / "project", tmp_path / "home"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     home.mkdir()
     run("claude-code", project=project, home=home, panel=True, plan="main")
     found = target(str(project), home)
@@ -305,6 +306,7 @@ def test_the_hook_adopts_the_models_row_and_maps_its_updates(ledger_env: Path, t
 def test_a_cli_write_from_a_terminal_reaches_the_same_folder(ledger_env: Path, tmp_path: Path) -> None:
     project, home = tmp_path / "project", tmp_path / "home"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     home.mkdir()
     run("claude-code", project=project, home=home, panel=True, plan="main")
     found = target(str(project), home)
@@ -361,6 +363,7 @@ def test_a_board_action_and_an_mcp_call_reach_the_panel(
 
     project, home = tmp_path / "project", tmp_path / "home"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     home.mkdir()
     run("claude-code", project=project, home=home, panel=True, plan="main")
     monkeypatch.setenv("HOME", str(home))
@@ -391,6 +394,7 @@ def test_watch_panel_brings_writes_that_sync_nothing_to_the_panel(ledger_env: Pa
     """Team mode: another machine's write runs no sync here; `todoledger watch --panel` does."""
     project, home = tmp_path / "project", tmp_path / "home"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     home.mkdir()
     run("claude-code", project=project, home=home, panel=True, plan="main")
     found = target(str(project), home)
@@ -444,6 +448,7 @@ def test_a_models_completion_the_ledger_refused_is_not_left_completed_on_the_pan
     stay `completed` on the panel although the model changed it."""
     project, home = tmp_path / "project", tmp_path / "home"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     home.mkdir()
     run("claude-code", project=project, home=home, panel=True, plan="main")
     found = target(str(project), home)

@@ -18,7 +18,7 @@ import pytest
 from tests.test_board_templates import Page
 from todoledger import Ledger
 
-from .conftest import hashed_tokens, person_env, todoledger_bin
+from .conftest import hashed_tokens, person_env, subprocess_env, todoledger_bin
 from .test_mcp import call, free_port, http
 
 ANN = "ann-token-0123456789abcdef"

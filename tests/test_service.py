@@ -372,6 +372,7 @@ def test_locate_prefers_nearest_dot_folder_then_git_root(
     monkeypatch.delenv("TODOLEDGER_DB")
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     deep = repo / "a" / "b"
     deep.mkdir(parents=True)
     assert ledger_path(deep) == repo.resolve() / ".todoledger" / "ledger.db"

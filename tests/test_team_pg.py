@@ -309,6 +309,7 @@ def test_init_team_writes_a_setting_every_hook_finds(tmp_path: Path, monkeypatch
     url = f"{database()}?options=-csearch_path%3D{schema}"
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, not an empty folder
     env = {k: v for k, v in os.environ.items() if k != "TODOLEDGER_DB"}
     bin_ = str(Path(os.sys.executable).parent / "todoledger")
     secret = url.replace("postgres@", "postgres:hunter2@", 1)

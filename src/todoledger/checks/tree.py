@@ -164,9 +164,11 @@ def _in_git(cwd: str) -> bool:
     """Is there a `.git` above cwd? Saves starting git (the cost of a gate) outside repositories."""
     if os.environ.get("GIT_DIR"):
         return True
+    from todoledger.store.locate import is_git_top
+
     folder = os.path.abspath(cwd)
     while True:
-        if os.path.exists(os.path.join(folder, ".git")):
+        if is_git_top(folder):
             return True
         parent = os.path.dirname(folder)
         if parent == folder:

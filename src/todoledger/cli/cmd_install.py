@@ -165,8 +165,10 @@ def _left(result: InstallResult) -> bool:
 
 
 def _git_root(start: Path) -> Path:
+    from todoledger.store.locate import is_git_top
+
     for folder in (start, *start.parents):
-        if (folder / ".git").exists():  # a dir, or a file in worktrees/submodules
+        if is_git_top(str(folder)):
             return folder
     return start
 

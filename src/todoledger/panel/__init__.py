@@ -73,10 +73,12 @@ def record_text(target: Target) -> str:
 
 def project_root(start: str | None = None) -> str:
     """The git root above `start` (else `start`), as install finds the project."""
+    from todoledger.store.locate import is_git_top
+
     here = os.path.realpath(start or os.getcwd())
     folder = here
     while True:
-        if os.path.exists(os.path.join(folder, ".git")):
+        if is_git_top(folder):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:

@@ -67,11 +67,21 @@ def ledger_source(cwd: str | os.PathLike[str] | None = None) -> tuple[str, str]:
     return os.path.join(project_root(start), DIRNAME, FILENAME), ""
 
 
+def is_git_top(folder: str) -> bool:
+    """Is `folder` a git work tree's top: its `.git` a repository (a folder with
+    HEAD) or a file (worktrees, submodules)? An empty `.git` folder is not one:
+    Codex's sandbox leaves empty `.git`, `.codex` and `.agents` folders in each
+    writable root, /tmp included, and every folder under /tmp would then read as
+    one project."""
+    marker = os.path.join(folder, ".git")
+    return os.path.isfile(marker) or os.path.exists(os.path.join(marker, "HEAD"))
+
+
 def project_root(start: str) -> str:
-    """The git work tree's top above `start` (`.git` a folder, or a file in
-    worktrees and submodules), else `start` itself: where a new ledger goes."""
+    """The git work tree's top above `start` (`is_git_top`), else `start` itself:
+    where a new ledger goes."""
     for folder in _upwards(start):
-        if os.path.exists(os.path.join(folder, ".git")):
+        if is_git_top(folder):
             return folder
     return start
 

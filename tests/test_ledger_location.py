@@ -156,3 +156,25 @@ def test_the_mcp_server_refuses_a_url_in_one_sentence(tmp_path: Path) -> None:
 
     anyio.run(main)
     assert files(tmp_path) == set()
+
+
+def test_an_empty_git_folder_above_is_no_project(tmp_path: Path) -> None:
+    """Codex's sandbox leaves an empty `.git` (and `.codex`, `.agents`) folder in each
+    writable root, /tmp included: a folder under it is its own project all the same,
+    while a real repository (a `.git` with HEAD, or a `.git` file) still is one."""
+    from todoledger.store.locate import project_root
+
+    (tmp_path / ".git").mkdir()  # what Codex's sandbox leaves in /tmp
+    work = tmp_path / "scratch" / "p"
+    work.mkdir(parents=True)
+    assert project_root(str(work)) == str(work)
+    env = {k: v for k, v in os.environ.items() if k != "TODOLEDGER_DB"}
+    made = subprocess.run(
+        [todoledger_bin(), "init"], cwd=work, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert made.returncode == 0 and (work / ".todoledger" / "ledger.db").exists(), made.stderr
+    assert not (tmp_path / ".todoledger").exists()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert project_root(str(work)) == str(tmp_path)
+    (work / ".git").write_text("gitdir: /elsewhere/.git/worktrees/p\n")  # a worktree's .git file
+    assert project_root(str(work)) == str(work)

@@ -737,3 +737,21 @@ def test_the_boards_header_says_who_can_sign(ledger_env: Path | str, tmp_path: P
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_every_report_format_says_who_can_sign(ledger_env: Path | str, tmp_path: Path) -> None:
+    """Issue 29: the person-keys line is in the report, whatever its format (Markdown, HTML, JSON)."""
+    with Ledger() as lg:
+        lg.add("Write the notes", writer="cli:tester")  # a person's: no agent history before the key
+
+    def report(*fmt: str) -> str:
+        done = tl(ledger_env, "report", "main", *fmt)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    unsigned = "unsigned: an agent running as you could act as you"
+    assert unsigned in report() and unsigned in report("--format", "html")
+    assert report("--json").count(unsigned) == 1
+    sign_ledger(ledger_env, tmp_path)
+    for text in (report(), report("--format", "html"), report("--json")):
+        assert "person keys: ann" in text and unsigned not in text

@@ -116,13 +116,19 @@ def report(plan: str, fmt: str, as_json: bool, output: Path | None) -> None:
     if fmt == "html":
         from todoledger.ingest.html import render_html
 
-        text = render_html(analysis)
-    else:
-        text = render_json(analysis) + "\n" if fmt == "json" else render_md(analysis)
-        if fmt == "md":  # the last line of the headline, above the phases
-            from todoledger.core.sanitize import for_terminal
+        text = render_html(analysis, people)
+    elif fmt == "json":
+        import json
 
-            text = text.replace("\n\n## Phases", f"\n{for_terminal(people)}\n\n## Phases", 1)
+        text = json.dumps(
+            {**json.loads(render_json(analysis)), "people": people}, ensure_ascii=False, indent=2
+        )
+        text += "\n"
+    else:
+        from todoledger.core.sanitize import for_terminal
+
+        # The last line of the headline, above the phases.
+        text = render_md(analysis).replace("\n\n## Phases", f"\n{for_terminal(people)}\n\n## Phases", 1)
     if output is None:
         click.echo(text, nl=False)
         return

@@ -146,10 +146,14 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 
 @acyclic
-def render_html(r: Report) -> str:
+def render_html(r: Report, people: str | None = None) -> str:
+    """The report as one page; `people`: who can sign on this ledger (person keys, or
+    unsigned), the line every header carries."""
     s = r.story
     parts = [f"<h1>Plan {_esc(s.plan)}</h1>"]
     parts += [f"<p>{_esc(line)}</p>" for line in headline(r)]
+    if people:
+        parts.append(f'<p class="people">{_esc(people)}</p>')
     parts.append('<div id="timeline"></div>')
     parts.append("<h2>What went wrong</h2>")
     if not r.findings:

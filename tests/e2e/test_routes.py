@@ -181,6 +181,8 @@ def test_route_following_install_only(name: str, route: str, tmp_path: Path) -> 
     cell = observe(agent, route, fake, ledger, command, gated, output)
     results.record(cell)
     for key, _ in results.COLUMNS:
+        if key not in cell:  # the panel column: tests/e2e/test_panel_agents.py observes it
+            continue
         assert cell[key]["ok"] is not False, f"{key}: {cell[key]['why']}\n{why}"
     assert session.returncode == 0, why
     assert hook_log(scratch) == "", why

@@ -58,6 +58,11 @@ def shared_db() -> Iterator[Path]:
 
 
 ROOT = Path(__file__).resolve().parent.parent
+# The files of the packages `todoledger approve` loads (the full command line, click and all).
+LOADED = (
+    "import sys, todoledger.cli.main, todoledger.cli.cmd_board, todoledger.cli.entry\n"
+    "print('\\n'.join(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)))"
+)
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -83,12 +88,28 @@ def test_a_non_dumpable_wrapper_run_as_a_normal_user_is_an_agent_above(shared_db
     item = gated(shared_db)
     for path in shared_db.parent.iterdir():
         path.chmod(0o666)
-    # This venv's interpreter may sit where nobody cannot reach (root's home): the system's
-    # Python of the same minor version runs todoledger from this checkout and venv.
+    # This venv's interpreter, and the checkout itself (a CI clone in a folder of mode 0700),
+    # may sit where nobody cannot reach: the system's Python of the same minor version runs a
+    # copy of todoledger and of the packages its command line loads, in the shared folder.
     site = next(Path(p) for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+    readable = shared_db.parent / "py"
+    shutil.copytree(ROOT / "src" / "todoledger", readable / "todoledger")
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOADED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    ).stdout.split()
+    for name in sorted({Path(f).relative_to(site).parts[0] for f in loaded if f.startswith(str(site))}):
+        source = site / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, readable / name)
+    for path in readable.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    readable.chmod(0o755)
     tl = shared_db.parent / "todoledger"
     tl.write_text(
-        f"#!/bin/sh\nPYTHONPATH={ROOT / 'src'}:{site} exec {SYSTEM_PYTHON} -c"
+        f"#!/bin/sh\nPYTHONPATH={readable} exec {SYSTEM_PYTHON} -c"
         ' \'import sys; from todoledger.cli.entry import main; sys.argv[0] = "todoledger"; main()\' "$@"\n'
     )
     tl.chmod(0o755)

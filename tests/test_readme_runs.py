@@ -80,6 +80,7 @@ def terminal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[readme.
     term.close()
 
 
+@pytest.mark.xdist_group("readme-team-schema")  # the team example's schema: see tests/test_readme.py
 def test_the_readme_runs_as_written_in_a_fresh_clone(terminal: tuple[readme.Terminal, Path]) -> None:
     term, base = terminal
     text = (ROOT / "README.md").read_text()

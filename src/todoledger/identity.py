@@ -165,9 +165,14 @@ def marked_ancestor(*, harness_parent: bool = False) -> tuple[str, str] | None:
     walk goes on above it through /proc/<pid>/stat.
 
     `harness_parent`: this process is an MCP server its client started (an
-    agent's harness starts its servers itself), so the parent's own program is
-    not held against it; a server started from the agent's shell still has the
-    shell, or the agent's program, further up.
+    agent's harness starts its servers itself), so the agent's own program above
+    it is not held against it: only markers count, as before programs were
+    recognised (the real Gemini CLI starts its servers with a process of another
+    program between, so no rule of "the programs right above" holds). A server
+    started from the agent's shell still has the marked shell further up; one
+    started by an `exec` that drops that shell is the same-user limit that
+    docs/security.md states for an unsigned ledger (a signed one never takes a
+    client's answer as a person's).
 
     An agent's own process starts without its marker (it sets the marker for the
     processes it starts: its shells, and for most its MCP servers too), so the
@@ -176,7 +181,7 @@ def marked_ancestor(*, harness_parent: bool = False) -> tuple[str, str] | None:
     """
     pid = os.getppid()
     me = os.getuid()
-    for depth in range(MAX_ANCESTORS):
+    for _ in range(MAX_ANCESTORS):
         if pid <= 1:
             return None
         stat = _read(f"/proc/{pid}/stat")
@@ -201,7 +206,7 @@ def marked_ancestor(*, harness_parent: bool = False) -> tuple[str, str] | None:
             found = agent_marker(env)
             if found is not None:
                 return found
-        if not (harness_parent and depth == 0):
+        if not harness_parent:
             kind = agent_program(_read(f"/proc/{pid}/cmdline") or b"")
             if kind is not None:
                 return kind, ""

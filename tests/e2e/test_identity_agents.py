@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TESTER_TOKEN, register_tester
 from tests.e2e.agents import BIN, CLAUDE, CODEX, GEMINI, OPENCODE, Agent, Scratch
 from tests.e2e.fakemodel import FakeModel, Step
 from tests.e2e.test_agents import start_session, todoledger
@@ -185,13 +186,16 @@ def sign_the_ledger(scratch: Scratch) -> None:
     project's own: its `.todoledger/` folder is made first, so that no `.todoledger/`
     in a folder above the scratch one (a shared /tmp) is signed instead."""
     (scratch.project / ".todoledger").mkdir(exist_ok=True)
+    # The person's route without a terminal here: their registered token (an agent's shell or a
+    # plain script cannot register the first key).
+    register_tester(scratch.project / ".todoledger" / "ledger.db")
     typed = scratch.root / "typed"
     typed.write_text(PASSPHRASE + "\n", encoding="utf-8")
     with open(typed, "rb") as handle:
         done = subprocess.run(
             [str(BIN / "todoledger"), "person", "init", "ann", "--passphrase-fd", str(handle.fileno())],
             cwd=scratch.project,
-            env=scratch.env(),
+            env={**scratch.env(), "TODOLEDGER_TOKEN": TESTER_TOKEN},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -200,7 +200,8 @@ def test_mcp_plan_update_and_todoread(ledger_env: Path) -> None:
         }
         read = tools.todoread({}, writer)
         assert read["critical_path"] == {"items": [ids[0]], "length": "3h"}
-        assert read["parallel"] == [ids]
+        # The gated item is not ready (it waits for a person): only the other can start now.
+        assert read["parallel"] == [[ids[1]]]
         claim = tools.plan_next({"claim": True}, writer)
         assert claim["claimed"]["id"] == ids[1]  # the gated item is not an agent's to take
         tools.plan_update({"id": ids[1], "status": "completed"}, writer)

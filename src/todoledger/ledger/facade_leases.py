@@ -23,13 +23,16 @@ class LeaseMethods(Facade):
         writer: str | None = None,
         lease: int | None = None,
         at: str | None = None,
+        awaiting: bool = False,
     ) -> list[dict[str, Any]]:
         """Ready items by priority then order; `claim` gives the first to the
-        writer for a lease, with a fencing token (see `ledger.leases.claim`)."""
+        writer for a lease, with a fencing token (see `ledger.leases.claim`).
+        An item that waits for a person's approval is not ready; `awaiting`
+        lists those too, marked so (what an approval prompt asks about)."""
         if not claim:
             from todoledger.ledger import reading
 
-            return reading.ready(self._unit, self._plan(plan), limit)
+            return reading.ready(self._unit, self._plan(plan), limit, awaiting=awaiting)
         from todoledger.ledger import leases
 
         return leases.claim(self._unit, *self._who(plan, writer), lease=lease, at=at)

@@ -37,15 +37,8 @@ def claim(
         at = at or now()
         seconds = _lease_seconds(u, plan, lease)
         _release_expired(u, plan, writer, at)
-        ready = readiness.ready(u, plan, 1)
-        fetch = 8
-        while ready and not is_person(writer):  # an agent claims only what needs no person first
-            candidates = readiness.ready(u, plan, fetch)
-            awaiting = readiness.awaiting(u, plan, candidates)
-            ready = [it for it in candidates if it.id not in awaiting][:1]
-            if ready or len(candidates) < fetch:
-                break
-            ready, fetch = candidates, fetch * 4  # all of these wait for a person: look further
+        # An agent claims only what needs no person first; a person may claim what awaits them.
+        ready = readiness.ready(u, plan, 1, approved_only=not is_person(writer))
         if not ready:
             return []
         item = ready[0]

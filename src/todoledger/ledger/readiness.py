@@ -44,8 +44,10 @@ def gated(u: Unit, plan: str, checked: bool | None = None) -> frozenset[str]:
     return gated_items(u, plan)
 
 
-def ready(u: Unit, plan: str, limit: int) -> list[Item]:
-    """Up to `limit` ready items by priority then order: prerequisites finished and proven."""
+def ready(u: Unit, plan: str, limit: int, *, approved_only: bool = True) -> list[Item]:
+    """Up to `limit` ready items by priority then order: prerequisites finished and proven,
+    and no person's approval awaited. `approved_only=False`: also those that wait only for
+    a person's approval (what a person may start, and what an approval prompt asks about)."""
     out: list[Item] = []
     fetch = limit + 8
     gated_ids: frozenset[str] | None = None
@@ -55,10 +57,14 @@ def ready(u: Unit, plan: str, limit: int) -> list[Item]:
             gated_ids = gated(u, plan, checked)
         # The query knows its prerequisites completed; these did not finish all the same.
         unfinished = gated_ids | u.repo.open_below([b for it in candidates for b in it.depends_on])
+        # Waiting for a person's approval is not ready: no agent may start it (check_person).
+        unfinished_ids = awaiting(u, plan, candidates) if approved_only else set()
         out = [
             it
             for it in candidates
-            if not unfinished.intersection(it.depends_on) and not ancestor_blocked(u, it, gated_ids)
+            if it.id not in unfinished_ids
+            and not unfinished.intersection(it.depends_on)
+            and not ancestor_blocked(u, it, gated_ids)
         ][:limit]
         if len(out) >= limit or len(candidates) < fetch:
             return out
@@ -76,6 +82,15 @@ def ancestor_blocked(u: Unit, item: Item, gated_ids: frozenset[str] = frozenset(
             return True
         parent, depth = u.repo.parent_of(parent), depth + 1
     return False
+
+
+def awaiting_ids(u: Unit, plan: str, ids: list[str]) -> set[str]:
+    """Of these items (by id), those that need an approval they do not have: what a read
+    marks not ready. Costs nothing where no item of the read needs approval (`ids` empty)."""
+    if not ids:
+        return set()
+    found = u.repo.items_by_id(ids, deps=False)
+    return awaiting(u, plan, list(found.values()))
 
 
 def awaiting(u: Unit, plan: str, items: list[Item]) -> set[str]:

@@ -40,6 +40,7 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
             verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
             forced = u.repo.forced(plan)
             contested = contests(u, plan)
+            approval = _awaiting(u, plan, [(r["id"], r["status"], r["needs_approval"]) for r in rows])
     else:
         with u.store.read():
             rows = u.repo.item_rows(plan)
@@ -47,8 +48,9 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
             verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
             forced = u.repo.forced(plan)
             contested = contests(u, plan)
+            approval = _awaiting(u, plan, [(r["id"], r["status"], r["needs_approval"]) for r in rows])
     links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
-    derived = graph.derive_links(links, gated)
+    derived = not_ready(graph.derive_links(links, gated), approval)
     waiting = graph.cancelled_links(links)
     for row in rows:
         item_id = row["id"]
@@ -58,6 +60,19 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
         row["forced"] = forced.get(item_id, [])
         row["contested"] = contested.get(item_id, [])
     return {"plan": plan, "revision": revision, "items": rows}
+
+
+def _awaiting(u: Unit, plan: str, rows: list[tuple[str, str, Any]]) -> set[str]:
+    """Of these (id, status, needs_approval) rows, the pending ones waiting for a person's approval."""
+    return readiness.awaiting_ids(u, plan, [i for i, status, needs in rows if needs and status == "pending"])
+
+
+def not_ready(derived: dict[str, tuple[bool, bool]], approval: set[str]) -> dict[str, tuple[bool, bool]]:
+    """`derived` (blocked, ready) with the items that wait for a person's approval not ready:
+    an agent may not start them, and `ready` must never say it can."""
+    for item_id in approval:
+        derived[item_id] = (derived[item_id][0], False)
+    return derived
 
 
 def contests(u: Unit, plan: str) -> dict[str, list[dict[str, str]]]:
@@ -92,13 +107,14 @@ def show_json(u: Unit, plan: str, *, writer: str | None = None) -> str:
         verified, gated = readiness.verification(u, plan, [(r[0], r[3]) for r in rows])
         forced = u.repo.forced(plan)
         contested = contests(u, plan)
+        approval = _awaiting(u, plan, [(r[0], r[3], r[17]) for r in rows])
     links = [(r[0], r[6], r[3], deps.get(r[0], ())) for r in rows]
     return plan_text(
         plan,
         revision,
         rows,
         deps,
-        graph.derive_links(links, gated),
+        not_ready(graph.derive_links(links, gated), approval),
         graph.cancelled_links(links),
         verified,
         forced,
@@ -138,8 +154,9 @@ def recovery_view(u: Unit, plan: str, *, scheduled: bool = False) -> PlanView:
         revision = u.repo.revision(plan)
         verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
         forced = u.repo.forced(plan)
+        approval = _awaiting(u, plan, [(r["id"], r["status"], r["needs_approval"]) for r in rows])
     links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
-    derived = graph.derive_links(links, gated)
+    derived = not_ready(graph.derive_links(links, gated), approval)
     waiting = graph.cancelled_links(links)
     for row in rows:
         item_id = row["id"]
@@ -345,7 +362,13 @@ def last_changes(u: Unit) -> dict[str, dict[str, Any]]:
     }
 
 
-def ready(u: Unit, plan: str, limit: int) -> list[dict[str, Any]]:
-    """Ready items by priority then order, without claiming any."""
+def ready(u: Unit, plan: str, limit: int, *, awaiting: bool = False) -> list[dict[str, Any]]:
+    """Ready items by priority then order, without claiming any. `awaiting`: also those
+    that wait only for a person's approval, marked `"ready": false, "awaiting_approval": true`."""
     with u.store.read():
-        return [i.as_dict() | {"ready": True} for i in readiness.ready(u, plan, limit)]
+        found = readiness.ready(u, plan, limit, approved_only=not awaiting)
+        waiting = readiness.awaiting(u, plan, found) if awaiting else set()
+    return [
+        i.as_dict() | ({"ready": False, "awaiting_approval": True} if i.id in waiting else {"ready": True})
+        for i in found
+    ]

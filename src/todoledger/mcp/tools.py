@@ -917,7 +917,7 @@ class PlanTools:
             if item["id"] not in waiting or item["status"] == args["status"]:
                 return None
         else:
-            ready = lg.next(plan, limit=SHOWN)
+            ready = lg.next(plan, limit=SHOWN, awaiting=True)
             # An agent's claim skips what waits for a person: ask only when nothing else is ready.
             if not ready or any(r["id"] not in waiting for r in ready):
                 return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from todoledger.core.model import ConnectionLost
+from todoledger.core.model import AppliedBefore, ConnectionLost
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 # What is not a call of its own: context managers, the ledger's own lifetime.
 NOT_CALLS = frozenset({"batch", "untimed", "bulk", "keyed", "close", "twin", "hold"})
+# The verbs that answer with the item they changed: a retry that finds their key answers
+# with that item as it is now (what was recorded); any other verb says it was applied before.
+ITEM_VERBS = frozenset({"add", "update", "start", "done", "cancel", "restore"})
 GENERATOR = 0x20  # a code object's flag (inspect.CO_GENERATOR): a method that yields is no one call
 
 
@@ -51,7 +54,15 @@ def retried(method: Callable[..., Any]) -> Callable[..., Any]:
                 if (unit.wrote and unit.call_key is None) or not unit.store.reconnect():
                     raise
             unit.wrote, unit.keyed_ops = False, keyed  # the same keys again: found if they landed
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except AppliedBefore as applied:
+                if method.__name__ not in ITEM_VERBS:
+                    raise
+                found = unit.repo.op_subject(applied.op)
+                if found is None or found[1] is None:
+                    raise
+                return self.get(found[1], found[0])
         finally:
             unit.calls = 0
 

@@ -260,7 +260,9 @@ def record_refused(
         u.repo.ensure_plan(plan, at)
         mine = {"dialect": dialect, "summary": reason, "source_key": source_key, "source_at": source_at}
         marks = u.marks() | u.take_call_key()
-        u.repo.new_op(plan, writer, at, "refused", **(marks | {k: v for k, v in mine.items() if v is not None}))
+        u.repo.new_op(
+            plan, writer, at, "refused", **(marks | {k: v for k, v in mine.items() if v is not None})
+        )
     return True
 
 

@@ -643,6 +643,15 @@ class Repo:
         rows = self.db.query("SELECT op FROM ops WHERE call_key = ?", (key,))
         return int(rows[0][0]) if rows else None
 
+    def op_subject(self, op: int) -> tuple[str, str | None] | None:
+        """(plan, the first item its events touch) of an op; None if there is no such op."""
+        rows = self.db.query(
+            "SELECT o.plan, (SELECT e.item FROM events e WHERE e.op = o.op AND e.item IS NOT NULL"
+            " ORDER BY e.seq LIMIT 1) FROM ops o WHERE o.op = ?",
+            (op,),
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
+
     def has_other_sources(self, plan: str, prefix: str) -> bool:
         """Does the plan hold an imported call whose source key does not start with `prefix`?"""
         return bool(

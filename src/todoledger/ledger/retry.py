@@ -1,4 +1,4 @@
-"""One more try for a call whose connection the server closed (issue 30).
+"""A second try for a call whose connection the server closed, and the keys that make it safe (issue 30).
 
 A long-lived process (a Python `Ledger`, a lean verb's or hook's open ledger)
 holds a connection; PostgreSQL restarts; the next call fails with "server

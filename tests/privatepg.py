@@ -5,9 +5,11 @@ shared server."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -62,6 +64,25 @@ class PrivatePG:
 
     def restart(self) -> None:
         self._ctl("restart", "-m", "fast")
+
+    def stop_server(self) -> None:
+        """Stopped, its folder kept: `start` brings it back with its data."""
+        self._ctl("stop", "-m", "fast")
+
+    def freeze(self) -> list[int]:
+        """Every process of the cluster stopped (SIGSTOP): it accepts connections
+        (the kernel does) and answers nothing. `thaw` takes the list back."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True)
+        pids = [postmaster, *(int(p) for p in children.stdout.split())]
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        return pids
+
+    def thaw(self, pids: list[int]) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
     def stop(self) -> None:
         options = ["-D", str(self.data), "-m", "immediate"]

@@ -77,6 +77,8 @@ LEDGER_RANKS = {
     # ids, fencing, lease renewal at commit), and the values (field validation, pure helpers).
     "unit": 0,
     "values": 0,
+    # the retry of a call whose connection was lost, and its idempotency keys (wraps the façade)
+    "retry": 0,
     # the person keys a signed ledger holds, and the signature each person-only action needs
     # (the unit calls it for a --force past a lease; it takes the unit typed loosely)
     "signed": 0,

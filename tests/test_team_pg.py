@@ -286,10 +286,11 @@ def test_hook_events_during_an_outage_are_spooled_and_replayed_once(bouncer: Bou
             items = {i["content"]: i["status"] for i in lg.show()["items"]}
             ops = lg.ops()
         assert items == {"Train": "completed", "Deploy": "pending"}
-        # Each replayed write carries its original writer and time, and its spool key.
+        # Each replayed write carries its original writer and time, and its key: the one its
+        # first attempt carried (a hook's, made before it tried), kept by the spool.
         assert [o["writer"] for o in ops] == ["claude-code:s1", "claude-code:s1"]
         assert ops[0]["at"] == first_at
-        assert all(str(o["source_key"]).startswith("spool:") for o in ops)
+        assert all(str(o["source_key"]).startswith("hook:") for o in ops)
         # A crash between the commit and the spool file's removal: the same events again.
         for name, data in saved.items():
             (spool[0] / name).write_bytes(data)

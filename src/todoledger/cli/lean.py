@@ -173,9 +173,10 @@ class _Opened:
     checkpoints it once it is long (wal_autocheckpoint)."""
 
     def __init__(self, create: bool) -> None:
-        from todoledger.ledger import Ledger
+        from todoledger.ledger import Ledger, new_key
 
-        self.ledger = Ledger(create=create, lean=True)  # psycopg's import would cost more than the call
+        # lean: psycopg's import would cost more than the call; the key: made before the first attempt
+        self.ledger = Ledger(create=create, lean=True, key=new_key("cli"))
         self.ledger.sign_with(_unlock)  # called only where a signed ledger needs a person's signature
 
     def __enter__(self) -> Any:

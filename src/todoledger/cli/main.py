@@ -137,9 +137,9 @@ def where(lg: Ledger) -> str:
 
 def ledger() -> Ledger:
     from todoledger.cli.signing import unlocker
-    from todoledger.ledger import Ledger
+    from todoledger.ledger import Ledger, new_key
 
-    lg = Ledger()
+    lg = Ledger(key=new_key("cli"))  # the command's idempotency key, made before its first attempt
     lg.sign_with(unlocker())  # asked only where a signed ledger needs a person's signature
     return lg
 

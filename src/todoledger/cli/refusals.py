@@ -37,11 +37,12 @@ def note(args: list[str], reason: str) -> None:
         from todoledger import Ledger
         from todoledger.core.model import LedgerError
         from todoledger.identity import cli_writer, local_writer, os_user
+        from todoledger.ledger import new_key
 
         plan = _option(args, "plan") or os.environ.get("TODOLEDGER_PLAN") or None
         given = _option(args, "writer")
         line = f"{args[0]}: {reason}"
-        with Ledger() as lg:
+        with Ledger(key=new_key("cli")) as lg:
             try:
                 lg.record_refusal(line, plan=plan, writer=cli_writer(given) if given else None)
             except LedgerError:  # the writer itself was refused (a bad token, a person's name)

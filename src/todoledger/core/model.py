@@ -104,6 +104,21 @@ class UnavailableError(LedgerError):
     hook keeps its event in the spool. Never a refusal by rule."""
 
 
+class ConnectionLost(UnavailableError):
+    """An open connection to the ledger's server broke (a restart, a killed
+    backend): a new one may work at once, so the call is tried once more where
+    that cannot apply anything twice (ledger/retry.py)."""
+
+
+class AppliedBefore(LedgerError):
+    """A call whose idempotency key the ledger holds already: it was applied
+    (its reply lost with a connection), and nothing is applied again."""
+
+    def __init__(self, key: str, op: int) -> None:
+        super().__init__(f"this call (key {key}) was applied before, as op {op}; nothing was applied again")
+        self.key, self.op = key, op
+
+
 @dataclass(frozen=True)
 class Finding:
     """One lint result: where in the payload, what is wrong, how bad."""

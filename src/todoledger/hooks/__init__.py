@@ -38,6 +38,11 @@ UNAVAILABLE = (BusyError, UnavailableError)
 # The spooled event being replayed: its idempotency key and original time, which
 # `mirror` records with the write (ops.source_key: a key seen before is skipped).
 _replaying: dict[str, str] = {}
+# The hook call under way: its deadline (time.monotonic: past it a PostgreSQL connection
+# is closed under the blocked call, store/postgres.py `Watchdog`) and its event's
+# idempotency key, made before the first attempt and kept by the spool (a write whose
+# commit landed before its connection was lost is then never applied again).
+_call: dict[str, Any] = {}
 
 
 def _state_dir() -> str:
@@ -73,10 +78,18 @@ def event_cwd(event: dict[str, Any]) -> str | None:
 
 
 def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
-    """The project's ledger with a hook's short patience for a busy file."""
+    """The project's ledger with a hook's short patience for a busy file, its
+    deadline for a server, and the event's idempotency key (the n-th ledger a
+    handler opens for one event keys its writes `key/n`)."""
     from todoledger.ledger import Ledger
 
-    return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True)  # store/libpq.py says why
+    key = _replaying.get("key") or _call.get("key")
+    if key is not None:
+        opened = _call["opens"] = _call.get("opens", 0) + 1
+        key = key if opened == 1 else f"{key}/{opened}"
+    return Ledger(  # lean: store/libpq.py says why
+        cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True, deadline=_call.get("deadline"), key=key
+    )
 
 
 def mirror(
@@ -150,12 +163,11 @@ def panel_sync(lg: Ledger, cwd: str | None, plan: str | None = None) -> None:
         log(f"panel {where.list_id}: {type(exc).__name__}: {exc}", cwd)
 
 
-def spool(agent: str, raw: bytes, cwd: str | None) -> str | None:
+def spool(agent: str, raw: bytes, cwd: str | None, key: str | None = None) -> str | None:
     """Keep an event the ledger could not take (busy, or its server out of
-    reach) in order, with an idempotency key and the time it happened; the next
-    hook run, or `todoledger flush`, replays it."""
-    import uuid
-
+    reach) in order, with its idempotency key (`key`: the one its first attempt
+    carried, else a new one) and the time it happened; the next hook run, or
+    `todoledger flush`, replays it."""
     from todoledger.core.timefmt import now
 
     folder = spool_dir(cwd)
@@ -165,7 +177,7 @@ def spool(agent: str, raw: bytes, cwd: str | None) -> str | None:
         return None
     name = f"{time.time_ns():020d}-{os.getpid()}.json"
     tmp = os.path.join(folder, "." + name)
-    head = {"agent": agent, "key": f"spool:{uuid.uuid4().hex}", "at": now()}
+    head = {"agent": agent, "key": key or f"spool:{os.urandom(16).hex()}", "at": now()}
     plan = os.environ.get(PLAN_VAR)
     if plan:  # the plan this hook writes: a replay runs where another may be set, or none
         head["plan"] = plan
@@ -216,6 +228,7 @@ def replay(
                 _replaying.clear()
                 _replaying.update({k: head[k] for k in ("key",) if isinstance(head.get(k), str)})
                 _replaying["at"] = head["at"] if isinstance(head.get("at"), str) else ""
+                _call["opens"] = 0
                 with _plan_of(head):
                     answer = handler(head["agent"])(json.loads(raw), cwd)
                 if name == own and answer and answers is not None:
@@ -306,8 +319,10 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
         # replay hands it on as the last; else it goes to the ledger, or to the spool if the
         # ledger cannot take it within the hook's patience.
         deadline = time.monotonic() + HOOK_DEADLINE_S
+        key = f"hook:{os.urandom(16).hex()}"  # before the first attempt: a retry or replay finds it
+        _call.update(deadline=deadline, key=key, opens=0)
         if waiting(cwd)[0]:
-            own = spool(agent, raw, cwd)
+            own = spool(agent, raw, cwd, key)
             answers: list[str] = []
             left = replay(cwd, deadline=deadline, own=own, answers=answers)[2]
             if left:
@@ -318,7 +333,7 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             try:
                 answer = handler(agent)(event, cwd)
             except UNAVAILABLE as exc:
-                spool(agent, raw, cwd)
+                spool(agent, raw, cwd, key)
                 log(f"hook {agent}: {exc}; kept in the spool for the next run (todoledger flush)", cwd)
                 return 0
             replay(cwd, deadline=deadline)  # what another hook spooled meanwhile, in the time left
@@ -333,6 +348,8 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
             _write(answer, stdout)
     except Exception as exc:
         log(f"hook {agent}: {type(exc).__name__}: {exc}", cwd)
+    finally:
+        _call.clear()
     return 0
 
 

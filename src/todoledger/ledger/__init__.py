@@ -19,6 +19,7 @@ those below it; tests/test_layers.py holds the ranks):
 from __future__ import annotations
 
 from todoledger.ledger.ledger import Ledger
+from todoledger.ledger.retry import new_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from todoledger.ledger.shared import SharedLedger
     from todoledger.ledger.writes import WriteResult
 
-__all__ = ["Ledger", "SharedLedger", "WriteResult"]
+__all__ = ["Ledger", "SharedLedger", "WriteResult", "new_key"]
 
 
 def __getattr__(name: str) -> Any:

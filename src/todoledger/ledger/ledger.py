@@ -22,6 +22,7 @@ from todoledger.ledger.facade_checks import CheckMethods
 from todoledger.ledger.facade_history import HistoryMethods
 from todoledger.ledger.facade_leases import LeaseMethods
 from todoledger.ledger.facade_people import PeopleMethods
+from todoledger.ledger.retry import new_key, retry_calls
 from todoledger.ledger.unit import Unit
 
 # A lease's secret for a command line (`next --claim` prints it to its claimant only).
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from todoledger.store.repo import Repo
 
 
+@retry_calls  # a call whose connection the server closed runs once more where it may (ledger/retry.py)
 class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
     """A ledger of plans: a SQLite file or a PostgreSQL schema."""
 
@@ -53,20 +55,28 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
         create: bool = True,
         busy_ms: int | None = None,
         lean: bool = False,
+        deadline: float | None = None,
+        key: str | None = None,
     ) -> None:
         """The ledger at `path` (":memory:" for a scratch ledger), else the
         project's (see `store.locate`). With `create=False` a missing ledger
         reads as empty and nothing is created. `lean`: this process is an
         agent's short call (a lean verb, a hook): a PostgreSQL ledger is reached
-        through the small libpq binding rather than psycopg (store/libpq.py)."""
+        through the small libpq binding rather than psycopg (store/libpq.py).
+        `deadline` (time.monotonic): past it, a PostgreSQL server that has not
+        answered is given up on, the connection closed (a hook's; store/open.py).
+        `key`: the idempotency key of this ledger's writes (one route's call: a
+        command, a hook event, a tool call, a request), made before their first
+        attempt; see `keyed`."""
         self._target: str | None = os.fspath(path) if path is not None else None
         if store is None:
             from todoledger.store.locate import ledger_file
             from todoledger.store.open import open_store
 
             self._target = self._target if self._target is not None else ledger_file(cwd)
-            store = open_store(self._target, create=create, busy_ms=busy_ms, lean=lean)
+            store = open_store(self._target, create=create, busy_ms=busy_ms, lean=lean, deadline=deadline)
         self._unit = Unit(store)
+        self._unit.call_key = key
         given = os.environ.get(LEASE_SECRET_ENV)
         if given:  # the secrets of the claims this caller made (a command line after `next --claim`)
             for secret in given.split(","):
@@ -160,6 +170,23 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
                 yield
             finally:
                 self._unit.batching = False
+
+    @contextmanager
+    def keyed(self, key: str | None = None, *, route: str = "call") -> Iterator[str]:
+        """The writes made inside carry an idempotency key, made now, before their
+        first attempt (`key`, else a new one named by `route`): each op they record
+        keeps it (ops.call_key, unique; the first as given, later ones `key#2`...),
+        and a write whose key the ledger holds already applies nothing (a whole-list
+        write answers skipped; any other says it was applied before). So a call
+        retried after its connection was lost (ledger/retry.py), its commit landed
+        or not, is applied once."""
+        unit = self._unit
+        saved = unit.call_key, unit.keyed_ops
+        unit.call_key, unit.keyed_ops = key or new_key(route), 0
+        try:
+            yield unit.call_key
+        finally:
+            unit.call_key, unit.keyed_ops = saved
 
     @contextmanager
     def untimed(self, msg: int | None = None, where: str | None = None) -> Iterator[None]:

@@ -47,11 +47,15 @@ class SharedLedger:
 
     @contextmanager
     def session(
-        self, *, run_checks: bool = True, override: str | None = None
+        self, *, run_checks: bool = True, override: str | None = None, route: str = "call"
     ) -> Iterator[Callable[[bool], Ledger]]:
         """A getter of this call's Ledger (True: to write). Until a SQLite
         ledger exists, reads see it empty and create nothing. `override` is how
-        this interface tells its users to force past a failing gate."""
+        this interface tells its users to force past a failing gate. The call's
+        writes carry one idempotency key, named by its `route` (`mcp`, `web`)."""
+        from todoledger.ledger.retry import new_key
+
+        key = new_key(route)
         made: dict[int, Ledger] = {}
         with self._open().session() as get:
 
@@ -59,7 +63,7 @@ class SharedLedger:
                 store, target = get(write)
                 found = made.get(id(store))
                 if found is None:
-                    found = made[id(store)] = Ledger(target, store=store)
+                    found = made[id(store)] = Ledger(target, store=store, key=key)
                     found.run_checks = run_checks
                     if override is not None:
                         found.override = override

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from todoledger.core.ids import ALPHABET, ID_LENGTH, looks_like_id, new_id
 from todoledger.core.merge import Seen
-from todoledger.core.model import ANNOTATIONS, OPEN_STATUSES, Item, LedgerError
+from todoledger.core.model import ANNOTATIONS, OPEN_STATUSES, AppliedBefore, Item, LedgerError
 from todoledger.core.scoped import contextmanager
 from todoledger.core.timefmt import shift
 from todoledger.core.unicode import check_text
@@ -61,6 +61,33 @@ class Unit:
         # made, and those it was given (TODOLEDGER_LEASE_SECRET, `Ledger.hold`). A
         # holder is known by them, never by its writer's name alone.
         self.held_secrets: set[str] = set()
+        # The idempotency key of the calls under way (`Ledger.keyed`), made by the route
+        # before their first attempt (issue 30): the ops they record carry it (ops.call_key),
+        # the first as given, later ones `key#2`, `key#3`...; `keyed_ops` counts them.
+        self.call_key: str | None = None
+        self.keyed_ops = 0
+        # Set once a write transaction of the call under way has begun (ledger/retry.py).
+        self.wrote = False
+        self.calls = 0  # façade calls under way (a call that calls another is retried as one)
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._plans)
+
+    def next_call_key(self) -> str | None:
+        """The key the next op of the keyed calls will carry (None: not keyed)."""
+        if self.call_key is None:
+            return None
+        n = self.keyed_ops + 1
+        return self.call_key if n == 1 else f"{self.call_key}#{n}"
+
+    def take_call_key(self) -> dict[str, str]:
+        """The next op's key, as an op's field (counted as taken), or nothing."""
+        key = self.next_call_key()
+        if key is None:
+            return {}
+        self.keyed_ops += 1
+        return {"call_key": key}
 
     def proves(self, lease: Lease) -> bool:
         """Does this caller hold the lease's secret? (A lease claimed before secrets has none.)"""
@@ -90,6 +117,7 @@ class Unit:
         self._plans.append(plan if not self._plans else outer)
         try:
             with self.store.write(plan):
+                self.wrote = True  # begun: a lost connection from here may have applied it
                 yield
         finally:
             self._plans.pop()
@@ -103,6 +131,11 @@ class Unit:
             if self._writes is not None:
                 yield
                 return
+            key = self.next_call_key()
+            if key is not None:  # its commit may have landed before the connection was lost
+                found = self.repo.call_op(key)
+                if found is not None:
+                    raise AppliedBefore(key, found)
             self._writes = []
             try:
                 yield
@@ -135,7 +168,7 @@ class Unit:
         )
         self.check_new_plan(plan)
         check_text("the writer", writer)
-        marks = self.marks()  # an op's own source place wins over the block's
+        marks = self.marks() | self.take_call_key()  # an op's own source place wins over the block's
         op = self.repo.new_op(
             plan, writer, at, kind, **(marks | {k: v for k, v in extra.items() if v is not None})
         )

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from todoledger.core.describe import short
 from todoledger.core.merge import DECIDED, Conflict, Merge, MergeInput, Seen, merge
-from todoledger.core.model import DROPPED, OPEN_STATUSES, Finding, Item, LedgerError, ParsedWrite
+from todoledger.core.model import (
+    DROPPED,
+    OPEN_STATUSES,
+    AppliedBefore,
+    Finding,
+    Item,
+    LedgerError,
+    ParsedWrite,
+)
 from todoledger.core.record import dataclass, field
 from todoledger.core.scoped import nullcontext
 from todoledger.core.timefmt import now
@@ -102,7 +110,26 @@ def apply(
     """A parsed list merged into the plan: the merge's changes recorded as one
     op, the writer's base moved on, and what the writer should know in the reply.
     `restore_hint`: how this route restores an item (`{id}`, `{status}`), told
-    to a writer whose list works on an item someone else closed."""
+    to a writer whose list works on an item someone else closed. A call whose
+    idempotency key the ledger holds (its first attempt committed, its reply was
+    lost) applies nothing: skipped, as a source seen before."""
+    try:
+        return _apply(u, plan, writer, parsed, at, source_key, source_at, restore_hint, _source_checked)
+    except AppliedBefore:
+        return WriteResult(plan, parsed.dialect, u.repo.revision(plan), [], skipped=True)
+
+
+def _apply(
+    u: Unit,
+    plan: str,
+    writer: str,
+    parsed: ParsedWrite,
+    at: str | None,
+    source_key: str | None,
+    source_at: str | None,
+    restore_hint: str,
+    _source_checked: bool,
+) -> WriteResult:
     at = at or now()
     warnings = [f for f in parsed.findings if f.level == "warning"]
     with u.transaction(plan):
@@ -232,8 +259,9 @@ def record_refused(
         u.check_new_plan(plan)
         u.repo.ensure_plan(plan, at)
         mine = {"dialect": dialect, "summary": reason, "source_key": source_key, "source_at": source_at}
+        marks = u.marks() | u.take_call_key()
         u.repo.new_op(
-            plan, writer, at, "refused", **(u.marks() | {k: v for k, v in mine.items() if v is not None})
+            plan, writer, at, "refused", **(marks | {k: v for k, v in mine.items() if v is not None})
         )
     return True
 

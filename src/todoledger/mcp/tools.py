@@ -395,7 +395,9 @@ class PlanTools:
     def locked(self, fn: Callable[[], T]) -> T:
         """Run one call on the ledger: on PostgreSQL a pooled connection of its
         own (calls run side by side), on SQLite one connection, a call at a time."""
-        with self.shared.session(run_checks=self.run_checks, override="force true with a reason") as get:
+        with self.shared.session(
+            run_checks=self.run_checks, override="force true with a reason", route="mcp"
+        ) as get:
             wrote: list[Ledger] = []
 
             def getter(write: bool) -> Ledger:

@@ -70,6 +70,10 @@ class Store(Protocol):
         """Wait for another connection's commit: True when told of one; False after
         `timeout` s or a backend's polling pause (then look again)."""
 
+    def reconnect(self) -> bool:
+        """After a lost connection (ConnectionLost): a new one, True; False where
+        there is none to make (a file; a pool's connection; one its deadline closed)."""
+
     def close(self) -> None: ...
 
 

@@ -49,6 +49,7 @@ def load() -> Any:
     signatures: dict[str, tuple[Any, list[Any]]] = {
         "PQconnectdbParams": (ptr, [ptr, ptr, int_]),
         "PQstatus": (int_, [ptr]),
+        "PQsocket": (int_, [ptr]),
         "PQerrorMessage": (char_p, [ptr]),
         "PQfinish": (None, [ptr]),
         "PQuser": (char_p, [ptr]),
@@ -328,6 +329,12 @@ class Connection:
             raise _error(lib.PQresultErrorMessage(res), lib.PQresultErrorField(res, DIAG_SQLSTATE))
         finally:
             lib.PQclear(res)
+
+    def fileno(self) -> int:
+        """The connection's socket (psycopg's `fileno`), for a deadline's watchdog."""
+        if self._pg is None:
+            raise OperationalError("the connection is closed")
+        return int(load().PQsocket(self._pg))
 
     def cursor(self) -> _ManyCursor:
         return _ManyCursor(self)

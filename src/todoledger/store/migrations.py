@@ -383,6 +383,19 @@ def m021_refusal_counts(db: Executor) -> None:
     )
 
 
+def m023_call_keys(db: Executor) -> None:
+    """Every write carries an idempotency key, made by its route before the first
+    attempt (issue 30): the op it records keeps it here, under a unique index, so
+    that a retry after a lost connection (its commit may have landed) finds it and
+    applies nothing. Not `source_key`: that one marks an imported or replayed call,
+    and forces an op row even for a write that changes nothing; a call key is kept
+    only where the write recorded an op (an unchanged list repeated is harmless).
+    Number 23: m022 is another change's."""
+    db.execute_script(
+        ["ALTER TABLE ops ADD COLUMN call_key TEXT", "CREATE UNIQUE INDEX ops_call_key ON ops (call_key)"]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -405,5 +418,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("check_stand_in", m019_check_stand_in),
     ("recent_index", m020_recent_index),
     ("refusal_counts", m021_refusal_counts),
+    ("call_keys", m023_call_keys),  # m022 is taken by another change: it goes before this one
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,12 +25,22 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 # files, the hook log and the spool of events the ledger was too busy to take.
 
 
-def open_store(target: str, *, create: bool = True, busy_ms: int | None = None, lean: bool = False) -> Store:
+def open_store(
+    target: str,
+    *,
+    create: bool = True,
+    busy_ms: int | None = None,
+    lean: bool = False,
+    deadline: float | None = None,
+) -> Store:
     """The store at `target` (":memory:" for a scratch ledger). With
     `create=False` a missing file reads as an empty ledger and nothing is
     created; the first write to a new ledger in a `.todoledger/` folder also
     writes the folder's .gitignore. `lean`: a short agent call (a lean verb, a
-    hook), which reaches PostgreSQL through the libpq binding (store/pgdriver.py)."""
+    hook), which reaches PostgreSQL through the libpq binding (store/pgdriver.py).
+    `deadline` (time.monotonic): past it, a PostgreSQL connection is closed
+    under whatever waits on it (a hook's 2 s; see store/postgres.py `Watchdog`);
+    a SQLite file has its busy timeout."""
     scheme = url_scheme(target)
     if scheme in POSTGRES_SCHEMES:
         if lean:
@@ -45,7 +55,9 @@ def open_store(target: str, *, create: bool = True, busy_ms: int | None = None, 
                 "a postgresql:// ledger needs psycopg: pip install 'todoledger[postgres]'"
             ) from None
 
-        pg = PostgresStore(target, create=create, busy_ms=PG_BUSY_MS if busy_ms is None else busy_ms)
+        pg = PostgresStore(
+            target, create=create, busy_ms=PG_BUSY_MS if busy_ms is None else busy_ms, deadline=deadline
+        )
         watch_clock(pg)
         return pg
     if scheme:

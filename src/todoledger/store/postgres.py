@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 
-from todoledger.core.model import BusyError, LedgerError, UnavailableError
+from todoledger.core.model import BusyError, ConnectionLost, LedgerError, UnavailableError
 from todoledger.core.timefmt import now
 from todoledger.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -212,19 +212,18 @@ class PostgresStore:
     def location(self, value: str) -> None:
         self._location = value
 
-    def __init__(self, url: str, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self, url: str, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS, deadline: float | None = None
+    ) -> None:
+        """`deadline`: a time (time.monotonic) past which this store gives up on
+        the server (a hook's): see `Watchdog`."""
         self._given, self._location = url, None
         self.url, self.pooler = connection_args(url)
         self.busy_ms = busy_ms
-        try:
-            # No longer than the caller may wait for the ledger (a hook: 2 s, agents kill hooks soon after).
-            timeout = max(2, min(CONNECT_TIMEOUT_S, round(busy_ms / 1000)))
-            self.conn = psycopg.connect(self.url, **connect_kwargs(self.url, self.pooler, timeout))
-        except psycopg.ProgrammingError:
-            # psycopg's message quotes the URL, password and all.
-            raise LedgerError(f"{self.location}: not a valid PostgreSQL URL") from None
-        except psycopg.Error as exc:
-            raise _connect_error(self.location, exc) from None
+        self._watchdog: Watchdog | None = None
+        self.conn = self._connect(deadline)
+        if deadline is not None:
+            self._watchdog = Watchdog(self, deadline)
         self._sql = _TRANSLATED
         self._depth = 0
         self._scope: str | None = None  # the plan of the write transaction open now (None: the ledger)
@@ -242,6 +241,20 @@ class PostgresStore:
         self.create = create
         self._migrate()
 
+    def _connect(self, deadline: float | None = None) -> psycopg.Connection[Any]:
+        # No longer than the caller may wait for the ledger (a hook: 2 s, agents kill hooks soon after);
+        # libpq waits 2 s at the least.
+        timeout = max(2, min(CONNECT_TIMEOUT_S, round(self.busy_ms / 1000)))
+        if deadline is not None:
+            timeout = max(2, min(timeout, int(deadline - time.monotonic() + 0.999)))
+        try:
+            return psycopg.connect(self.url, **connect_kwargs(self.url, self.pooler, timeout))
+        except psycopg.ProgrammingError:
+            # psycopg's message quotes the URL, password and all.
+            raise LedgerError(f"{self.location}: not a valid PostgreSQL URL") from None
+        except psycopg.Error as exc:
+            raise _connect_error(self.location, exc) from None
+
     @classmethod
     def borrowed(cls, conn: psycopg.Connection[Any], pool: PostgresPool) -> PostgresStore:
         """A store over a pooled connection to a ledger the pool opened (and
@@ -254,6 +267,7 @@ class PostgresStore:
         self._scope = None
         self._begin_pending = False
         self._grown, self._bulk = 0, False
+        self._watchdog = None
         return self
 
     # schema ----------------------------------------------------------------
@@ -324,6 +338,8 @@ class PostgresStore:
             finally:
                 self._depth -= 1
             return
+        if self.conn.closed:  # lost in an earlier call: a new one, where the store may make it
+            self.reconnect()
         self._run("BEGIN")
         self._depth, self._scope = 1, plan
         try:
@@ -446,6 +462,8 @@ class PostgresStore:
         if self._depth:
             yield
             return
+        if self.conn.closed:  # lost in an earlier call: a new one, where the store may make it
+            self.reconnect()
         self._depth, self._reading, self._begin_pending = 1, True, True
         try:
             yield
@@ -492,9 +510,7 @@ class PostgresStore:
             if isinstance(exc, psycopg.errors.LockNotAvailable):
                 raise
             if self.conn.closed or exc.sqlstate is None or exc.sqlstate.startswith(("08", "57")):
-                raise UnavailableError(
-                    f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
-                ) from None
+                raise self._lost(exc) from None
             raise
         except psycopg.errors.InsufficientPrivilege as exc:
             raise self._not_permitted(exc) from None
@@ -531,9 +547,7 @@ class PostgresStore:
             with self.conn.cursor() as cur:
                 cur.executemany(self._translated(sql), rows)
         except psycopg.OperationalError as exc:
-            raise UnavailableError(
-                f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})"
-            ) from None
+            raise self._lost(exc) from None
         except psycopg.errors.InsufficientPrivilege as exc:
             raise self._not_permitted(exc) from None
         except psycopg.DataError as exc:
@@ -542,6 +556,34 @@ class PostgresStore:
             # As the SQLite store says it (a TODOLEDGER_PLAN of bytes that are not UTF-8):
             # the entry points refuse such text with its name; this is the last line of defence.
             raise LedgerError(NOT_UNICODE) from None
+
+    def _lost(self, exc: psycopg.Error) -> UnavailableError:
+        """One line for a connection that broke: the deadline's doing (no retry: the
+        caller's time is up), or the server's (ConnectionLost: a new one may work)."""
+        watchdog = self._watchdog
+        if watchdog is not None and watchdog.fired:
+            return UnavailableError(
+                f"{self.location}: no answer from PostgreSQL within the caller's deadline;"
+                " the connection was closed"
+            )
+        return ConnectionLost(f"{self.location}: lost the connection to PostgreSQL ({_first_line(exc)})")
+
+    def reconnect(self) -> bool:
+        """A new connection in place of one the server closed (a restart, a killed
+        backend), for the next transaction; False for a pool's connection (the pool
+        replaces it) or one its deadline closed (the caller's time is up). The
+        server rolled back whatever the old one had open."""
+        watchdog = self._watchdog
+        if self._borrowed or self._depth or (watchdog is not None and watchdog.fired):
+            return False
+        new = self._connect(watchdog.deadline if watchdog is not None else None)
+        if watchdog is not None:
+            watchdog.swap(new)
+        else:
+            old, self.conn = self.conn, new
+            with suppress(psycopg.Error):
+                old.close()
+        return True
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return [tuple(r) for r in self._run(sql, params).fetchall()]
@@ -639,8 +681,72 @@ class PostgresStore:
         listener = getattr(self, "_listen_conn", None)
         if listener is not None:
             listener.close()
-        if not self._borrowed:
+        if self._borrowed:
+            return
+        if self._watchdog is not None:
+            self._watchdog.disarm(self.conn.close)
+        else:
             self.conn.close()
+
+
+class Watchdog:
+    """A client-side deadline for one store's connection (issue 30): when it
+    passes with the connection still open, the connection's socket is shut
+    down, so that whatever call waits on it returns at once with a lost
+    connection (an UnavailableError: a hook spools its event).
+
+    Why a timer and not `statement_timeout`: through PgBouncer with PostgreSQL
+    down, PgBouncer accepts the connection and queues the query until its own
+    `query_wait_timeout` (120 s by default); the server never sees it, so no
+    server-side timeout runs, and a hook hung 120 s (tests/test_hook_deadline_pg.py).
+    The socket is shut down, not closed: the driver still owns the descriptor
+    (and frees it in `close`), and a blocked read sees the end of the stream.
+
+    A thread of `_thread` (`threading` is an import a hook need not pay), which
+    waits on a lock that `disarm` releases; the lock `_fd` keeps the descriptor
+    from being closed (and reused) while the thread shuts it down."""
+
+    def __init__(self, store: PostgresStore, deadline: float) -> None:
+        self.store, self.deadline = store, deadline
+        self.fired = False
+        self._armed = _thread.allocate_lock()
+        self._armed.acquire()
+        self._fd = _thread.allocate_lock()
+        _thread.start_new_thread(self._wait, ())
+
+    def _wait(self) -> None:
+        if self._armed.acquire(timeout=max(0.0, self.deadline - time.monotonic())):
+            return  # disarmed in time
+        with self._fd:
+            conn = self.store.conn
+            if conn.closed:
+                return
+            self.fired = True
+            try:
+                fd = conn.fileno()
+                import socket  # only when the deadline fires
+
+                dup = socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM)
+                try:
+                    dup.shutdown(socket.SHUT_RDWR)
+                finally:
+                    dup.close()
+            except (OSError, ValueError, psycopg.Error):
+                pass  # closed meanwhile: nothing waits on it
+
+    def swap(self, conn: psycopg.Connection[Any]) -> None:
+        """The store's new connection in place of its old one, closed (`reconnect`)."""
+        with self._fd:
+            old, self.store.conn = self.store.conn, conn
+            with suppress(psycopg.Error):
+                old.close()
+
+    def disarm(self, then: Callable[[], None]) -> None:
+        """Stop the timer and run `then` (the connection's close) before it could fire."""
+        with self._fd:
+            if self._armed.locked():
+                self._armed.release()
+            then()
 
 
 POOL_SIZE = 10  # connections a server opens at most to a PostgreSQL ledger

@@ -633,7 +633,24 @@ class Repo:
 
     # imported sources ------------------------------------------------------
     def has_source(self, key: str) -> bool:
-        return bool(self.db.query("SELECT 1 FROM ops WHERE source_key = ?", (key,)))
+        """Was a call with this key recorded: an imported or replayed one (its source
+        key), or a live one (its idempotency key: a spooled event keeps the key of its
+        first attempt, which may have committed before its connection was lost)?"""
+        return bool(self.db.query("SELECT 1 FROM ops WHERE source_key = ? OR call_key = ?", (key, key)))
+
+    def call_op(self, key: str) -> int | None:
+        """The op a live call with this idempotency key recorded, if any."""
+        rows = self.db.query("SELECT op FROM ops WHERE call_key = ?", (key,))
+        return int(rows[0][0]) if rows else None
+
+    def op_subject(self, op: int) -> tuple[str, str | None] | None:
+        """(plan, the first item its events touch) of an op; None if there is no such op."""
+        rows = self.db.query(
+            "SELECT o.plan, (SELECT e.item FROM events e WHERE e.op = o.op AND e.item IS NOT NULL"
+            " ORDER BY e.seq LIMIT 1) FROM ops o WHERE o.op = ?",
+            (op,),
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def has_other_sources(self, plan: str, prefix: str) -> bool:
         """Does the plan hold an imported call whose source key does not start with `prefix`?"""
@@ -748,12 +765,16 @@ class Repo:
         source_at: str | None = None,
         untimed: bool = False,
         source_msg: int | None = None,
+        call_key: str | None = None,
     ) -> int:
         """A new op; `untimed`: the call's own time is not known (`at` is when it
-        was recorded here), `source_msg` the message number its source gives."""
+        was recorded here), `source_msg` the message number its source gives,
+        `call_key` the live call's idempotency key (unique)."""
+        # The key's column only when there is one: a migration before m023 records ops too.
+        column, mark = (", call_key", ", ?") if call_key is not None else ("", "")
         rows = self.db.query(
             "INSERT INTO ops (plan, writer, at, kind, dialect, summary, warnings, source_key, source_at,"
-            " untimed, source_msg) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING op",
+            f" untimed, source_msg{column}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{mark}) RETURNING op",
             (
                 plan,
                 writer,
@@ -766,6 +787,7 @@ class Repo:
                 source_at,
                 1 if untimed else 0,
                 source_msg,
+                *((call_key,) if call_key is not None else ()),
             ),
         )
         return int(rows[0][0])

@@ -323,6 +323,9 @@ class SQLiteStore:
         time.sleep(min(timeout, POLL_SECONDS))
         return False
 
+    def reconnect(self) -> bool:
+        return False  # a file: no connection to lose
+
     def close(self) -> None:
         self.conn.close()
 

@@ -126,7 +126,7 @@ class Board:
         """Run `fn` on the ledger (a pooled connection of its own on PostgreSQL;
         SQLite's one connection, one call at a time). Until the ledger exists,
         reads see it empty and create nothing; the first write creates it."""
-        with self.shared.session(run_checks=self.allow_checks) as ledger:
+        with self.shared.session(run_checks=self.allow_checks, route="web") as ledger:
             out = fn(ledger(write))
             if write:
                 _panel(ledger(write), self.cwd)
@@ -495,7 +495,7 @@ class Board:
         line = f"board {body['action']}: {reason}"
 
         def note() -> None:  # not through `locked`: a refusal changes no item, so no panel to sync
-            with self.shared.session(run_checks=False) as ledger:
+            with self.shared.session(run_checks=False, route="web") as ledger:
                 target = plan or default_plan()
                 if any(p["plan"] == target for p in ledger(False).plans()):  # else no ledger is made for it
                     ledger(True).record_refusal(line, plan=target, writer=writer)

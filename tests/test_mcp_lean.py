@@ -27,6 +27,11 @@ LEGACY_INIT = {
     "clientInfo": {"name": "conformance", "version": "1"},
 }
 CLIENT = {"name": "conformance", "version": "1"}
+# As the real Claude Code (2.1.332) opens a modern session: a list-change subscription right
+# after discover. Answered on the SDK path, it kept Claude Code waiting for the SDK's import.
+LISTEN = {
+    "notifications": {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+}
 SESSION = re.compile(r"mcp:conformance:[0-9a-f]{8}")
 # What importing the SDK would bring: raised on import in the `unimportable` run.
 SDK_MODULES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio", "starlette", "uvicorn", "httpx")
@@ -95,14 +100,22 @@ class Client:
         if self.era == "legacy":
             out = [self.request("initialize", LEGACY_INIT)]
             self.notify("notifications/initialized")
-        else:
-            out = [self.request("server/discover")]
+        else:  # the ack of the listen comes back in its place; a hand-on replays the listen
+            out = [self.request("server/discover"), self.request("subscriptions/listen", LISTEN)]
         return out + [self.request(m) for m in ("tools/list", "prompts/list", "resources/list")]
 
     def close(self) -> int:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         return self.proc.wait(timeout=60)
+
+
+def listed(replies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools of the session's tools/list reply."""
+    tools: list[dict[str, Any]] = next(
+        r["result"]["tools"] for r in replies if "tools" in r.get("result", {})
+    )
+    return tools
 
 
 def structured(reply: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +170,10 @@ def test_the_lean_path_answers_as_the_sdk_path_does(tmp_path: Path, era: str) ->
     assert len(sdk) == len(lean)
     for want, got in zip(sdk, lean, strict=True):
         assert got == want
-    assert [t["name"] for t in lean[1]["result"]["tools"]] == list(TOOLS)
+    assert [t["name"] for t in listed(lean)] == list(TOOLS)
+    if era == "modern":
+        assert lean[1]["method"] == "notifications/subscriptions/acknowledged"
+        assert lean[1]["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 2}
     assert "error" in lean[-4]  # the bad JSON line: the SDK path's own parse error
 
 
@@ -169,7 +185,7 @@ def test_the_snapshot_is_what_the_sdk_path_says() -> None:
 def test_start_and_hot_tools_without_the_sdk(ledger_env: Path | str, era: str) -> None:
     c = Client(ledger_env, era, path=None, command=[sys.executable, "-c", UNIMPORTABLE])
     started = c.start()
-    assert [t["name"] for t in started[1]["result"]["tools"]] == list(TOOLS)
+    assert [t["name"] for t in listed(started)] == list(TOOLS)
     wrote = structured(c.call("todowrite", {"todos": [{"content": "Fix the loader", "status": "pending"}]}))
     assert wrote["changes"] == {"added": 1}
     claimed = structured(c.call("plan_next", {"claim": True}))

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 HOT_TOOLS = frozenset({"todowrite", "todoread", "plan_next", "plan_update"})
 ASKING_TOOLS = frozenset({"plan_update", "plan_next"})  # as mcp/server.py: they may ask for an approval
 LISTS = frozenset({"tools/list", "prompts/list", "resources/list"})
+# subscriptions/listen: the list-change kinds a client may ask for (resource URIs are the SDK's).
+LISTEN_KINDS = frozenset({"toolsListChanged", "promptsListChanged", "resourcesListChanged"})
+MAX_LISTENS = 1024  # as the SDK's ListenHandler: more are refused there
 META_KEYS = frozenset(
     {
         "io.modelcontextprotocol/protocolVersion",
@@ -105,6 +108,7 @@ class Session:
         self.initialize: dict[str, Any] | None = None  # the client's, replayed on hand-on
         self.initialized = False
         self.modern_meta: dict[str, Any] | None = None
+        self.listens: list[dict[str, Any]] = []  # open subscriptions/listen requests, replayed on hand-on
         self.tools: PlanTools | None = None
 
     def replay(self) -> bytes:
@@ -125,6 +129,7 @@ class Session:
                     "params": {"_meta": self.modern_meta},
                 }
             )
+            lines += self.listens  # with the client's ids: the SDK holds them from here on
         return b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\n" for m in lines)
 
     def answer(self, text: str) -> dict[str, Any] | None:
@@ -137,6 +142,8 @@ class Session:
                 return None
             raise HandOn
         era = self._era_of(method, params)
+        if method == "subscriptions/listen" and era == MODERN:
+            return self._listen(message, params)
         if method == "initialize":
             result = self._initialize(params)
         elif method == "server/discover":
@@ -170,6 +177,34 @@ class Session:
         if self.era is None:
             self.era, self.modern_meta = MODERN, meta
         return MODERN
+
+    def _listen(self, message: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        """Acknowledge a list-change subscription, as the SDK's ListenHandler does:
+        each kind asked for with `true` is honored. This path changes no list, so
+        nothing follows the ack; a hand-on replays the request, and the SDK's
+        second ack is not sent (`acked_listens`)."""
+        asked = params.get("notifications")
+        if (
+            set(params) - {"_meta", "notifications"}
+            or type(asked) is not dict
+            or len(self.listens) >= MAX_LISTENS
+        ):
+            raise HandOn
+        if set(asked) - LISTEN_KINDS or any(type(v) is not bool for v in asked.values()):
+            raise HandOn  # resource URIs, or a value the SDK's model decides on
+        self.listens.append(message)
+        return {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]},
+                "notifications": {kind: True for kind, on in asked.items() if on},
+            },
+        }
+
+    def acked_listens(self) -> list[str | int]:
+        """The ids of the subscriptions acknowledged here (the SDK must not ack them again)."""
+        return [m["id"] for m in self.listens]
 
     def _initialize(self, params: dict[str, Any]) -> Any:
         answers = self.snapshot[LEGACY]["initialize"]
@@ -302,7 +337,8 @@ def serve(plan: str | None) -> None:
         session.close()
         return
     prefix = session.replay() + pending + buffer
+    acked = session.acked_listens() if session.era == MODERN else []
     session.close()
     from todoledger.mcp.server import run_stdio
 
-    run_stdio(plan=plan, prefix=prefix)
+    run_stdio(plan=plan, prefix=prefix, acked=acked)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -318,21 +318,22 @@ def build_server(
     return server, tools
 
 
-async def _serve_stdio(server: MCPServer[Any], prefix: bytes) -> None:
+async def _serve_stdio(server: MCPServer[Any], prefix: bytes, acked: Sequence[str | int]) -> None:
     from todoledger.mcp.stdio import serve_stdio
 
     # MCPServer.run_stdio_async, with the loop's own pipes for the SDK's threads.
     lowlevel = server._lowlevel_server
-    async with serve_stdio(prefix) as (read_stream, write_stream):
+    async with serve_stdio(prefix, acked) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-def run_stdio(*, plan: str | None = None, prefix: bytes = b"") -> None:
+def run_stdio(*, plan: str | None = None, prefix: bytes = b"", acked: Sequence[str | int] = ()) -> None:
     """Serve the session on stdio; `prefix`: lines read before stdin (a session the
-    lean path began and hands on: `mcp/lean.py`)."""
+    lean path began and hands on: `mcp/lean.py`); `acked`: the ids of the
+    subscriptions/listen requests in it that the lean path has acknowledged."""
     server, tools = build_server(plan=plan, inline=INLINE_TOOLS)
     try:
-        anyio.run(_serve_stdio, server, prefix)
+        anyio.run(_serve_stdio, server, prefix, acked)
     except KeyboardInterrupt:
         pass
     except BaseExceptionGroup as group:

@@ -27,7 +27,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from mcp.server.stdio import stdio_server
@@ -62,6 +62,8 @@ class _Asked:
         if message is None:
             return
         if "method" in message and "id" in message:
+            if message["method"] == "subscriptions/listen":
+                return  # a stream, answered only when it ends: the end of stdin ends it
             self.ids.add(json.dumps(message["id"]))
             self.none_left.clear()
         elif message.get("method") == "notifications/cancelled":  # no answer will come
@@ -216,12 +218,13 @@ class _Out:
     per line on the loop's own transport: the SDK's answers and the refusals
     of `_handed_on` never interleave)."""
 
-    def __init__(self, writer: asyncio.StreamWriter, asked: _Asked) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, asked: _Asked, acked: set[str]) -> None:
         self._writer = writer
         self._asked = asked
+        self._acked = acked
 
     async def write(self, text: str) -> None:
-        if not _replayed(text):
+        if not _replayed(text, self._acked):
             self._writer.write(text.encode("utf-8"))
         self._asked.written(text)
 
@@ -235,9 +238,30 @@ REPLAY_ID = "todoledger-lean-replay"
 _REPLAY_MARK = f'"id":"{REPLAY_ID}"'
 
 
-def _replayed(text: str) -> bool:
-    """Is this the SDK's answer to a replayed request (the client has had its answer)?"""
-    return _REPLAY_MARK in text and (parse(text)[0] or {}).get("id") == REPLAY_ID
+_ACK = "notifications/subscriptions/acknowledged"
+
+
+def _replayed(text: str, acked: set[str]) -> bool:
+    """Is this the SDK's answer to a replayed request (the client has had its answer)?
+    `acked`: the subscriptions the lean path acknowledged (JSON of their ids), whose
+    replayed listen the SDK acknowledges once more; each such ack is dropped once."""
+    if _REPLAY_MARK in text:
+        return (parse(text)[0] or {}).get("id") == REPLAY_ID
+    if not acked or _ACK not in text:
+        return False
+    message = parse(text)[0] or {}
+    params = message.get("params")
+    if (
+        message.get("method") != _ACK
+        or not isinstance(params, dict)
+        or not isinstance(params.get("_meta"), dict)
+    ):
+        return False
+    key = json.dumps(params["_meta"].get("io.modelcontextprotocol/subscriptionId"))
+    if key not in acked:
+        return False
+    acked.discard(key)
+    return True
 
 
 def _pipe_like(fd: int) -> bool:
@@ -293,13 +317,14 @@ class _ThreadedOut:
     one write at a time (a refusal of `_handed_on` and an answer of the SDK
     would otherwise be written by two threads at once)."""
 
-    def __init__(self, out: Any, asked: _Asked) -> None:
+    def __init__(self, out: Any, asked: _Asked, acked: set[str]) -> None:
         self._out = out
         self._asked = asked
+        self._acked = acked
         self._one = asyncio.Lock()
 
     async def write(self, text: str) -> None:
-        if not _replayed(text):
+        if not _replayed(text, self._acked):
             async with self._one:
                 await self._out.write(text)
         self._asked.written(text)
@@ -310,7 +335,7 @@ class _ThreadedOut:
 
 
 @contextlib.asynccontextmanager
-async def _threaded_stdio(prefix: bytes) -> AsyncIterator[tuple[Any, Any]]:
+async def _threaded_stdio(prefix: bytes, acked: set[str]) -> AsyncIterator[tuple[Any, Any]]:
     """A terminal or a regular file on stdin: read and written by worker
     threads, as the SDK does it, with fds 0 and 1 pointed at the null device
     and at stderr while serving (as the pipe path does)."""
@@ -327,7 +352,7 @@ async def _threaded_stdio(prefix: bytes) -> AsyncIterator[tuple[Any, Any]]:
         asked = _Asked()
         reader = io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
         writer = io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
-        out = _ThreadedOut(anyio.wrap_file(writer), asked)
+        out = _ThreadedOut(anyio.wrap_file(writer), asked, acked)
         first = prefix.decode("utf-8", "replace").splitlines(keepends=True)
         lines = _ThreadedLines(anyio.wrap_file(reader).__aiter__(), asked, out, first)
         async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
@@ -345,12 +370,14 @@ async def _threaded_stdio(prefix: bytes) -> AsyncIterator[tuple[Any, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def serve_stdio(prefix: bytes = b"") -> AsyncIterator[tuple[Any, Any]]:
+async def serve_stdio(prefix: bytes = b"", acked: Sequence[str | int] = ()) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's (read_stream, write_stream) pair over this process's stdin and stdout.
     `prefix`: what to read before stdin (the lean path's replayed handshake and the
-    lines it read but did not answer; `mcp/lean.py`)."""
+    lines it read but did not answer; `mcp/lean.py`); `acked`: the ids of the
+    subscriptions/listen requests in it that the lean path has acknowledged."""
+    owed = {json.dumps(i) for i in acked}
     if not (_pipe_like(0) and _pipe_like(1)):
-        async with _threaded_stdio(prefix) as streams:
+        async with _threaded_stdio(prefix, owed) as streams:
             yield streams
         return
     sys.stdout.flush()
@@ -375,7 +402,7 @@ async def serve_stdio(prefix: bytes = b"") -> AsyncIterator[tuple[Any, Any]]:
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         try:
             asked = _Asked()
-            out = _Out(writer, asked)
+            out = _Out(writer, asked, owed)
             async with stdio_server(stdin=_Lines(reader, asked, out), stdout=out) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:

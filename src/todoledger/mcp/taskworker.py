@@ -99,8 +99,8 @@ def resume(lg: Ledger, row: dict[str, Any], why: str) -> dict[str, Any]:
 
         fresh = lg.task(task_id, None) or row
         message = f"resumed: worker {fresh['workers']} started ({why})"
-        lg.task_note(task_id, message, (lifecycle.host(), int(fresh["pid"])))
-        return lg.task(task_id, None) or fresh
+        moved = lg.task_transition(task_id, "working", message=message, worker=(lifecycle.host(), int(fresh["pid"])))
+        return moved or lg.task(task_id, None) or fresh
     step, command = resume_line(row)
     tried = f" after {row['workers']} workers" if int(row["workers"]) >= MAX_WORKERS else ""
     message = f"{row['tool']} stopped while {step}: {why}{tried}; resume it with `{command}`"

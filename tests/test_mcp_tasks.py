@@ -90,7 +90,10 @@ class Http:
         if name:
             headers["Mcp-Name"] = str(name)
         reply = httpx2.post(
-            self.url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": body}, headers=headers, timeout=60
+            self.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": method, "params": body},
+            headers=headers,
+            timeout=60,
         )
         text = reply.text
         assert reply.status_code == 200 or '"error"' in text, text  # a JSON-RPC error comes with a 4xx
@@ -344,7 +347,9 @@ def test_over_http_a_task_is_created_on_one_server_and_read_on_another(
     seen = [created["status"]]
     done = poll(Http(other, BOT), created["taskId"], {"completed", "failed", "cancelled"}, seen)
     assert done["status"] == "completed", done
-    assert [(r["item"], r["result"]) for r in done["result"]["structuredContent"]["receipts"]] == [(item, "holds")]
+    assert [(r["item"], r["result"]) for r in done["result"]["structuredContent"]["receipts"]] == [
+        (item, "holds")
+    ]
     assert seen[0] == "working" and seen[-1] == "completed", seen
     # Another token's identity is another principal: not found, on either server.
     for url in (one, other):

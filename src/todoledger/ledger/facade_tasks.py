@@ -61,7 +61,14 @@ class TaskMethods(Facade):
         from todoledger.ledger import tasks
 
         return tasks.transition(
-            self._unit, task_id, status, message=message, result=result, error=error, writer=writer, worker=worker
+            self._unit,
+            task_id,
+            status,
+            message=message,
+            result=result,
+            error=error,
+            writer=writer,
+            worker=worker,
         )
 
     def task_note(self, task_id: str, message: str, worker: tuple[str, int]) -> None:

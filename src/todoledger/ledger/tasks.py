@@ -179,9 +179,7 @@ def note(u: Unit, task_id: str, message: str, worker: tuple[str, int]) -> None:
             repo.update(task_id, message=message, updated_at=now())
 
 
-def take_lease(
-    u: Unit, task_id: str, held: tuple[Any, Any], host: str, pid: int, ticks: str | None
-) -> bool:
+def take_lease(u: Unit, task_id: str, held: tuple[Any, Any], host: str, pid: int, ticks: str | None) -> bool:
     """Make (host, pid) the task's worker if the lease is still `held` (as read before)."""
     import time
 
@@ -211,7 +209,10 @@ def request_cancel(u: Unit, task_id: str, principal: str | None, writer: str) ->
         repo.update(task_id, cancel=True)
     row = repo.get(task_id) or row
     if lapsed(row) is not None:
-        return transition(u, task_id, "cancelled", message="cancelled before its worker ran", writer=writer) or row
+        return (
+            transition(u, task_id, "cancelled", message="cancelled before its worker ran", writer=writer)
+            or row
+        )
     return row
 
 

@@ -71,7 +71,9 @@ def start(lg: Ledger, row: dict[str, Any]) -> bool:
     from todoledger.checks import lifecycle
 
     pid = spawn(row)
-    took = lg.take_task_lease(row["id"], (row["host"], row["pid"]), lifecycle.host(), pid, lifecycle.start_ticks(pid))
+    took = lg.take_task_lease(
+        row["id"], (row["host"], row["pid"]), lifecycle.host(), pid, lifecycle.start_ticks(pid)
+    )
     if not took:  # it waits for a lease it will never see, and exits; no need to wait for it
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
@@ -99,7 +101,9 @@ def resume(lg: Ledger, row: dict[str, Any], why: str) -> dict[str, Any]:
 
         fresh = lg.task(task_id, None) or row
         message = f"resumed: worker {fresh['workers']} started ({why})"
-        moved = lg.task_transition(task_id, "working", message=message, worker=(lifecycle.host(), int(fresh["pid"])))
+        moved = lg.task_transition(
+            task_id, "working", message=message, worker=(lifecycle.host(), int(fresh["pid"]))
+        )
         return moved or lg.task(task_id, None) or fresh
     step, command = resume_line(row)
     tried = f" after {row['workers']} workers" if int(row["workers"]) >= MAX_WORKERS else ""
@@ -167,7 +171,8 @@ def _tool_error(message: str) -> dict[str, Any]:
 def run(task_id: str) -> int:
     import threading
 
-    from todoledger.checks import lifecycle, run as checks_run
+    from todoledger.checks import lifecycle
+    from todoledger.checks import run as checks_run
     from todoledger.core.model import LedgerError
     from todoledger.ledger.ledger import Ledger
     from todoledger.mcp.tools import PlanTools
@@ -179,7 +184,8 @@ def run(task_id: str) -> int:
         row = _wait_for_lease(lg, task_id, host, pid)
         if row is None:
             return 0
-        stop, told = threading.Event(), []
+        stop = threading.Event()
+        told: list[str] = []  # what the heartbeat saw before it stopped this process: cancel | lost
         beat = threading.Thread(
             target=_heartbeat, args=(task_id, row["plan"], host, pid, stop, told), daemon=True
         )
@@ -206,7 +212,11 @@ def run(task_id: str) -> int:
                 step, command = resume_line(row)
                 status = "failed"
                 message = f"{row['tool']} was stopped (SIGTERM) while {step}; resume it with `{command}`"
-                error = {"code": INTERNAL_ERROR, "message": message, "data": {"step": step, "resume": command}}
+                error = {
+                    "code": INTERNAL_ERROR,
+                    "message": message,
+                    "data": {"step": step, "resume": command},
+                }
         except Exception as exc:  # a bug: the task fails with one sentence, never a traceback
             status = "failed"
             message = f"internal error in {row['tool']} ({type(exc).__name__})"

@@ -101,7 +101,9 @@ class TaskRepo:
         return self.holds(task_id, host, pid)
 
     def holds(self, task_id: str, host: str, pid: int) -> bool:
-        found = self.db.query("SELECT 1 FROM tasks WHERE id = ? AND host = ? AND pid = ?", (task_id, host, pid))
+        found = self.db.query(
+            "SELECT 1 FROM tasks WHERE id = ? AND host = ? AND pid = ?", (task_id, host, pid)
+        )
         return bool(found)
 
     def beat(self, task_id: str, host: str, pid: int, beat: float) -> dict[str, Any] | None:

@@ -246,6 +246,27 @@ def test_cancel_ends_the_running_verify_and_leaves_no_process(ledger_env: Path) 
         created = result(server.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
         seen = [created["status"]]
         wait_until(lambda: processes_with(marker), "the check never started")
+        # A person sees it running, with its status message.
+        listed = subprocess.run(
+            [todoledger_bin(), "tasks"],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(ledger_env),
+            timeout=60,
+        )
+        assert (
+            f"{created['taskId']}  working" in listed.stdout and "verifying: 1 check (cmd:)" in listed.stdout
+        )
+        as_json = subprocess.run(
+            [todoledger_bin(), "tasks", "--json"],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(ledger_env),
+            timeout=60,
+        )
+        assert [(t["id"], t["status"]) for t in json.loads(as_json.stdout)] == [
+            (created["taskId"], "working")
+        ]
         assert result(server.rpc("tasks/cancel", {"taskId": created["taskId"]}))["resultType"] == "complete"
         done = poll(server, created["taskId"], {"completed", "failed", "cancelled"}, seen)
     finally:

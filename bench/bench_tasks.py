@@ -113,6 +113,21 @@ def wait_done(server: Server, task_id: str) -> dict[str, Any]:
         time.sleep(0.02)
 
 
+def worker_gone(db: Path, task_id: str) -> None:
+    """Wait until the task's worker process has exited (not only stored its result)."""
+    from todoledger import Ledger
+
+    with Ledger(db) as lg:
+        row = lg.task(task_id, None)
+    pid = row["pid"] if row is not None else None
+    deadline = time.monotonic() + 60
+    while pid is not None and os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                return
+        time.sleep(0.01)
+
+
 def time_update(db: Path, item: str, n: int) -> list[float]:
     server = Server(db)
     try:
@@ -138,6 +153,7 @@ def time_create(db: Path, n: int) -> tuple[list[float], str]:
             if reply.get("resultType") != "task":
                 raise SystemExit(f"plan_verify did not become a task: {reply}")
             wait_done(server, reply["taskId"])  # untimed: no worker runs while the next call is timed
+            worker_gone(db, reply["taskId"])
             last = reply["taskId"]
             if k >= 3:
                 times.append(took)

@@ -138,7 +138,7 @@ def processes_with(marker: str) -> list[int]:
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as fh:
-                cmd = fh.read()
+                cmd = fh.read().replace(b"\0", b" ")
             with open(f"/proc/{name}/stat", "rb") as fh:
                 state = fh.read().rsplit(b")", 1)[1].split()[0]
         except OSError:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 
 TYPE_CHECKING = False
@@ -46,25 +45,47 @@ RESUMABLE = frozenset({"plan_verify"})
 MAX_WORKERS = 3  # workers started for one task before a lapse fails it instead
 LEASE_WAIT = 10.0  # seconds a new worker waits to see the lease recorded as its own
 INTERNAL_ERROR = -32603
-_children: list[subprocess.Popen[bytes]] = []  # workers this server started: reaped, never waited on
+_children: list[int] = []  # pids of the workers this server started: reaped, never waited on
 
 
 def spawn(row: dict[str, Any]) -> int:
-    """Start the worker process, detached; its pid."""
-    for child in list(_children):  # reap the ones that ended (a long-lived HTTP server)
-        if child.poll() is not None:
-            _children.remove(child)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "todoledger.mcp.taskworker", row["id"]],
-        cwd=row["cwd"] or None,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
-    _children.append(proc)
-    return proc.pid
+    """Start the worker process, detached (a session of its own, stdio on the null
+    device); its pid. It starts under SCHED_IDLE where there is one, so that its
+    interpreter's start does not take the CPU from the reply the server is about to
+    write; `run` puts it back to the normal policy before it does any work."""
+    for pid in list(_children):  # reap the ones that ended (a long-lived HTTP server)
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                _children.remove(pid)
+    # -P: the project folder (the agent's) does not go on the module path ahead of todoledger's own.
+    argv = [sys.executable, "-P", "-m", "todoledger.mcp.taskworker", row["id"]]
+    env = dict(os.environ)
+    quiet = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    idle = getattr(os, "SCHED_IDLE", None)
+    where = row["cwd"] or os.getcwd()
+    env["PWD"] = where
+    pid = _spawn_in(where, argv, env, quiet, idle)
+    _children.append(pid)
+    return pid
+
+
+def _spawn_in(cwd: str, argv: list[str], env: dict[str, str], actions: list[Any], idle: int | None) -> int:
+    """posix_spawn (a vfork: cheap beside the server's heap) has no working-folder action
+    before Python 3.13: the worker is told its folder (TODOLEDGER_TASK_CWD) and changes
+    to it first (`main`)."""
+    env["TODOLEDGER_TASK_CWD"] = cwd
+    kw: dict[str, Any] = {"file_actions": actions, "setsid": True}
+    if idle is not None:
+        kw["scheduler"] = (idle, os.sched_param(0))
+    try:
+        return os.posix_spawn(argv[0], argv, env, **kw)
+    except OSError:  # no SCHED_IDLE here: the normal policy
+        kw.pop("scheduler", None)
+        return os.posix_spawn(argv[0], argv, env, **kw)
 
 
 def start(lg: Ledger, row: dict[str, Any]) -> bool:
@@ -242,6 +263,14 @@ def run(task_id: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if hasattr(os, "sched_setscheduler") and hasattr(
+        os, "SCHED_OTHER"
+    ):  # started idle (`spawn`): work normally
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    where = os.environ.pop("TODOLEDGER_TASK_CWD", None)
+    if where:
+        os.chdir(where)
     if len(args) != 1:
         sys.stderr.write("usage: python -m todoledger.mcp.taskworker TASK_ID\n")
         return 2

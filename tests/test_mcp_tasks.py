@@ -276,7 +276,9 @@ def test_cancel_ends_the_running_verify_and_leaves_no_process(ledger_env: Path) 
     wait_until(lambda: not processes_with(marker), "the cancelled check's process is still running")
     with Ledger(ledger_env) as lg:
         row = lg.task(created["taskId"], None)
-    assert row is not None and not processes_with(f"taskworker {row['id']}")
+    assert row is not None and row["cancel"] is True
+    # The worker itself exits once it has stored the outcome.
+    wait_until(lambda: not processes_with(f"taskworker {row['id']}"), "the worker is still running")
 
 
 def test_sigkill_of_the_worker_then_get_starts_a_new_one_or_fails_with_the_resume_line(

@@ -222,7 +222,7 @@ def run(task_id: str) -> int:
             target=_heartbeat, args=(task_id, row["plan"], host, pid, stop, told), daemon=True
         )
         beat.start()
-        tools = PlanTools(default_plan=None, cwd=None, shared=None)
+        tools = PlanTools(default_plan=row["plan"], cwd=None, shared=None)  # the plan the server resolved
         status, result, error, message = "completed", None, None, None
         try:
             try:

@@ -90,9 +90,10 @@ def test_a_finished_task_is_removed_after_its_time_by_the_next_task_call(
 
 def test_a_verify_whose_checks_last_took_over_2_s_opens_a_task(ledger_env: Path, tmp_path: Path) -> None:
     """No cmd: or http: check, but the last receipt was slow: a task (PlanTools.open_task)."""
-    from todoledger.mcp.tools import PlanTools
-
+    import contextlib
     import socket
+
+    from todoledger.mcp.tools import PlanTools
 
     # A listener whose accept queue is full: a new connection waits out the check's timeout.
     full = socket.socket()
@@ -103,10 +104,8 @@ def test_a_verify_whose_checks_last_took_over_2_s_opens_a_task(ledger_env: Path,
     for _ in range(3):
         c = socket.socket()
         c.setblocking(False)
-        try:
+        with contextlib.suppress(BlockingIOError):
             c.connect(("127.0.0.1", port))
-        except BlockingIOError:
-            pass
         queued.append(c)
     with Ledger() as lg:
         item = lg.add("Reach the model server", writer="cli:tester")["id"]

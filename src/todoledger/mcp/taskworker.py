@@ -50,9 +50,9 @@ _children: list[int] = []  # pids of the workers this server started: reaped, ne
 
 def spawn(row: dict[str, Any]) -> int:
     """Start the worker process, detached (a session of its own, stdio on the null
-    device); its pid. It starts under SCHED_IDLE where there is one, so that its
-    interpreter's start does not take the CPU from the reply the server is about to
-    write; `run` puts it back to the normal policy before it does any work."""
+    device); its pid. Its scheduling policy stays the server's: a SCHED_IDLE start
+    would hold the server (posix_spawn waits for the exec) on a busy machine, and an
+    unprivileged process may not take the normal policy back (RLIMIT_NICE)."""
     for pid in list(_children):  # reap the ones that ended (a long-lived HTTP server)
         with contextlib.suppress(ChildProcessError):
             if os.waitpid(pid, os.WNOHANG)[0]:
@@ -65,27 +65,19 @@ def spawn(row: dict[str, Any]) -> int:
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    idle = getattr(os, "SCHED_IDLE", None)
     where = row["cwd"] or os.getcwd()
     env["PWD"] = where
-    pid = _spawn_in(where, argv, env, quiet, idle)
+    pid = _spawn_in(where, argv, env, quiet)
     _children.append(pid)
     return pid
 
 
-def _spawn_in(cwd: str, argv: list[str], env: dict[str, str], actions: list[Any], idle: int | None) -> int:
+def _spawn_in(cwd: str, argv: list[str], env: dict[str, str], actions: list[Any]) -> int:
     """posix_spawn (a vfork: cheap beside the server's heap) has no working-folder action
     before Python 3.13: the worker is told its folder (TODOLEDGER_TASK_CWD) and changes
     to it first (`main`)."""
     env["TODOLEDGER_TASK_CWD"] = cwd
-    kw: dict[str, Any] = {"file_actions": actions, "setsid": True}
-    if idle is not None:
-        kw["scheduler"] = (idle, os.sched_param(0))
-    try:
-        return os.posix_spawn(argv[0], argv, env, **kw)
-    except OSError:  # no SCHED_IDLE here: the normal policy
-        kw.pop("scheduler", None)
-        return os.posix_spawn(argv[0], argv, env, **kw)
+    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
 
 
 def start(lg: Ledger, row: dict[str, Any]) -> bool:
@@ -263,11 +255,6 @@ def run(task_id: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if hasattr(os, "sched_setscheduler") and hasattr(
-        os, "SCHED_OTHER"
-    ):  # started idle (`spawn`): work normally
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     where = os.environ.pop("TODOLEDGER_TASK_CWD", None)
     if where:
         os.chdir(where)

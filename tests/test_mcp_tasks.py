@@ -201,8 +201,15 @@ def test_plan_verify_is_a_task_whose_result_a_new_server_returns(ledger_env: Pat
             refused = intruder.rpc("tasks/get", {"taskId": created["taskId"]})
             assert refused["error"]["code"] == -32602 and "task not found" in refused["error"]["message"]
             assert intruder.rpc("tasks/cancel", {"taskId": created["taskId"]})["error"]["code"] == -32602
+            answer = {"taskId": created["taskId"], "inputResponses": {"approve": {"action": "accept"}}}
+            assert intruder.rpc("tasks/update", answer)["error"]["code"] == -32602
         finally:
             intruder.close()
+        # An answer to a request the task never made is acknowledged and ignored (SEP-2663).
+        assert result(second.rpc("tasks/update", answer))["resultType"] == "complete"
+        with Ledger(ledger_env) as lg:
+            kept = lg.task(created["taskId"], None)
+        assert kept is not None and kept["input_requests"] is None and kept["status"] == "completed"
         # Without the extension declared: today's synchronous reply.
         plain = result(second.rpc("tools/call", {"name": "plan_verify", "arguments": {}}, tasks=False))
         assert "resultType" not in plain or plain["resultType"] == "complete"

@@ -260,35 +260,37 @@ def test_a_call_that_runs_no_command_stays_synchronous(ledger_env: Path, tmp_pat
         server.close()
 
 
-def test_cancel_ends_the_running_verify_and_leaves_no_process(ledger_env: Path) -> None:
+def test_cancel_from_a_new_server_ends_the_running_verify_and_leaves_no_process(ledger_env: Path) -> None:
     marker = f"sleep 6{os.getpid() % 1000}.5"  # this test's own command, found by its text
     gated_item(ledger_env, f"cmd:{marker}")
-    server = Stdio(ledger_env)
+    first = Stdio(ledger_env)
+    created = result(first.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
+    seen = [created["status"]]
+    wait_until(lambda: processes_with(marker), "the check never started")
+    # The client's server goes away: its output ends at once (the worker holds none of
+    # the client's pipes), while the worker's check runs on.
+    first.close()
+    assert first.proc.stdout is not None and first.proc.stdout.read() == b""
+    assert processes_with(marker)
+    # A person sees it running, with its status message.
+    listed = subprocess.run(
+        [todoledger_bin(), "tasks"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        timeout=60,
+    )
+    assert f"{created['taskId']}  working" in listed.stdout and "verifying: 1 check (cmd:)" in listed.stdout
+    as_json = subprocess.run(
+        [todoledger_bin(), "tasks", "--json"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        timeout=60,
+    )
+    assert [(t["id"], t["status"]) for t in json.loads(as_json.stdout)] == [(created["taskId"], "working")]
+    server = Stdio(ledger_env)  # the client reconnected: a new server process
     try:
-        created = result(server.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
-        seen = [created["status"]]
-        wait_until(lambda: processes_with(marker), "the check never started")
-        # A person sees it running, with its status message.
-        listed = subprocess.run(
-            [todoledger_bin(), "tasks"],
-            capture_output=True,
-            text=True,
-            env=subprocess_env(ledger_env),
-            timeout=60,
-        )
-        assert (
-            f"{created['taskId']}  working" in listed.stdout and "verifying: 1 check (cmd:)" in listed.stdout
-        )
-        as_json = subprocess.run(
-            [todoledger_bin(), "tasks", "--json"],
-            capture_output=True,
-            text=True,
-            env=subprocess_env(ledger_env),
-            timeout=60,
-        )
-        assert [(t["id"], t["status"]) for t in json.loads(as_json.stdout)] == [
-            (created["taskId"], "working")
-        ]
         assert result(server.rpc("tasks/cancel", {"taskId": created["taskId"]}))["resultType"] == "complete"
         done = poll(server, created["taskId"], {"completed", "failed", "cancelled"}, seen)
     finally:

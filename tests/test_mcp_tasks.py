@@ -341,6 +341,39 @@ def test_sigkill_of_the_worker_then_get_starts_a_new_one_or_fails_with_the_resum
         server.close()
 
 
+def test_a_worker_started_after_a_sigkill_completes_the_verify(ledger_env: Path) -> None:
+    marker = f"sleep 2.{os.getpid() % 1000}"
+    item = gated_item(ledger_env, f"cmd:{marker}; test -d .")
+    first = Stdio(ledger_env)
+    created = result(first.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
+    first.close()
+    seen = [created["status"]]
+    wait_until(lambda: processes_with(marker), "the check never started")
+    with Ledger(ledger_env) as lg:
+        row = lg.task(created["taskId"], None)
+    assert row is not None
+    os.kill(int(row["pid"]), signal.SIGKILL)
+    wait_until(lambda: not processes_with(f"taskworker {row['id']}"), "the killed worker lingers")
+    server = Stdio(ledger_env)  # a new server process: its get starts a new worker
+    try:
+        resumed = result(server.rpc("tasks/get", {"taskId": created["taskId"]}))
+        assert resumed["status"] == "working" and resumed["statusMessage"].startswith(
+            "resumed: worker 2 started"
+        )
+        done = poll(server, created["taskId"], {"completed", "failed", "cancelled"}, seen)
+    finally:
+        server.close()
+    assert seen == ["working", "completed"], seen
+    assert [(r["item"], r["result"]) for r in done["result"]["structuredContent"]["receipts"]] == [
+        (item, "holds")
+    ]
+    with Ledger(ledger_env) as lg:
+        told = [e["new"]["status"] for e in lg.history("main") if e["field"] == "task"]
+        receipts = lg.receipts(item)
+    assert told == ["working", "working", "completed"]  # created, resumed, completed
+    assert len(receipts) == 1  # the killed worker recorded nothing: its run was done once, by the second
+
+
 # HTTP ----------------------------------------------------------------------------------------
 
 BOT = "bot-token-0123456789abcdef"

@@ -6,7 +6,9 @@ Interfaces (for what builds on this: plan_sweep, approval waits, the board):
 
 - `TasksExtension(tools, identify)`: the SDK `Extension` that `mcp/server.py`
   passes to `MCPServer(extensions=[...])`. The SDK advertises it under
-  `capabilities.extensions` (`server/discover`, and `initialize`) and routes:
+  `capabilities.extensions` of `server/discover` (the 2026-07-28 revision, the
+  one this extension belongs to; the SDK's `initialize` answers of the earlier
+  versions carry no extensions) and routes:
   - `tools/call` (`intercept_tool_call`): only where this request's
     `_meta` clientCapabilities declare the extension (on the 2026-07-28 wire),
     and `PlanTools.open_task(name, args, writer, spawn)` (mcp/tools.py) finds

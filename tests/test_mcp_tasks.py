@@ -231,6 +231,7 @@ def created_writer(db: Path | str, task_id: str) -> str:
         row = lg.task(task_id, None)
     assert row is not None and row["writer"].startswith("mcp:claude-code:")
     assert row["principal"] == "agent:claude-code"
+    assert row["workers"] == 1  # its first worker did it (started before its server exited): no resume
     return str(row["writer"])
 
 

@@ -147,9 +147,9 @@ class TasksExtension(Extension):
             args, writer = self.identify(ctx, raw)
         except LedgerError:
             return await call_next(ctx)  # refused there, in one line, and told to the person
-        from todoledger.mcp.taskworker import spawn
+        from todoledger.mcp.taskworker import spawn_soon
 
-        row = await anyio.to_thread.run_sync(self.plan_tools.open_task, params.name, args, writer, spawn)
+        row = await anyio.to_thread.run_sync(self.plan_tools.open_task, params.name, args, writer, spawn_soon)
         if row is None:
             return await call_next(ctx)
         return wire(row, created=True)

@@ -30,10 +30,12 @@ def _take_back_m009(db: Path | str) -> None:
         "check_stand_in",
         "recent_index",
         "refusal_counts",
+        "tasks",
         "call_keys",
     ], "take back each later migration here"
     _sql(db, "DROP INDEX ops_call_key")
     _sql(db, "ALTER TABLE ops DROP COLUMN call_key")
+    _sql(db, "DROP TABLE tasks")
     _sql(db, "DROP TABLE refusal_counts")
     _sql(db, "DROP INDEX items_recent")
     _sql(db, "ALTER TABLE checks DROP COLUMN stand_in")

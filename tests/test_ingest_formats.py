@@ -185,6 +185,7 @@ def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None
         conn.execute(f"ALTER TABLE items DROP COLUMN {column}")
     conn.execute("DROP INDEX ops_call_key")  # migration 23 (call_keys)
     conn.execute("ALTER TABLE ops DROP COLUMN call_key")
+    conn.execute("DROP TABLE tasks")  # migration 22 (tasks)
     conn.execute("DROP TABLE refusal_counts")  # migration 21 (refusal_counts)
     conn.execute("DROP INDEX items_recent")  # migration 20 (recent_index)
     conn.execute("DROP TABLE ledger_settings")  # migration 17 (ledger_settings)

@@ -22,6 +22,7 @@ from todoledger.ledger.facade_checks import CheckMethods
 from todoledger.ledger.facade_history import HistoryMethods
 from todoledger.ledger.facade_leases import LeaseMethods
 from todoledger.ledger.facade_people import PeopleMethods
+from todoledger.ledger.facade_tasks import TaskMethods
 from todoledger.ledger.retry import new_key, retry_calls
 from todoledger.ledger.unit import Unit
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 
 @retry_calls  # a call whose connection the server closed runs once more where it may (ledger/retry.py)
-class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
+class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods, TaskMethods):
     """A ledger of plans: a SQLite file or a PostgreSQL schema."""
 
     def __init__(

@@ -11,8 +11,8 @@ from the SDK path: `mcp/snapshot.py`), and serves `todowrite`, `todoread`,
 tools (`mcp/tools.py` PlanTools) and the same writer rules (`mcp/writer.py`,
 `mcp/duplicates.py`) as the SDK path: it adds no rules of its own.
 
-Anything else (another method or tool, an approval the client can be asked
-for, a line that is not plain JSON-RPC, a client that changes era) hands the
+Anything else (another method or tool, `tasks/*` and a call that may become an
+MCP task (mcp/tasks.py), an approval the client can be asked for, a line that is not plain JSON-RPC, a client that changes era) hands the
 session on to the SDK path (`mcp/server.py` `run_stdio`): the handshake the
 client made here is replayed to it (its answer swallowed: `mcp/stdio.py`
 REPLAY_ID), then the line and everything read after it. So the SDK stays the
@@ -98,6 +98,28 @@ def _can_elicit(caps: Any) -> bool:
     return type(found) is dict and (found.get("form") is not None or found.get("url") is None)
 
 
+def _declares_tasks(caps: Any) -> bool:
+    """The request declares the MCP Tasks extension (mcp/tasks.py)."""
+    found = caps.get("extensions") if type(caps) is dict else None
+    return type(found) is dict and "io.modelcontextprotocol/tasks" in found
+
+
+def _warm_sdk() -> bool:
+    """A client that declared the MCP Tasks extension will hand a task call on to the SDK
+    path: load it in the background now, so that the call that creates a task does not
+    wait for the import (the hot tools are still answered here meanwhile)."""
+    import threading
+
+    def load() -> None:
+        try:  # noqa: SIM105 (contextlib is not loaded on this path)
+            import todoledger.mcp.server  # noqa: F401
+        except Exception:  # the hand-on imports it again and says what is wrong
+            pass
+
+    threading.Thread(target=load, name="todoledger-sdk-warm", daemon=True).start()
+    return True
+
+
 class Session:
     """One client's session on stdio, as far as this path answers it."""
 
@@ -110,6 +132,7 @@ class Session:
         self.modern_meta: dict[str, Any] | None = None
         self.listens: list[dict[str, Any]] = []  # open subscriptions/listen requests, replayed on hand-on
         self.tools: PlanTools | None = None
+        self.warming = False  # the SDK path loading in the background (a client that declared tasks)
 
     def replay(self) -> bytes:
         """The lines that put the SDK's session where this one stands."""
@@ -176,6 +199,8 @@ class Session:
             raise HandOn
         if self.era is None:
             self.era, self.modern_meta = MODERN, meta
+        if not self.warming and _declares_tasks(meta["io.modelcontextprotocol/clientCapabilities"]):
+            self.warming = _warm_sdk()
         return MODERN
 
     def _listen(self, message: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +239,8 @@ class Session:
         if set(params) - {"protocolVersion", "clientInfo", "capabilities"}:
             raise HandOn
         self.era, self.initialize = LEGACY, params
+        if not self.warming and _declares_tasks(params["capabilities"]):
+            self.warming = _warm_sdk()
         return answers[version]
 
     def _call(self, era: str, params: dict[str, Any], text: str) -> dict[str, Any]:
@@ -231,6 +258,11 @@ class Session:
             )
         if name in ASKING_TOOLS and _can_elicit(caps):
             raise HandOn  # it may ask the client's user for an approval: the SDK's elicitation
+        if _declares_tasks(caps):
+            from todoledger.mcp.tools import TASK_TOOLS
+
+            if name in TASK_TOOLS:
+                raise HandOn  # it may become an MCP task: the SDK path's extension (mcp/tasks.py)
         client = info.get("name")
         if type(client) is not str:
             raise HandOn

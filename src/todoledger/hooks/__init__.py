@@ -5,20 +5,22 @@ click, rich or MCP: agents run hooks on every tool call."""
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
 
 from todoledger import agents
 from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError, UnavailableError
 from todoledger.core.scoped import contextmanager
 from todoledger.store.locate import spool_dir, waiting
 
+# Not imported here: `json` (its regular expressions, `enum`, `functools`...: about a third of
+# a bare interpreter's start; the event is read by core/jsontext.py, and only the spool
+# imports json), `importlib` (the handler is found with `__import__`) and `collections.abc`
+# (which loads `collections`). tests/test_lean_imports.py holds the hooks to it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from todoledger.ledger import Ledger, WriteResult
@@ -154,6 +156,7 @@ def spool(agent: str, raw: bytes, cwd: str | None) -> str | None:
     """Keep an event the ledger could not take (busy, or its server out of
     reach) in order, with an idempotency key and the time it happened; the next
     hook run, or `todoledger flush`, replays it."""
+    import json
     import uuid
 
     from todoledger.core.timefmt import now
@@ -196,6 +199,7 @@ def replay(
     if not os.path.isdir(folder):
         return 0, 0, 0
     import fcntl
+    import json
 
     done = refused = 0
     lock = os.open(folder, os.O_RDONLY)  # the folder itself: no lock file to leave behind
@@ -275,7 +279,8 @@ def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:
     spec = agents.find(agent)
     if spec is None:
         raise ValueError(f"unknown agent {agent!r}")
-    found: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(spec.hook).handle
+    __import__(spec.hook)  # importlib.import_module's work for a module named in full, without importlib
+    found: Callable[[dict[str, Any], str | None], str | None] = sys.modules[spec.hook].handle
     return found
 
 
@@ -294,7 +299,9 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
         if len(raw) > MAX_PAYLOAD_BYTES:
             log(f"hook {agent}: payload over {MAX_PAYLOAD_BYTES} bytes ignored")
             return 0
-        event = json.loads(raw or b"{}")
+        from todoledger.core.jsontext import loads_bytes
+
+        event = loads_bytes(raw or b"{}")  # json.loads, without importing json for UTF-8 text
         if not isinstance(event, dict):
             log(f"hook {agent}: expected a JSON object on stdin")
             return 0

@@ -173,6 +173,38 @@ def test_a_console_write_leaves_the_wal_for_the_next_call(tmp_path: Path) -> Non
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+def test_a_console_hook_leaves_the_wal_for_the_next_call(tmp_path: Path) -> None:
+    """As the lean verbs: a hook run by the console script leaves its SQLite ledger open
+    for `os._exit` (hooks/__init__.py `_Opened`), so its commit is not followed by a
+    checkpoint (three fsyncs) and the next hook does not create the WAL again. What it
+    wrote is committed: the next process reads it, and the ledger checks whole."""
+    from tests.conftest import todoledger_bin
+
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        lg.add("Build the drafter", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(db)}
+    env.pop("TODOLEDGER_PLAN", None)
+    for status in ("in_progress", "completed"):
+        todos = {"todos": [{"content": "Build the drafter", "status": status, "activeForm": "Building"}]}
+        event = {"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "TodoWrite"}
+        done = subprocess.run(
+            [todoledger_bin(), "hook", "claude-code"],
+            input=json.dumps({**event, "tool_input": todos}).encode(),
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "ledger.db-wal").exists()  # not checkpointed away on the way out
+        shown = subprocess.run([todoledger_bin(), "show", "--json"], capture_output=True, env=env, timeout=60)
+        assert {it["content"]: it["status"] for it in json.loads(shown.stdout)["items"]} == {
+            "Build the drafter": status
+        }
+    checked = subprocess.run([todoledger_bin(), "check"], capture_output=True, text=True, env=env, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 PANEL_PROBE = (
     "import json, sys, io\nfrom todoledger.cli.entry import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"

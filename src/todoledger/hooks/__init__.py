@@ -74,11 +74,44 @@ def event_cwd(event: dict[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and cwd and os.path.isdir(cwd) else None
 
 
-def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
-    """The project's ledger with a hook's short patience for a busy file."""
+def ledger(cwd: str | None, *, create: bool = True) -> _Opened:
+    """The project's ledger with a hook's short patience for a busy file, for a `with` block."""
     from todoledger.ledger import Ledger
 
-    return Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True)  # store/libpq.py says why
+    return _Opened(Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True))  # store/libpq.py says why
+
+
+# Set by the console script (cli/entry.py), which ends the process with `os._exit` once the
+# hook's answer is flushed.
+_console: list[bool] = [False]
+_left_open: list[Ledger] = []
+
+
+class _Opened:
+    """A hook's ledger, closed at the end of the `with` block, except in the console script
+    for a SQLite file, as the lean verbs do (cli/lean.py `_Opened`): closing SQLite's last
+    connection checkpoints the WAL into the database and deletes it (three fsyncs after a
+    write), and the next hook, a few seconds later, creates it and its index again. Each
+    commit is synced before it returns (synchronous=FULL), so what the hook wrote is durable
+    either way, and the next process reads the WAL as SQLite does after any process that
+    ended without closing. One ledger at most is left open (a replay opens one per event);
+    a PostgreSQL connection is always closed."""
+
+    __slots__ = ("ledger",)
+
+    def __init__(self, lg: Ledger) -> None:
+        self.ledger = lg
+
+    def __enter__(self) -> Ledger:
+        return self.ledger
+
+    def __exit__(self, *exc: object) -> None:
+        if not _console[0] or "://" in self.ledger.location:
+            self.ledger.close()
+            return
+        while _left_open:
+            _left_open.pop().close()
+        _left_open.append(self.ledger)
 
 
 def mirror(
@@ -284,9 +317,11 @@ def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:
     return found
 
 
-def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
+def run_hook(args: list[str], stdin: Any = None, stdout: Any = None, *, console: bool = False) -> int:
     """Read the agent's hook JSON, hand it to the agent's handler, print its
-    answer. Always returns 0."""
+    answer. Always returns 0. `console`: the process ends with `os._exit` once this
+    returns (see `_Opened`)."""
+    _console[0] = console
     agent = args[0] if args else ""
     cwd: str | None = None
     try:

@@ -28,14 +28,23 @@ def _default(value: Any) -> Any:
     raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
 
 
-def encoder(default: Callable[[Any], Any] | None = None) -> Callable[[Any], str]:
-    """`json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default).encode`."""
+def encoder(
+    default: Callable[[Any], Any] | None = None,
+    *,
+    separators: tuple[str, str] = (",", ":"),
+    sort_keys: bool = False,
+) -> Callable[[Any], str]:
+    """`json.JSONEncoder(ensure_ascii=False, separators=separators, sort_keys=sort_keys,
+    default=default).encode`."""
+    items, keys = separators
     try:
         from _json import encode_basestring, make_encoder
     except ImportError:  # no C accelerator: the json package is the reference anyway
         import json
 
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default).encode
+        return json.JSONEncoder(
+            ensure_ascii=False, separators=separators, sort_keys=sort_keys, default=default
+        ).encode
     # As json.JSONEncoder.iterencode builds it for a one-shot encode without indent:
     # markers (check_circular), default, the string encoder of ensure_ascii=False, indent,
     # key separator, item separator, sort_keys, skipkeys, allow_nan.
@@ -46,7 +55,7 @@ def encoder(default: Callable[[Any], Any] | None = None) -> Callable[[Any], str]
     def encode(value: Any) -> str:
         if isinstance(value, str):  # as JSONEncoder.encode: a lone string skips the encoder
             return strings(value)
-        return "".join(make({}, fallback, strings, None, ":", ",", False, False, True)(value, 0))
+        return "".join(make({}, fallback, strings, None, keys, items, sort_keys, False, True)(value, 0))
 
     return encode
 

@@ -154,3 +154,16 @@ def test_indented_leaves_other_values_to_json(value: Any) -> None:
             indented(value)
         return
     assert indented(value) == expected
+
+
+@given(VALUES)
+def test_the_canonical_options_text_is_json_dumps_sorted_byte_for_byte(value: Any) -> None:
+    """A check's canonical text (core/checkspec.py), which a person's trust signs."""
+    ours = encoder(separators=(", ", ": "), sort_keys=True)
+    try:
+        expected = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except TypeError:  # keys of mixed types cannot be sorted: refused alike
+        with pytest.raises(TypeError):
+            ours(value)
+        return
+    assert ours(value) == expected

@@ -428,9 +428,7 @@ def cannot_fail(check: Check, siblings: Sequence[Check] = ()) -> str | None:
         word = cmd.split(" ", 1)[0]
         if word in ("echo", "printf") and not any(ch in cmd for ch in _SHELL_LOGIC):
             return f"a bare {word} always exits 0 and prints what it was told"
-        import re
-
-        if check.expect is None and re.search(_ALWAYS_ZERO_TAIL, cmd):
+        if check.expect is None and _zero_tail(cmd):
             return "it ends in an exit status of 0 whatever ran before"
         return None
     if check.kind == "file":
@@ -440,11 +438,27 @@ def cannot_fail(check: Check, siblings: Sequence[Check] = ()) -> str | None:
     return None
 
 
-def writes_file(command: str, path: str) -> bool:
-    """Does this shell command (visibly) create or write `path`: a redirection into it, touch, tee, cp/mv to it?"""
+def _zero_tail(cmd: str) -> bool:
+    """`_ALWAYS_ZERO_TAIL` found in `cmd` (its whitespace already single spaces). `re` only
+    where it could match (an `||` or `;`, and an end in true, : or 0): a read judges every
+    gate, and `re`'s import costs more than that read (issue 30)."""
+    if ("||" not in cmd and ";" not in cmd) or not cmd.rstrip().rstrip(";").rstrip().endswith(
+        ("true", ":", "0")
+    ):
+        return False
     import re
 
-    name = re.escape(path[2:] if path.startswith("./") else path)
+    return bool(re.search(_ALWAYS_ZERO_TAIL, cmd))
+
+
+def writes_file(command: str, path: str) -> bool:
+    """Does this shell command (visibly) create or write `path`: a redirection into it, touch, tee, cp/mv to it?"""
+    bare = path[2:] if path.startswith("./") else path
+    if bare not in command:  # each pattern below names it: `re` only where one could match
+        return False
+    import re
+
+    name = re.escape(bare)
     target = r"(?:\./)?" + name + r"(?=$|[\s;&|)])"
     return bool(
         re.search(r">>?\|?\s*['\"]?" + target, command)

@@ -9,7 +9,12 @@
    1,000 items with the same open work (target <= 2x: the recovery text reads
    what it prints, ledger/reading.py `recovery_view`);
 2. each hook (TodoWrite mirror, SessionStart, Stop) on the 1,000-item plan,
-   next to `python -c pass` with bytecode compiled (target <= 2.5x);
+   next to `python -c pass` with bytecode compiled (target <= 2.5x), without
+   and with Claude Code's task panel installed (`install claude-code --panel`:
+   "hooks keep their budgets with the panel sync turned on"). The mirror sends
+   the same three-item list each run: after the first run it changes nothing
+   (no commit, no panel rows written); SessionStart syncs the panel (its rows
+   already shown: nothing written after the first run);
 3. `show --json` on a plan of 300 items each with a gate (a file check), next
    to the same plan without gates (target <= 1.2x: no import machinery per
    gate, core/checkspec.py).
@@ -66,8 +71,26 @@ def gated_plan(db: Path, gated: bool) -> None:
                 lg.add_check(f"g{k:04d}", f"file:{proof}", writer="cli:bench")
 
 
-def event(name: str, **more: object) -> bytes:
-    return json.dumps({"session_id": "bench", "hook_event_name": name, "cwd": os.getcwd(), **more}).encode()
+def event(name: str, cwd: str | None = None, **more: object) -> bytes:
+    where = cwd or os.getcwd()
+    return json.dumps({"session_id": "bench", "hook_event_name": name, "cwd": where, **more}).encode()
+
+
+def panel_of(work: Path, db: Path) -> tuple[Path, str, dict[str, str]]:
+    """A project (a git repository) with Claude Code's task panel installed for its plan,
+    as `install claude-code --panel` sets it up; the hook's environment for it."""
+    from todoledger.install import run
+    from todoledger.panel import target
+
+    project, home = work / "panel-project", work / "panel-home"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    home.mkdir()
+    run("claude-code", project=project, home=home, panel=True, plan="main")
+    found = target(str(project), home)
+    assert found is not None
+    hook_env = {"HOME": str(home), "CLAUDE_CODE_TASK_LIST_ID": found.list_id, "TODOLEDGER_DB": str(db)}
+    return project, found.folder, hook_env
 
 
 def timed(cmd: list[str], env: dict[str, str], stdin: bytes | None) -> float:
@@ -92,10 +115,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         small_db, large_db = work / "small" / "ledger.db", work / "large" / "ledger.db"
+        panel_db = work / "panel" / "ledger.db"
         small_db.parent.mkdir()
         large_db.parent.mkdir()
+        panel_db.parent.mkdir()
         plan_of(small_db, 1_000)
         plan_of(large_db, large)
+        plan_of(panel_db, 1_000)
+        project, folder, panel_vars = panel_of(work, panel_db)
         # Bytecode compiled, as an installed package has it: a stale .pyc would be compiled per run.
         compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "src"), quiet=1)
         base = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
@@ -112,6 +139,12 @@ def main() -> None:
         }
         mirror = event("PostToolUse", tool_name="TodoWrite", tool_input=todos, tool_response={})
         stop = event("Stop", stop_hook_active=False)
+        panel_env = base | panel_vars
+        panel_start = event("SessionStart", str(project), source="startup")
+        panel_mirror = event(
+            "PostToolUse", str(project), tool_name="TodoWrite", tool_input=todos, tool_response={}
+        )
+        panel_stop = event("Stop", str(project), stop_hook_active=False)
         gated_db, plain_db = work / "gated" / "ledger.db", work / "plain" / "ledger.db"
         gated_plan(gated_db, True)
         gated_plan(plain_db, False)
@@ -124,10 +157,15 @@ def main() -> None:
             f"SessionStart, {large:,} items": (hook, large_env, start),
             "TodoWrite mirror, 1,000 items": (hook, small_env, mirror),
             "Stop, 1,000 items": (hook, small_env, stop),
+            "SessionStart, panel on": (hook, panel_env, panel_start),
+            "TodoWrite mirror, panel on": (hook, panel_env, panel_mirror),
+            "Stop, panel on": (hook, panel_env, panel_stop),
         }
         samples: dict[str, list[float]] = {name: [] for name in cases}
         for cmd, env, stdin in cases.values():  # warm the page cache and bytecode
             timed(cmd, env, stdin)
+        shown = [n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
+        assert len(shown) == OPEN + 21, shown  # the open items, the 20 latest done, "... N more": synced
         for _ in range(runs):
             for name, (cmd, env, stdin) in cases.items():
                 samples[name].append(timed(cmd, env, stdin))

@@ -158,3 +158,64 @@ def test_arbitrary_text_is_parsed_or_refused_with_one_line(spec: str, options: d
         assert "\n" not in str(exc)
         return
     assert parse(check.text(), check.options()) == check
+
+
+# A gate's verdict stays exactly as strict where `re` is skipped (issue 30) --------------------
+_TOKENS = [
+    "true",
+    ":",
+    "exit",
+    "0",
+    "exit 0",
+    ";",
+    "||",
+    "&&",
+    " ",
+    "  ",
+    "\t",
+    "make",
+    "test",
+    "-s",
+    "out.txt",
+    ">",
+    ">>",
+    "touch",
+    "./out.txt",
+    "cp",
+    "a",
+    "tee",
+    "-a",
+    "echo",
+    "\u00a0",
+    "1",
+    "x0",
+]
+
+
+@given(st.lists(st.sampled_from(_TOKENS), max_size=8))
+def test_the_zero_tail_prefilter_never_changes_the_verdict(parts: list[str]) -> None:
+    import re as regex
+
+    from todoledger.core import checkspec
+
+    cmd = " ".join("".join(parts).split())  # as cannot_fail normalises it
+    assert checkspec._zero_tail(cmd) == bool(regex.search(checkspec._ALWAYS_ZERO_TAIL, cmd))
+
+
+@given(
+    st.lists(st.sampled_from(_TOKENS), max_size=8), st.sampled_from(["out.txt", "./out.txt", "a", "0", ""])
+)
+def test_the_writes_file_prefilter_never_changes_the_verdict(parts: list[str], path: str) -> None:
+    import re as regex
+
+    from todoledger.core.checkspec import writes_file
+
+    command = "".join(parts)
+    name = regex.escape(path[2:] if path.startswith("./") else path)
+    target = r"(?:\./)?" + name + r"(?=$|[\s;&|)])"
+    expected = bool(
+        regex.search(r">>?\|?\s*['\"]?" + target, command)
+        or regex.search(r"\b(?:touch|tee(?:\s+-a)?|mkdir(?:\s+-p)?)\s+(?:[^;&|]*\s)?['\"]?" + target, command)
+        or regex.search(r"\b(?:cp|mv|install|ln(?:\s+-s)?)\s+[^;&|]*\s['\"]?" + target, command)
+    )
+    assert writes_file(command, path) == expected

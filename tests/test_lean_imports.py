@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from todoledger.ledger import Ledger
 
 CHECKS_MODULES = (
@@ -171,6 +173,38 @@ def test_a_console_write_leaves_the_wal_for_the_next_call(tmp_path: Path) -> Non
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+def test_a_console_hook_leaves_the_wal_for_the_next_call(tmp_path: Path) -> None:
+    """As the lean verbs: a hook run by the console script leaves its SQLite ledger open
+    for `os._exit` (hooks/__init__.py `_Opened`), so its commit is not followed by a
+    checkpoint (three fsyncs) and the next hook does not create the WAL again. What it
+    wrote is committed: the next process reads it, and the ledger checks whole."""
+    from tests.conftest import todoledger_bin
+
+    db = tmp_path / "ledger.db"
+    with Ledger(db) as lg:
+        lg.add("Build the drafter", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(db)}
+    env.pop("TODOLEDGER_PLAN", None)
+    for status in ("in_progress", "completed"):
+        todos = {"todos": [{"content": "Build the drafter", "status": status, "activeForm": "Building"}]}
+        event = {"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "TodoWrite"}
+        done = subprocess.run(
+            [todoledger_bin(), "hook", "claude-code"],
+            input=json.dumps({**event, "tool_input": todos}).encode(),
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "ledger.db-wal").exists()  # not checkpointed away on the way out
+        shown = subprocess.run([todoledger_bin(), "show", "--json"], capture_output=True, env=env, timeout=60)
+        assert {it["content"]: it["status"] for it in json.loads(shown.stdout)["items"]} == {
+            "Build the drafter": status
+        }
+    checked = subprocess.run([todoledger_bin(), "check"], capture_output=True, text=True, env=env, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 PANEL_PROBE = (
     "import json, sys, io\nfrom todoledger.cli.entry import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
@@ -214,3 +248,88 @@ def test_without_a_panel_hooks_and_show_import_nothing_of_it(tmp_path: Path) -> 
         assert loaded == [], (args, loaded)
     with Ledger(db) as lg:
         assert lg.items()[0]["status"] == "in_progress"  # the hook did run
+
+
+# The hooks run on every tool call, start and stop (bench/bench_hooks.py: each at most 2.5x
+# `python -c pass`). `collections` and `functools` are not listed: `_sqlite3` imports them.
+HOOK_HEAVY = (
+    *HEAVY_STDLIB,
+    "hashlib",
+    "_hashlib",
+    "pathlib",
+    "importlib",
+    "inspect",
+    "uuid",
+    "fcntl",
+    "math",
+)
+HOOK_PROBE = (
+    "import sys\nfrom todoledger.cli.entry import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    f"loaded = [m for m in {HOOK_HEAVY!r} if m in sys.modules]\n"
+    "panel = [m for m in sys.modules if m.startswith('todoledger.panel')]\n"
+    "sys.stderr.write('LOADED ' + ' '.join(loaded) + ' | ' + ' '.join(panel) + '\\n')\n"
+)
+
+
+@pytest.mark.sqlite_only  # store/postgres.py imports contextlib itself
+@pytest.mark.parametrize("panel", [False, True])
+def test_the_hooks_load_no_heavy_standard_module_with_or_without_a_panel(
+    ledger_env: Path, tmp_path: Path, panel: bool
+) -> None:
+    """SessionStart, a TodoWrite mirror that commits, and Stop load none of `json`
+    (the event is read by core/jsontext.py), `re`, `hashlib`, `pathlib`, `importlib`,
+    `dataclasses`...; with Claude Code's task panel installed (issue 30: the hooks keep
+    their budgets with the panel sync on) neither, and Stop loads nothing of the panel."""
+    from todoledger.install import run
+
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    home.mkdir()
+    env = {**os.environ, "TODOLEDGER_DB": str(ledger_env), "HOME": str(home)}
+    env.pop("TODOLEDGER_PLAN", None)
+    env.pop("CLAUDE_CODE_TASK_LIST_ID", None)
+    if panel:
+        run("claude-code", project=project, home=home, panel=True, plan="main")
+        from todoledger.panel import target
+
+        found = target(str(project), home)
+        assert found is not None
+        env["CLAUDE_CODE_TASK_LIST_ID"] = found.list_id
+    with Ledger(ledger_env) as lg:
+        lg.add("Fix the loader", writer="setup")
+    todos = {"todos": [{"content": "Fix the loader", "status": "in_progress", "activeForm": "Fixing"}]}
+    base = {"session_id": "s1", "cwd": str(project)}
+    events = [
+        ({**base, "hook_event_name": "SessionStart", "source": "startup"}, "SessionStart"),
+        ({**base, "hook_event_name": "SessionStart", "source": "resume"}, "SessionStart, rows as shown"),
+        (
+            {**base, "hook_event_name": "PostToolUse", "tool_name": "TodoWrite", "tool_input": todos},
+            "TodoWrite",
+        ),
+        ({**base, "hook_event_name": "Stop", "stop_hook_active": False}, "Stop"),
+    ]
+    for event, name in events:
+        done = subprocess.run(
+            [sys.executable, "-c", HOOK_PROBE, "hook", "claude-code"],
+            input=json.dumps(event),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=project,
+            timeout=60,
+        )
+        loaded, _, panel_modules = done.stderr.rsplit("LOADED ", 1)[1].partition("|")
+        panel_modules = panel_modules.strip()
+        if name == "SessionStart":
+            assert "Fix the loader" in done.stdout
+            # The first sync writes the panel's rows (their JSON is json's indented form).
+            continue
+        assert loaded.split() == [], (name, loaded)
+        if name == "Stop" or not panel:
+            assert panel_modules == "", (name, panel_modules)
+        elif name == "SessionStart, rows as shown":
+            assert "todoledger.panel.sync" in panel_modules  # the sync did run, and wrote nothing
+    with Ledger(ledger_env) as lg:
+        assert lg.items()[0]["status"] == "in_progress"  # the mirror did commit

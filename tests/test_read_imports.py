@@ -101,3 +101,45 @@ def test_the_session_start_hook_loads_no_contextlib(ledger_env: Path | str, tmp_
     )
     assert "Fix the loader" in done.stdout
     assert done.stderr.rsplit("LOADED ", 1)[1].strip() == ""
+
+
+GATED_PROBE = """
+import sys
+from todoledger.cli.entry import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = ("json", "re", "math", "hashlib", "_hashlib", "importlib", "todoledger.checks.tree")
+sys.stderr.write("LOADED " + " ".join(m for m in heavy if m in sys.modules) + "\\n")
+"""
+
+
+@pytest.mark.sqlite_only  # store/postgres.py imports json itself
+def test_a_gated_show_loads_no_json_re_or_math(ledger_env: Path | str, tmp_path: Path) -> None:
+    """A read of a gated plan parses and judges its gates from stored data: `json` and `re`
+    (with `enum`...) cost more than the rest of that read (issue 30: `show --json` of 300
+    gated items at most 1.2x the same plan without gates). A gate's state is as strict."""
+    with Ledger(ledger_env) as lg:
+        for k in range(3):
+            item = lg.add(f"gated {k}", writer="setup")
+            lg.add_check(item["id"], f"file:{tmp_path / f'out{k}.txt'}", writer="cli:setup")
+            lg.add_check(item["id"], "cmd:test -s out.txt", writer="cli:setup")
+        lg.add("ungated", writer="setup")
+    env = {**os.environ, "TODOLEDGER_DB": str(ledger_env)}
+    env.pop("TODOLEDGER_PLAN", None)
+    for args in (["show", "--json"], ["next", "--json"]):
+        done = subprocess.run(
+            [sys.executable, "-c", GATED_PROBE, *args], capture_output=True, text=True, env=env, cwd=tmp_path
+        )
+        assert done.stderr.rsplit("LOADED ", 1)[1].split() == [], args
+    shown = subprocess.run(
+        [sys.executable, "-m", "todoledger", "show", "--json"], capture_output=True, env=env, cwd=tmp_path
+    )
+    states = {it["content"]: it["verification"] for it in json.loads(shown.stdout)["items"]}
+    assert states == {
+        "gated 0": "unverified",
+        "gated 1": "unverified",
+        "gated 2": "unverified",
+        "ungated": None,
+    }

@@ -27,16 +27,19 @@ Pure: no I/O. Bad specs raise one `LedgerError` line.
 
 from __future__ import annotations
 
-import json
-import math
-import re
-
+from todoledger.core.digests import sha256 as _sha256
+from todoledger.core.jsontext import encoder
 from todoledger.core.model import LedgerError
 from todoledger.core.record import dataclass, field
 
+# Not `json`, `re` or `math` at import (each function that needs one imports it): a read of
+# a gated plan (`show --json`, `next`, SessionStart) parses its checks, which needs none
+# of them for most specs, and `json` with `re` cost more than the rest of that read
+# (issue 30: bench/bench_hooks.py, tests/test_read_imports.py).
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
     from typing import Any, Protocol
 
     class Digest(Protocol):
@@ -157,7 +160,7 @@ class Check:
 
     def canonical(self) -> str:
         """The exact text a person approves: spec line and options."""
-        return self.text() + "\n" + json.dumps(self.options(), sort_keys=True, ensure_ascii=False)
+        return self.text() + "\n" + _OPTIONS_TEXT(self.options())
 
     def digest(self) -> str:
         return sha256(self.canonical().encode("utf-8")).hexdigest()
@@ -182,6 +185,10 @@ class Check:
         return self.kind in ("cmd", "http", "port")
 
 
+# json.dumps(options, sort_keys=True, ensure_ascii=False), without importing json (core/jsontext.py)
+_OPTIONS_TEXT = encoder(separators=(", ", ": "), sort_keys=True)
+
+
 def _num(value: float) -> str:
     return repr(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
@@ -191,36 +198,18 @@ def _bad(spec: str, why: str) -> LedgerError:
     return LedgerError(f"bad check {shown!r}: {why}")
 
 
-_SHA256: list[Callable[[bytes], Digest]] = []  # the constructor, found once (a failed import is not cached)
-
-
 def sha256(data: bytes = b"") -> Digest:
-    """hashlib.sha256 without hashlib: importing it loads OpenSSL, which costs
-    a gated `done` a good part of its start-up (see bench/bench_checks.py). CPython's
-    own module computes the same. Found on the first call only: on 3.11 `_sha2`
-    does not exist, and a failed import is tried again, through every finder, each
-    time it is asked for (tests/test_read_imports.py)."""
-    if not _SHA256:
-        _SHA256.append(_find_sha256())
-    return _SHA256[0](data)
-
-
-def _find_sha256() -> Callable[[bytes], Digest]:
-    import importlib
-
-    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
-        try:
-            found: Callable[[bytes], Digest] = importlib.import_module(name).sha256
-        except (ImportError, AttributeError):
-            continue
-        return found
-    import hashlib
-
-    return hashlib.sha256
+    """hashlib.sha256 without hashlib (core/digests.py): importing it loads OpenSSL,
+    which costs a gated `done` a good part of its start-up (see bench/bench_checks.py)."""
+    found: Digest = _sha256(data)
+    return found
 
 
 def parse_size(text: str) -> int:
     """`5.4T` -> bytes (binary units, as `df -h`); raises ValueError."""
+    import math
+    import re
+
     m = re.match(_SIZE, text)
     if not m:
         raise ValueError(text)
@@ -287,6 +276,8 @@ def _options(text: str, options: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if name == "expect":
+            import re  # only for a check that has an expect pattern
+
             if not isinstance(value, str) or not value:
                 raise _bad(text, "expect must be a regular expression")
             try:
@@ -334,6 +325,8 @@ def _cmd(text: str, body: str) -> dict[str, Any]:
 
 
 def _http(text: str) -> dict[str, Any]:
+    import re
+
     scheme, _, rest = text.partition("://")
     host = rest.split("/", 1)[0].split("?", 1)[0]
     if not host or any(ch.isspace() for ch in text):
@@ -356,6 +349,8 @@ def _port(text: str, body: str) -> dict[str, Any]:
 
 
 def _disk(text: str, body: str) -> dict[str, Any]:
+    import re
+
     path, sep, size = body.rpartition(">=")
     if not sep or not path.strip():
         raise _bad(text, "write disk:PATH>=SIZE (e.g. disk:/data>=5.4T)")
@@ -377,6 +372,9 @@ def _file(text: str, body: str) -> dict[str, Any]:
 
 
 def _metric(text: str, body: str) -> dict[str, Any]:
+    import math
+    import re
+
     for op in OPS:
         name, sep, threshold = body.partition(op)
         if sep:
@@ -404,6 +402,8 @@ def _metric(text: str, body: str) -> dict[str, Any]:
 
 def parse_age(text: str) -> float:
     """`90`, `90s`, `10m`, `2h`, `1d` -> seconds; ValueError otherwise."""
+    import re
+
     m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", text)
     if not m:
         raise ValueError(text)
@@ -428,7 +428,7 @@ def cannot_fail(check: Check, siblings: Sequence[Check] = ()) -> str | None:
         word = cmd.split(" ", 1)[0]
         if word in ("echo", "printf") and not any(ch in cmd for ch in _SHELL_LOGIC):
             return f"a bare {word} always exits 0 and prints what it was told"
-        if check.expect is None and re.search(_ALWAYS_ZERO_TAIL, cmd):
+        if check.expect is None and _zero_tail(cmd):
             return "it ends in an exit status of 0 whatever ran before"
         return None
     if check.kind == "file":
@@ -438,9 +438,27 @@ def cannot_fail(check: Check, siblings: Sequence[Check] = ()) -> str | None:
     return None
 
 
+def _zero_tail(cmd: str) -> bool:
+    """`_ALWAYS_ZERO_TAIL` found in `cmd` (its whitespace already single spaces). `re` only
+    where it could match (an `||` or `;`, and an end in true, : or 0): a read judges every
+    gate, and `re`'s import costs more than that read (issue 30)."""
+    if ("||" not in cmd and ";" not in cmd) or not cmd.rstrip().rstrip(";").rstrip().endswith(
+        ("true", ":", "0")
+    ):
+        return False
+    import re
+
+    return bool(re.search(_ALWAYS_ZERO_TAIL, cmd))
+
+
 def writes_file(command: str, path: str) -> bool:
     """Does this shell command (visibly) create or write `path`: a redirection into it, touch, tee, cp/mv to it?"""
-    name = re.escape(path[2:] if path.startswith("./") else path)
+    bare = path[2:] if path.startswith("./") else path
+    if bare not in command:  # each pattern below names it: `re` only where one could match
+        return False
+    import re
+
+    name = re.escape(bare)
     target = r"(?:\./)?" + name + r"(?=$|[\s;&|)])"
     return bool(
         re.search(r">>?\|?\s*['\"]?" + target, command)

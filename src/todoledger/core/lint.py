@@ -7,9 +7,6 @@ so the agent that made the mistake can recognise it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-
 from todoledger.core.merge import normalise
 from todoledger.core.model import (
     MAX_CONTENT_CHARS,
@@ -23,7 +20,7 @@ from todoledger.core.model import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Sequence
 
 __all__ = [
     "CUT_LIMITS",
@@ -48,7 +45,7 @@ _CONTENT_KEYS: dict[str, str] = {
     "codex": "step",
     "gemini": "description",
 }
-_SPACES = re.compile(r"\s+")
+_SPACES = r"\s+"  # used on a finding only: `re` is not imported by a clean write (the hook path)
 
 
 def content_key(dialect: str) -> str:
@@ -87,7 +84,9 @@ def _valid_text(s: str) -> bool:
 
 
 def _suggest(value: str, vocab: Sequence[str]) -> str:
-    guess = _SPACES.sub("_", value.replace("-", "_"))
+    import re
+
+    guess = re.sub(_SPACES, "_", value.replace("-", "_"))
     if guess == "inprogress":
         guess = "in_progress"
     return f'; did you mean "{guess}"?' if guess in vocab and guess != value else ""

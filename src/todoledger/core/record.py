@@ -34,6 +34,10 @@ else:
         defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
 
         def generate():
+            """`__init__`, on its first use. `__eq__` and `__hash__` are compiled apart, on
+            theirs (`compare`): most of a process's records are never compared, and
+            compiling costs a read of a gated plan or a hook more than the rest of its
+            records' work (bench/bench_hooks.py)."""
             if "__init__" in generated:
                 return
             scope = {"_MISSING": _MISSING}
@@ -53,14 +57,24 @@ else:
                     value = name
                 # Frozen: straight into the instance's dict (object.__setattr__ per field is slower: bench/bench_core.py).
                 body.append(f"    _d[{name!r}] = {value}" if frozen else f"    self.{name} = {value}")
-            own = "(" + "".join(f"self.{n}, " for n in names) + ")"
-            theirs = "(" + "".join(f"other.{n}, " for n in names) + ")"
             exec(
                 f"def __init__(self, {', '.join(params)}):\n"
                 + ("    _d = self.__dict__\n" if frozen and body else "")
                 + ("\n".join(body) or "    pass")
-                + "\n"
-                + "def __eq__(self, other):\n"
+                + "\n",
+                scope,
+            )
+            generated["__init__"] = scope["__init__"]
+            cls.__init__ = scope["__init__"]
+
+        def compare():
+            if "__eq__" in generated:
+                return
+            scope = {}
+            own = "(" + "".join(f"self.{n}, " for n in names) + ")"
+            theirs = "(" + "".join(f"other.{n}, " for n in names) + ")"
+            exec(
+                "def __eq__(self, other):\n"
                 "    if other.__class__ is not self.__class__:\n"
                 "        return NotImplemented\n"
                 f"    return {own} == {theirs}\n"
@@ -68,7 +82,6 @@ else:
                 scope,
             )
             generated.update(scope)
-            cls.__init__ = scope["__init__"]
             cls.__eq__ = scope["__eq__"]
             if frozen:
                 cls.__hash__ = scope["__hash__"]
@@ -81,11 +94,11 @@ else:
             generated["__init__"](self, *args, **kwargs)
 
         def __eq__(self, other):
-            generate()
+            compare()
             return generated["__eq__"](self, other)
 
         def __hash__(self):
-            generate()
+            compare()
             return generated["__hash__"](self)
 
         def __repr__(self):

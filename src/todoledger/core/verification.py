@@ -44,14 +44,13 @@ failing": never in the completed count (`claimed_label`).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping
-
+from todoledger.core.jsontext import loads
 from todoledger.core.model import REPORTED as REPORTED  # here, as its vocabulary; in model for `show`
 from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
     from todoledger.core.checkspec import Check
@@ -254,7 +253,7 @@ class Receipt:
             "check": self.check,
             "item": self.item,
             "spec": self.spec.split("\n", 1)[0],
-            "options": json.loads(self.spec.split("\n", 1)[1]) if "\n" in self.spec else {},
+            "options": loads(self.spec.split("\n", 1)[1]) if "\n" in self.spec else {},
             "result": self.result,
             "code": self.code,
             "duration_ms": self.duration_ms,
@@ -347,21 +346,7 @@ def derive(
 ) -> dict[str, str | None]:
     """Map item id -> verification, for (id, status) pairs; `claimants`: item ->
     the writer who completed it."""
-    by_item: dict[str, list[CheckRow]] = {}
-    for c in checks:
-        by_item.setdefault(c.item, []).append(c)
-    who = claimants or {}
-    return {
-        item: item_state(
-            by_item.get(item, ()),
-            latest,
-            fresh,
-            status,
-            who.get(item) if status == "completed" else None,
-            proves,
-        )
-        for item, status in items
-    }
+    return derive_and_hold(items, checks, latest, fresh, claimants, proves)[0]
 
 
 def held_back(
@@ -375,21 +360,38 @@ def held_back(
     """Items with a gate that does not open (`opens`, gate by gate: a metric gate
     on accepted numbers, a gate that accepts cross-checked): what waits on them
     is not ready."""
+    return derive_and_hold(items, checks, latest, fresh, claimants, proves)[1]
+
+
+def derive_and_hold(
+    items: Iterable[tuple[str, str]],
+    checks: Iterable[CheckRow],
+    latest: Mapping[str, Receipt],
+    fresh: Callable[[CheckRow, Receipt], bool],
+    claimants: Mapping[str, str] | None = None,
+    proves: Callable[[CheckRow, str | None], str] | None = None,
+) -> tuple[dict[str, str | None], frozenset[str]]:
+    """`derive` and `held_back` at once, from one judgement of each item's gates
+    (`gate_states`): a read of a gated plan needs both, and judging every gate twice
+    was most of its cost (issue 30: `show --json` of 300 gated items)."""
     by_item: dict[str, list[CheckRow]] = {}
     for c in checks:
         by_item.setdefault(c.item, []).append(c)
     who = claimants or {}
-    out: set[str] = set()
+    states: dict[str, str | None] = {}
+    held: set[str] = set()
     for item, status in items:
         rows = by_item.get(item, [])
         found = gate_states(rows, latest, fresh, who.get(item) if status == "completed" else None, proves)
+        # as `item_state`: the weakest gate's state; without one, the agent's word
+        states[item] = weakest(found.values()) if found else (REPORTED if status == "completed" else None)
         by_id = {r.id: r for r in rows}
         for check_id, state in found.items():
             row = by_id[check_id]
             if not opens(state, metric=row.check.kind == "metric", accept=row.check.accept):
-                out.add(item)
+                held.add(item)
                 break
-    return frozenset(out)
+    return states, frozenset(held)
 
 
 def gated(verification: Mapping[str, str | None]) -> frozenset[str]:

@@ -9,9 +9,6 @@ runs inside agents' hooks, where a traceback helps nobody.
 
 from __future__ import annotations
 
-from types import ModuleType
-
-from todoledger.core.jsonload import json_path, load_checked
 from todoledger.core.model import Finding, LedgerError, LimitError, LintError, ParsedWrite
 from todoledger.core.unicode import unicode_findings
 from todoledger.dialects import claude_code, claude_tasks, codex, gemini, opencode
@@ -19,6 +16,7 @@ from todoledger.dialects._base import kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 __all__ = ["DIALECTS", "TOOL_DIALECTS", "detect", "parse", "read", "render"]
@@ -57,6 +55,8 @@ class _Unwrapped:
         self.value = value
 
     def load(self, text: str | bytes) -> None:
+        from todoledger.core.jsonload import load_checked  # `json` and `re`: only for JSON text
+
         self._flush()
         self.value, self._pending = load_checked(text)
 
@@ -73,9 +73,12 @@ class _Unwrapped:
         return self.findings
 
     def _flush(self) -> None:
-        prefix = json_path(self._prefix) if self._prefix else ""
-        for f in self._pending:
-            self.findings.append(_reroot(f, prefix))
+        if self._pending:  # only JSON text has them, and only then is `json_path` (json, re) loaded
+            from todoledger.core.jsonload import json_path
+
+            prefix = json_path(self._prefix) if self._prefix else ""
+            for f in self._pending:
+                self.findings.append(_reroot(f, prefix))
         self._pending, self._prefix = [], []
 
 

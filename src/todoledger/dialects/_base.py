@@ -7,9 +7,7 @@ instead of raising, so `todoledger lint` can show every problem at once;
 
 from __future__ import annotations
 
-import re
 import sys
-from collections.abc import Callable
 
 from todoledger.core.lint import check_item_count, field_where, lint_items
 from todoledger.core.model import Finding, Incoming, ParsedWrite
@@ -17,11 +15,13 @@ from todoledger.core.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 # Ids above this are surely not ids; str() of huge ints can even raise.
 _MAX_ID_BITS = 63
-_INDEX = re.compile(r"\w+\[(\d+)\]")
+# `\w+\[(\d+)\]`, compiled where findings are sorted: `re` is not imported by a clean write (the hook path)
+_INDEX = r"\w+\[(\d+)\]"
 
 
 def kind(v: Any) -> str:
@@ -152,7 +152,9 @@ def fit_list(payload: Any, shape: ListShape) -> str | None:
 
 def _payload_order(f: Finding) -> int:
     """Item index of a finding, so findings read in payload order; list-wide ones last."""
-    m = _INDEX.match(f.where)
+    import re
+
+    m = re.match(_INDEX, f.where)  # re's own cache keeps it compiled
     return int(m.group(1)) if m else sys.maxsize
 
 

@@ -5,20 +5,22 @@ click, rich or MCP: agents run hooks on every tool call."""
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
 
 from todoledger import agents
 from todoledger.core.model import MAX_PAYLOAD_BYTES, BusyError, UnavailableError
 from todoledger.core.scoped import contextmanager
 from todoledger.store.locate import spool_dir, waiting
 
+# Not imported here: `json` (its regular expressions, `enum`, `functools`...: about a third of
+# a bare interpreter's start; the event is read by core/jsontext.py, and only the spool
+# imports json), `importlib` (the handler is found with `__import__`) and `collections.abc`
+# (which loads `collections`). tests/test_lean_imports.py holds the hooks to it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from todoledger.ledger import Ledger, WriteResult
@@ -77,9 +79,9 @@ def event_cwd(event: dict[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and cwd and os.path.isdir(cwd) else None
 
 
-def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
-    """The project's ledger with a hook's short patience for a busy file, its
-    deadline for a server, and the event's idempotency key (the n-th ledger a
+def ledger(cwd: str | None, *, create: bool = True) -> _Opened:
+    """The project's ledger, for a `with` block, with a hook's short patience for a busy
+    file, its deadline for a server, and the event's idempotency key (the n-th ledger a
     handler opens for one event keys its writes `key/n`)."""
     from todoledger.ledger import Ledger
 
@@ -87,9 +89,42 @@ def ledger(cwd: str | None, *, create: bool = True) -> Ledger:
     if key is not None:
         opened = _call["opens"] = _call.get("opens", 0) + 1
         key = key if opened == 1 else f"{key}/{opened}"
-    return Ledger(  # lean: store/libpq.py says why
-        cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True, deadline=_call.get("deadline"), key=key
+    return _Opened(  # lean: store/libpq.py says why
+        Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True, deadline=_call.get("deadline"), key=key)
     )
+
+
+# Set by the console script (cli/entry.py), which ends the process with `os._exit` once the
+# hook's answer is flushed.
+_console: list[bool] = [False]
+_left_open: list[Ledger] = []
+
+
+class _Opened:
+    """A hook's ledger, closed at the end of the `with` block, except in the console script
+    for a SQLite file, as the lean verbs do (cli/lean.py `_Opened`): closing SQLite's last
+    connection checkpoints the WAL into the database and deletes it (three fsyncs after a
+    write), and the next hook, a few seconds later, creates it and its index again. Each
+    commit is synced before it returns (synchronous=FULL), so what the hook wrote is durable
+    either way, and the next process reads the WAL as SQLite does after any process that
+    ended without closing. One ledger at most is left open (a replay opens one per event);
+    a PostgreSQL connection is always closed."""
+
+    __slots__ = ("ledger",)
+
+    def __init__(self, lg: Ledger) -> None:
+        self.ledger = lg
+
+    def __enter__(self) -> Ledger:
+        return self.ledger
+
+    def __exit__(self, *exc: object) -> None:
+        if not _console[0] or "://" in self.ledger.location:
+            self.ledger.close()
+            return
+        while _left_open:
+            _left_open.pop().close()
+        _left_open.append(self.ledger)
 
 
 def mirror(
@@ -168,6 +203,8 @@ def spool(agent: str, raw: bytes, cwd: str | None, key: str | None = None) -> st
     reach) in order, with its idempotency key (`key`: the one its first attempt
     carried, else a new one) and the time it happened; the next hook run, or
     `todoledger flush`, replays it."""
+    import json
+
     from todoledger.core.timefmt import now
 
     folder = spool_dir(cwd)
@@ -208,6 +245,7 @@ def replay(
     if not os.path.isdir(folder):
         return 0, 0, 0
     import fcntl
+    import json
 
     done = refused = 0
     lock = os.open(folder, os.O_RDONLY)  # the folder itself: no lock file to leave behind
@@ -288,13 +326,16 @@ def handler(agent: str) -> Callable[[dict[str, Any], str | None], str | None]:
     spec = agents.find(agent)
     if spec is None:
         raise ValueError(f"unknown agent {agent!r}")
-    found: Callable[[dict[str, Any], str | None], str | None] = importlib.import_module(spec.hook).handle
+    __import__(spec.hook)  # importlib.import_module's work for a module named in full, without importlib
+    found: Callable[[dict[str, Any], str | None], str | None] = sys.modules[spec.hook].handle
     return found
 
 
-def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
+def run_hook(args: list[str], stdin: Any = None, stdout: Any = None, *, console: bool = False) -> int:
     """Read the agent's hook JSON, hand it to the agent's handler, print its
-    answer. Always returns 0."""
+    answer. Always returns 0. `console`: the process ends with `os._exit` once this
+    returns (see `_Opened`)."""
+    _console[0] = console
     agent = args[0] if args else ""
     cwd: str | None = None
     try:
@@ -307,7 +348,9 @@ def run_hook(args: list[str], stdin: Any = None, stdout: Any = None) -> int:
         if len(raw) > MAX_PAYLOAD_BYTES:
             log(f"hook {agent}: payload over {MAX_PAYLOAD_BYTES} bytes ignored")
             return 0
-        event = json.loads(raw or b"{}")
+        from todoledger.core.jsontext import loads_bytes
+
+        event = loads_bytes(raw or b"{}")  # json.loads, without importing json for UTF-8 text
         if not isinstance(event, dict):
             log(f"hook {agent}: expected a JSON object on stdin")
             return 0

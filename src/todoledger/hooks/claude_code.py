@@ -24,8 +24,8 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     from todoledger.hooks import mirror
 
     name = event.get("hook_event_name")
-    where = _panel(cwd)
     if name == "SessionStart":
+        where = _panel(cwd)
         if where is not None:  # first of all: Claude Code shows external rows only if the folder exists
             from todoledger.panel.sync import ensure_folder
 
@@ -65,7 +65,10 @@ def handle(event: dict[str, Any], cwd: str | None) -> str | None:
     # Task ids belong to the session's task list, which its subagents share:
     # their Task calls write as the session so that the ids resolve.
     writer = writer_of(event) if dialect == "claude-code" else writer_of({**event, "agent_id": None})
-    if where is None or dialect != "claude-tasks":
+    # The panel is asked here (Task calls name its rows) and at SessionStart only: a Stop or
+    # another tool's call loads nothing of it, and a TodoWrite's sync follows its write (`mirror`).
+    where = _panel(cwd) if dialect == "claude-tasks" else None
+    if where is None:
         mirror(cwd, payload, writer=writer, dialect=dialect, response=response)
         return None
     from todoledger.panel.sync import seen, translate

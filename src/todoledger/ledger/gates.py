@@ -15,7 +15,6 @@ A check that cannot fail (`checkspec.cannot_fail`) is refused when added.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
 
 from todoledger.core import verification as core
 from todoledger.core.checkspec import Check
@@ -28,6 +27,7 @@ from todoledger.store.checks import CheckRepo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
     from todoledger.ledger.unit import Unit
@@ -166,12 +166,20 @@ def states_and_held(
         return {i: (core.REPORTED if s == "completed" else None) for i, s in pairs}, frozenset()
     rows = repo.checks(plan)
     latest_by_spec = repo.latest_receipts(plan)
-    keys = [(r.id, r.check.canonical()) for r in rows]  # once a row: canonical() writes JSON
-    latest = {key[0]: latest_by_spec[key] for key in keys if key in latest_by_spec}
+    latest = {}
+    if latest_by_spec:
+        # canonical() writes JSON: once per parsed check, which rows of the same spec share
+        # (store/checks.py); a plan none of whose checks ever ran has no receipt to match
+        texts: dict[int, str] = {}
+        for r in rows:
+            text = texts.get(id(r.check))
+            if text is None:
+                text = texts[id(r.check)] = r.check.canonical()
+            if (r.id, text) in latest_by_spec:
+                latest[r.id] = latest_by_spec[(r.id, text)]
     claimants = repo.completers(plan) if any(s == "completed" for _, s in pairs) else {}
     fresh, proof = _freshness(), _proof(u, rows)
-    found = core.derive(pairs, rows, latest, fresh, claimants, proof)
-    return found, core.held_back(pairs, rows, latest, fresh, claimants, proof)
+    return core.derive_and_hold(pairs, rows, latest, fresh, claimants, proof)
 
 
 def clock() -> float:
@@ -226,8 +234,6 @@ FUTURE_SKEW = 300.0
 def _freshness() -> Callable[[CheckRow, Receipt], bool]:
     """Is a receipt still current: younger than its check's maximum age, its
     tree state unchanged? One look per distinct tree."""
-    from todoledger.checks import tree
-
     cache: dict[str, bool] = {}
     at_now: list[float] = []
 
@@ -243,6 +249,8 @@ def _freshness() -> Callable[[CheckRow, Receipt], bool]:
             return True
         key = repr(sorted(r.tree.items()))
         if key not in cache:
+            from todoledger.checks import tree  # only for a receipt that ran against a tree
+
             cache[key] = tree.same(r.tree)
         return cache[key]
 

@@ -79,7 +79,11 @@ def _message(text: str) -> dict[str, Any]:
         found = json.loads(text, parse_constant=_bad_constant)
     except (ValueError, RecursionError):
         raise HandOn from None
-    if type(found) is not dict or found.get("jsonrpc") != "2.0" or _depth(found) > MAX_DEPTH:
+    if type(found) is not dict or found.get("jsonrpc") != "2.0":
+        raise HandOn
+    # Each level of nesting opens with a bracket of the text (brackets in strings only add to
+    # the count): a text with at most MAX_DEPTH of them cannot be deeper, and is not walked.
+    if text.count("{") + text.count("[") > MAX_DEPTH and _depth(found) > MAX_DEPTH:
         raise HandOn
     ident = found.get("id")
     if "id" in found and (type(ident) is not str and type(ident) is not int):

@@ -10,12 +10,16 @@ the item completed: one whose gate fails, never ran or proves nothing yet shows
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from typing import Any
-
+from todoledger.core.jsontext import indented
 from todoledger.core.model import OPEN_STATUSES
+from todoledger.core.record import dataclass, field
 from todoledger.core.sanitize import for_terminal
+
+# Not `json`, `dataclasses` or `typing`: the Claude Code hook
+# loads this module on each call that syncs the panel (bench/bench_hooks.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_OPEN = 200
 MAX_DONE = 20
@@ -104,7 +108,7 @@ def render(
     task["blockedBy"] = [rows[k] for k in want.blockers if k in rows]
     if want.key != MORE:
         task["metadata"] = {"todoledger": {"plan": plan, "item": want.key, "revision": revision}}
-    return json.dumps(task, indent=2, ensure_ascii=False).encode("utf-8")
+    return indented(task).encode("utf-8")  # json.dumps(task, indent=2, ensure_ascii=False), without json
 
 
 def blocks_of(wants: list[Want], rows: dict[str, str]) -> dict[str, list[str]]:

@@ -14,8 +14,8 @@ all-completed list, nothing is written again until an item of the plan is open.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
+from todoledger.core.record import dataclass, field
 from todoledger.panel import Target, files, target
 from todoledger.panel.rows import MORE, Want, blocks_of, build, render
 
@@ -168,11 +168,11 @@ def _adopt(
 
 def _signature(want: Want, row: str, row_of: dict[str, str], blocks: dict[str, list[str]]) -> str:
     """What the row shows (not the revision it was written at): unchanged, it is not rewritten."""
-    import hashlib
+    from todoledger.core.digests import blake2b
 
     shown = [row, want.subject, want.description, want.status, want.active_form or ""]
     shown += [",".join(blocks.get(want.key, [])), ",".join(row_of[k] for k in want.blockers if k in row_of)]
-    return hashlib.blake2b("\x1f".join(shown).encode("utf-8"), digest_size=8).hexdigest()
+    return str(blake2b("\x1f".join(shown).encode("utf-8"), digest_size=8).hexdigest())
 
 
 def _split(recorded: str) -> tuple[str, str]:

@@ -6,18 +6,20 @@ annotations) go through `repo.Writes` in the same transaction.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-
+from todoledger.core.jsontext import compact, loads
 from todoledger.core.model import LedgerError
 from todoledger.core.verification import CheckRow, Receipt
 
+# Not `json` (stored text is read by core/jsontext.py; only a write imports json): a read of a
+# gated plan (`show --json`, `next`, SessionStart) has no other use for it (issue 30).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from todoledger.store.base import Row, Store
 
+_COMPLETED, _IN_PROGRESS = compact("completed"), compact("in_progress")  # as stored: JSON text
 _CHECK_COLUMNS = "id, plan, item, role, spec, options, trusted_hash, created_by, at, trusted_by, route, cwd, path, stand_in"
 _RECEIPT_COLUMNS = "check_id, item, spec, result, code, duration_ms, output, at, asked_by, tree, env"
 
@@ -35,7 +37,7 @@ def _check(row: Row) -> CheckRow | None:
     found = _PARSED.get(key)
     if found is None:
         try:
-            check = parse(row[4], json.loads(row[5]))
+            check = parse(row[4], loads(row[5]))
         except (LedgerError, ValueError):
             return None  # written by a newer version with a kind this one does not know: never run it
         if len(_PARSED) > 4096:  # a long-lived server: bounded
@@ -43,20 +45,22 @@ def _check(row: Row) -> CheckRow | None:
         found = _PARSED[key] = (check, check.digest())
     check, digest = found
     trusted = row[6] is not None and row[6] == digest
+    # In CheckRow's field order (id, plan, item, role, check, trusted, created_by, at,
+    # trusted_by, route, cwd, path, stand_in): a gated plan's read makes one a check.
     return CheckRow(
-        id=row[0],
-        plan=row[1],
-        item=row[2],
-        role=row[3],
-        check=check,
-        trusted=trusted,
-        created_by=row[7],
-        at=row[8],
-        trusted_by=row[9] if trusted else None,
-        route=row[10],
-        cwd=row[11],
-        path=row[12],
-        stand_in=bool(row[13]),
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        check,
+        trusted,
+        row[7],
+        row[8],
+        row[9] if trusted else None,
+        row[10],
+        row[11],
+        row[12],
+        bool(row[13]),
     )
 
 
@@ -71,8 +75,8 @@ def _receipt(row: Row) -> Receipt:
         output=row[6],
         at=row[7],
         by=row[8],
-        tree=json.loads(row[9]) if row[9] else None,
-        env=json.loads(row[10]) if row[10] else None,
+        tree=loads(row[9]) if row[9] else None,
+        env=loads(row[10]) if row[10] else None,
     )
 
 
@@ -82,6 +86,8 @@ class CheckRepo:
 
     # checks ----------------------------------------------------------------
     def add(self, row: CheckRow, *, trusted_by: str | None) -> None:
+        import json
+
         digest = row.check.digest() if trusted_by else None
         self.db.execute(
             f"INSERT INTO checks ({_CHECK_COLUMNS}, trusted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -152,6 +158,8 @@ class CheckRepo:
 
     # receipts --------------------------------------------------------------
     def add_receipt(self, plan: str, r: Receipt) -> None:
+        import json
+
         self.db.execute(
             f"INSERT INTO receipts ({_RECEIPT_COLUMNS}, plan) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -270,7 +278,7 @@ class CheckRepo:
         rows = self.db.query(
             "SELECT item, writer FROM events WHERE plan = ? AND field = 'status' AND new = ?"
             " AND item IS NOT NULL ORDER BY seq",
-            (plan, json.dumps("completed")),
+            (plan, _COMPLETED),
         )
         return {r[0]: r[1] for r in rows}
 
@@ -287,7 +295,7 @@ class CheckRepo:
         rows = self.db.query(
             "SELECT DISTINCT plan, item FROM events WHERE field = 'status' AND new = ? AND item IS NOT NULL"
             " AND (writer = ? OR substr(writer, 1, ?) = ?)",
-            (json.dumps("completed"), writer, len(writer) + 1, writer + ":"),
+            (_COMPLETED, writer, len(writer) + 1, writer + ":"),
         )
         return [(r[0], r[1]) for r in rows]
 
@@ -295,7 +303,7 @@ class CheckRepo:
         """When the item first went in_progress (its start), else None."""
         rows = self.db.query(
             "SELECT MIN(at) FROM events WHERE item = ? AND field = 'status' AND new = ?",
-            (item, json.dumps("in_progress")),
+            (item, _IN_PROGRESS),
         )
         return rows[0][0] if rows and rows[0][0] else None
 
@@ -303,6 +311,8 @@ class CheckRepo:
     def add_sweep(
         self, plan: str, name: str, parent: str, definition: dict[str, Any], by: str, at: str
     ) -> None:
+        import json
+
         self.db.execute(
             "INSERT INTO sweeps (plan, name, parent, definition, created_by, at) VALUES (?, ?, ?, ?, ?, ?)",
             (plan, name, parent, json.dumps(definition, sort_keys=True), by, at),
@@ -310,6 +320,8 @@ class CheckRepo:
 
     def sweep(self, plan: str, name: str) -> tuple[str, dict[str, Any]] | None:
         """(parent item, definition) of a sweep."""
+        import json
+
         rows = self.db.query(
             "SELECT parent, definition FROM sweeps WHERE plan = ? AND name = ?", (plan, name)
         )
@@ -334,6 +346,8 @@ class CheckRepo:
         run_check: str,
         position: int,
     ) -> None:
+        import json
+
         self.db.execute(
             "INSERT INTO sweep_items (plan, sweep, item, params, baseline, run_check, position)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -342,6 +356,8 @@ class CheckRepo:
 
     def sweep_items(self, plan: str, sweep: str) -> list[tuple[str, dict[str, str], bool, str]]:
         """(item, params, is_baseline, run check id) in combination order."""
+        import json
+
         return [
             (r[0], json.loads(r[1]), bool(r[2]), r[3])
             for r in self.db.query(
@@ -353,6 +369,8 @@ class CheckRepo:
 
     def sweep_repeats(self, plan: str) -> dict[str, int]:
         """item -> the repeats its sweep asks for, for every sweep combination of the plan."""
+        import json
+
         rows = self.db.query(
             "SELECT si.item, s.definition FROM sweep_items si JOIN sweeps s"
             " ON s.plan = si.plan AND s.name = si.sweep WHERE si.plan = ?",
@@ -401,6 +419,8 @@ class CheckRepo:
         return int(rows[0][0])
 
     def setup_ready(self, seq: int, ready: dict[str, Any]) -> None:
+        import json
+
         self.db.execute(
             "UPDATE sweep_setups SET ready = ? WHERE seq = ?", (json.dumps(ready, sort_keys=True), seq)
         )
@@ -408,6 +428,8 @@ class CheckRepo:
     def end_setup(
         self, seq: int, at: str, teardown: dict[str, Any], clean: dict[str, Any] | None, outcome: str
     ) -> None:
+        import json
+
         self.db.execute(
             "UPDATE sweep_setups SET ended_at = ?, teardown = ?, clean = ?, outcome = ? WHERE seq = ?",
             (
@@ -421,6 +443,8 @@ class CheckRepo:
 
     def setups(self, plan: str, sweep: str, *, live: bool = False) -> list[dict[str, Any]]:
         """The setups a sweep started, oldest first (`live`: those never torn down)."""
+        import json
+
         sql = (
             "SELECT seq, item, host, pid, ticks, command, log, started_at, started_by, ready, ended_at,"
             " teardown, clean, outcome FROM sweep_setups WHERE plan = ? AND sweep = ?"

@@ -110,15 +110,12 @@ _SHA256: list[Any] = []
 
 
 def _sha256() -> Any:
-    """The builtin SHA-256 (no OpenSSL start-up on the hook path), else hashlib's; found once."""
+    """The builtin SHA-256 (no OpenSSL start-up on the hook path), else hashlib's; found once,
+    by the interpreter's version (core/digests.py): no failed import of `_sha2` on 3.11, which
+    searched every entry of sys.path on each write's first event."""
     if not _SHA256:
-        try:
-            from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.12+
-        except ImportError:
-            try:
-                from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-            except ImportError:
-                from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+        from todoledger.core.digests import sha256
+
         _SHA256.append(sha256)
     return _SHA256[0]
 

@@ -118,7 +118,9 @@ class Agent:
                     todos = [{"content": c, "status": "pending"} for c in [*self.listed, step]]
                     result = self.wire.call("todowrite", {"plan": PLAN, "todos": todos})
                 elif kind == "plan_update":
-                    result = self.wire.call("plan_update", {"plan": PLAN, "id": self.seed, "notes": f"note {k}"})
+                    result = self.wire.call(
+                        "plan_update", {"plan": PLAN, "id": self.seed, "notes": f"note {k}"}
+                    )
                 else:
                     result = self.wire.call("todoread", {"plan": PLAN})
             except (AssertionError, httpx2.HTTPError) as exc:

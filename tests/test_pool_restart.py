@@ -36,6 +36,13 @@ PLAN = "main"
 RESTARTS = 4
 GAP_S = 2.0  # between restarts: a call is retried once, and its retry must not meet the next one
 CALLS = 30  # each loop's calls at the least
+# An agent's client waits this long for a tool's answer (Claude Code: minutes). Through
+# PgBouncer a call in a restart waits in PgBouncer's queue until PgBouncer's next login
+# to the server: `server_login_retry` after a failed one (15 s by default; measured here:
+# calls of 15 to 30 s, and one of six runs over the pool's 30 s busy timeout). At 1 s the
+# longest call was 7 to 15 s. A team behind PgBouncer sets it so; this test does too.
+CALL_TIMEOUT_S = 120
+BOUNCER = "server_login_retry = 1\n"
 
 
 @pytest.fixture
@@ -72,7 +79,7 @@ class Served:
         found = re.search(r'csrf content="([^"]+)"', page.text)
         assert found is not None, page.text
         self.csrf = found.group(1)
-        self.board = httpx2.Client(timeout=60)
+        self.board = httpx2.Client(timeout=CALL_TIMEOUT_S)
 
     def action(self, body: dict[str, Any]) -> httpx2.Response:
         headers = {"x-csrf-token": self.csrf, "Origin": self.base}
@@ -102,17 +109,20 @@ class Agent:
 
     def __init__(self, served: Served, name: str, seed: str) -> None:
         self.wire = HttpWire(served.base + "/mcp", token=None, name=name)
+        self.wire.client.timeout = httpx2.Timeout(CALL_TIMEOUT_S)
         self.name, self.seed = name, seed
         self.failures: list[str] = []
         self.listed: list[str] = []  # its whole list: each todowrite adds one step
         self.written = {"todowrite": 0, "plan_update": 0}
         self.calls = 0
+        self.longest = 0.0  # seconds, the longest call (reported, not asserted)
 
     def run(self, finished: threading.Event) -> None:
         while not finished.is_set() or self.calls < CALLS:
             self.calls += 1
             k, kind = self.calls, self.KINDS[self.calls % 3]
             step = f"{self.name} step {k}"
+            began = time.monotonic()
             try:
                 if kind == "todowrite":
                     todos = [{"content": c, "status": "pending"} for c in [*self.listed, step]]
@@ -126,6 +136,8 @@ class Agent:
             except (AssertionError, httpx2.HTTPError) as exc:
                 self.failures.append(f"{self.name} {k} {kind}: {exc}")
                 continue
+            finally:
+                self.longest = max(self.longest, time.monotonic() - began)
             if result.get("isError"):
                 self.failures.append(f"{self.name} {k} {kind}: {text_of(result)}")
                 continue
@@ -143,16 +155,20 @@ class Board:
         self.failures: list[str] = []
         self.added: list[str] = []
         self.calls = 0
+        self.longest = 0.0
 
     def run(self, finished: threading.Event) -> None:
         while not finished.is_set() or self.calls < CALLS:
             self.calls += 1
             content = f"board {self.calls}"
+            began = time.monotonic()
             try:
                 reply = self.served.action({"action": "add", "plan": PLAN, "content": content})
             except httpx2.HTTPError as exc:
                 self.failures.append(f"board {self.calls}: {exc}")
                 continue
+            finally:
+                self.longest = max(self.longest, time.monotonic() - began)
             if reply.status_code != 200:
                 self.failures.append(f"board {self.calls}: {reply.status_code} {reply.text}")
             else:
@@ -168,7 +184,9 @@ def test_served_tool_calls_and_board_actions_survive_restarts(
     "lost the connection to PostgreSQL (server closed the connection
     unexpectedly)" or "(terminating connection due to administrator command)";
     the tests below fail on it every time, at a chosen point."""
-    bouncer = Bouncer(tmp_path, server_port=private_pg.port) if route == "pgbouncer" else None
+    bouncer = (
+        Bouncer(tmp_path, server_port=private_pg.port, settings=BOUNCER) if route == "pgbouncer" else None
+    )
     url = (
         f"postgresql://postgres@127.0.0.1:{bouncer.port}/postgres?pgbouncer=transaction"
         if bouncer is not None
@@ -197,6 +215,10 @@ def test_served_tool_calls_and_board_actions_survive_restarts(
             bouncer.stop()
     failures = [f for w in (*agents, board) for f in w.failures]
     calls = sum(w.calls for w in (*agents, board))
+    longest = max(w.longest for w in (*agents, board))
+    print(
+        f"{route}: {calls} calls, {RESTARTS} restarts, {len(failures)} failed, longest call {longest:.1f} s"
+    )
     assert failures == [], f"{len(failures)} of {calls} calls failed: {failures}"
     with Ledger(private_pg.url) as lg:
         contents = [i["content"] for i in lg.items(PLAN)]

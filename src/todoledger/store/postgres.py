@@ -841,7 +841,9 @@ class PostgresPool:
         passes the pool's check may yet be closed by the same shutdown a moment
         later (its backend not yet told); so the pool drops every connection it
         holds (and each one lent now, when it comes back) and opens new ones,
-        which the server accepts only once it is up again."""
+        which the server accepts only once it is up again (else each broken one
+        fails the pool's check in turn, and psycopg_pool waits 1, 2, 4... s
+        between checks)."""
         from psycopg_pool import PoolTimeout
 
         drain = getattr(self.pool, "drain", None)  # psycopg_pool 3.2 and later

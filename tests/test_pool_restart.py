@@ -180,7 +180,7 @@ def test_served_tool_calls_and_board_actions_survive_restarts(
     private_pg: PrivatePG, tmp_path: Path, route: str
 ) -> None:
     """Three agents' MCP sessions and the board, side by side, while the cluster
-    restarts. Before (main at 78aad04), runs of this test failed 1 to 3 calls with
+    restarts. Before (main at 78aad04), runs of this test failed 1 or 2 calls with
     "lost the connection to PostgreSQL (server closed the connection
     unexpectedly)" or "(terminating connection due to administrator command)";
     the tests below fail on it every time, at a chosen point."""

@@ -30,7 +30,8 @@ class Bouncer:
     """Debian's pgbouncer in transaction pool mode on a free loopback port, trust auth;
     `stop()` and `start()` make an outage and end it on the same port."""
 
-    def __init__(self, tmp_path: Path, server_port: int = 5432) -> None:
+    def __init__(self, tmp_path: Path, server_port: int = 5432, settings: str = "") -> None:
+        """`settings`: more lines of its [pgbouncer] section."""
         if not os.path.exists(PGBOUNCER):
             if os.environ.get("CI"):
                 pytest.fail("pgbouncer is not installed: .ci/run installs it", pytrace=False)
@@ -44,6 +45,7 @@ class Bouncer:
             f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nauth_type = trust\n"
             f"auth_file = {folder / 'users.txt'}\npool_mode = transaction\nunix_socket_dir =\n"
             "default_pool_size = 2\nmax_client_conn = 50\nignore_startup_parameters = extra_float_digits,options\n"
+            + settings
         )
         self.command = [PGBOUNCER, str(folder / "pgbouncer.ini")]
         if os.geteuid() == 0:  # pgbouncer refuses to run as root

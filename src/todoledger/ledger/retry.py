@@ -11,10 +11,15 @@ one and the call runs once more, where that cannot apply anything twice:
   attempt's commit may have landed before the reply was lost, and then the
   retry finds the key in the ledger and applies nothing (ledger/unit.py).
 
+A server's calls (`SharedLedger.session`: MCP over HTTP, the board) are retried
+alike: their store gives the lost connection back to the pool and borrows a new
+one (store/postgres.py `PostgresStore.reconnect`), and every write of the call
+carries its route's key.
+
 Not retried: a call inside a transaction the caller holds open (a batch: the
 server rolled it back, and only the caller can run it again), a store that
-cannot reconnect (a file, a pool's connection: the pool replaces it, a
-connection whose deadline closed it: the caller's time is up).
+cannot reconnect (a file, a connection whose deadline closed it: the caller's
+time is up), and a retry that loses its connection again (once means once).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import _thread
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import contextmanager, suppress
 
 from todoledger.core.model import BusyError, ConnectionLost, LedgerError, UnavailableError
 from todoledger.core.timefmt import now
@@ -221,6 +221,8 @@ class PostgresStore:
         self.url, self.pooler = connection_args(url)
         self.busy_ms = busy_ms
         self._watchdog: Watchdog | None = None
+        self._pool: PostgresPool | None = None  # a pool's store: `borrowed`
+        self._lent = False  # a pool's store holds a connection of the pool
         self.conn = self._connect(deadline)
         if deadline is not None:
             self._watchdog = Watchdog(self, deadline)
@@ -258,8 +260,10 @@ class PostgresStore:
     @classmethod
     def borrowed(cls, conn: psycopg.Connection[Any], pool: PostgresPool) -> PostgresStore:
         """A store over a pooled connection to a ledger the pool opened (and
-        migrated) already; closing it leaves the connection to the pool."""
+        migrated) already; closing it leaves the connection to the pool, and
+        `give_back` returns it there."""
         self = cls.__new__(cls)
+        self._pool, self._lent = pool, True
         self.url, self.location, self.busy_ms, self.create = pool.url, pool.location, pool.busy_ms, True
         self.pooler = pool.pooler
         self.conn, self.schema = conn, pool.schema
@@ -570,11 +574,20 @@ class PostgresStore:
 
     def reconnect(self) -> bool:
         """A new connection in place of one the server closed (a restart, a killed
-        backend), for the next transaction; False for a pool's connection (the pool
-        replaces it) or one its deadline closed (the caller's time is up). The
+        backend), for the next transaction: a pool's store gives the broken one
+        back (the pool throws it away) and borrows a checked one, waiting for the
+        server as long as the pool waits for a connection. False for one its
+        deadline closed (the caller's time is up), or inside a transaction. The
         server rolled back whatever the old one had open."""
         watchdog = self._watchdog
-        if self._borrowed or self._depth or (watchdog is not None and watchdog.fired):
+        if self._depth or (watchdog is not None and watchdog.fired):
+            return False
+        if self._pool is not None:
+            self.give_back()
+            self.conn = self._pool.lend(fresh=True)
+            self._lent = True
+            return True
+        if self._borrowed:
             return False
         new = self._connect(watchdog.deadline if watchdog is not None else None)
         if watchdog is not None:
@@ -677,6 +690,13 @@ class PostgresStore:
             self._listen_conn = found
         return found
 
+    def give_back(self) -> None:
+        """A pool's store: its connection back to the pool (once; the pool resets or
+        replaces a broken one). Its next use borrows another (`reconnect`)."""
+        if self._pool is not None and self._lent:
+            self._lent = False
+            self._pool.pool.putconn(self.conn)
+
     def close(self) -> None:
         listener = getattr(self, "_listen_conn", None)
         if listener is not None:
@@ -760,10 +780,13 @@ class PostgresPool:
 
     A call borrows a connection for its whole length (`session`); the pool
     checks it before handing it out, so one the server dropped (a restart,
-    `pg_terminate_backend`) is replaced instead of failing the call, and one
-    broken during a call is thrown away (the server rolled its transaction
-    back: nothing is half-written). When all `size` connections stay busy for
-    the busy timeout, the call fails with one line saying so."""
+    `pg_terminate_backend`) is replaced instead of failing the call. One lost
+    during a call (a restart mid-call, or between the check and the query) is
+    thrown away (the server rolled its transaction back: nothing is
+    half-written), and the call's store borrows another (`PostgresStore.reconnect`)
+    for the one retry ledger/retry.py allows: a read always, a write by its
+    route's idempotency key. When all `size` connections stay busy for the busy
+    timeout, the call fails with one line saying so."""
 
     def __init__(self, url: str, *, size: int = POOL_SIZE, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
         from psycopg_pool import ConnectionPool
@@ -797,22 +820,39 @@ class PostgresPool:
     @contextmanager
     def session(self) -> Iterator[Callable[[bool], tuple[PostgresStore, str]]]:
         """A getter of this call's store: the first use borrows a connection,
-        held until the call ends."""
+        held until the call ends (or replaced, once lost: `PostgresStore.reconnect`)."""
+        found: list[PostgresStore] = []
+
+        def get(write: bool) -> tuple[PostgresStore, str]:
+            if not found:
+                found.append(PostgresStore.borrowed(self.lend(), self))
+            return found[0], self.url
+
+        try:
+            yield get
+        finally:
+            if found:
+                found[0].give_back()
+
+    def lend(self, *, fresh: bool = False) -> psycopg.Connection[Any]:
+        """A checked connection of the pool (`putconn` gives it back): one line
+        where none comes within the busy timeout. `fresh`, after a lost connection:
+        one opened after now. A restart closes every connection, but one that
+        passes the pool's check may yet be closed by the same shutdown a moment
+        later (its backend not yet told); so the pool drops every connection it
+        holds (and each one lent now, when it comes back) and opens new ones,
+        which the server accepts only once it is up again (else each broken one
+        fails the pool's check in turn, and psycopg_pool waits 1, 2, 4... s
+        between checks)."""
         from psycopg_pool import PoolTimeout
 
-        with ExitStack() as stack:
-            found: list[PostgresStore] = []
-
-            def get(write: bool) -> tuple[PostgresStore, str]:
-                if not found:
-                    try:
-                        conn = stack.enter_context(self.pool.connection())
-                    except PoolTimeout:
-                        raise self._unavailable() from None
-                    found.append(PostgresStore.borrowed(conn, self))
-                return found[0], self.url
-
-            yield get
+        drain = getattr(self.pool, "drain", None)  # psycopg_pool 3.2 and later
+        if fresh and drain is not None:
+            drain()
+        try:
+            return self.pool.getconn()
+        except PoolTimeout:
+            raise self._unavailable() from None
 
     def _unavailable(self) -> LedgerError:
         try:

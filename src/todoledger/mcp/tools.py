@@ -176,10 +176,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         },
     },
     "plan_sweep": {
-        "description": (
-            "Run a sweep a person approved (todoledger sweep trust): each pending combination's setup, "
-            "runs, teardown; resumable. Returns its counts."
-        ),
+        "description": "Run a person-approved sweep's pending runs (setup, runs, teardown); resumable.",
         "inputSchema": {
             "type": "object",
             "properties": {"name": {"type": "string"}, "plan": _PLAN, "writer": _WRITER},
@@ -368,7 +365,7 @@ def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
 
 
 class PlanTools:
-    """The five tools and two resources over the project's ledger.
+    """The six tools and two resources over the project's ledger.
 
     The SDK runs these calls on worker threads; each runs in `locked`, with a
     Ledger of its own over the `SharedLedger` (service.py).

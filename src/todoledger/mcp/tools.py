@@ -47,7 +47,8 @@ MAX_TOKEN = 2**62  # fencing tokens only grow, one a claim: far below the stores
 SHOWN = 5  # ready / recent items in the compact read
 SLOW_VERIFY_MS = 2000  # a plan_verify whose checks last took longer runs as an MCP task
 # The tools whose calls may run as MCP tasks (mcp/tasks.py), where `PlanTools.open_task` finds them long.
-TASK_TOOLS = frozenset({"plan_verify", "plan_sweep"})
+TASK_TOOLS = frozenset({"plan_verify", "plan_sweep", "plan_update"})
+WAIT_POLL_MS = 2000  # a task that waits for a person (hours, days) is polled more slowly
 # A plan_sweep without the tasks extension runs in the call only when it is this short.
 SYNC_SWEEP_RUNS = 10
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -906,6 +907,8 @@ class PlanTools:
         other live runner) with runs to go. The task's row is committed, then
         `started(row)` (its worker: mcp/taskworker.py); the row, or None: the call runs
         as today and says itself what is wrong with it. One ledger session for both."""
+        if tool == "plan_update":
+            return self._open_wait(args, writer)
         if tool not in TASK_TOOLS or not self.run_checks:
             return None
         try:
@@ -944,6 +947,61 @@ class PlanTools:
             )
             started(row)  # after the commit: the reply names the task after this
             return row
+
+        try:
+            return self.locked(open_it)
+        except LedgerError:
+            return None
+
+    # waiting for a person (mcp/taskwaits.py) -------------------------------------------
+    def person_wait(self, args: Any, writer: str) -> dict[str, str] | None:
+        """The item this `plan_update` would be refused for because it waits for a
+        person's approval (to start it, or to complete it past a person's gate):
+        {plan, id, status, writer}; None: the call runs as ever. On a signed ledger too."""
+        try:
+            args = check_arguments("plan_update", args)
+            status = args.get("status")
+            writer = self.writer_arg(args, writer)
+            plan = self.plan_or_default(plan_name(args.get("plan")))
+        except LedgerError:
+            return None
+        if status not in ("in_progress", "completed"):
+            return None
+        return self.locked(lambda: self._person_wait(plan, str(args["id"]), str(status), writer))
+
+    def _person_wait(self, plan: str, ref: str, status: str, writer: str) -> dict[str, str] | None:
+        lg = self.ledger(write=False)
+        if plan not in [p["plan"] for p in lg.plans()]:
+            return None
+        try:
+            item = lg.get(ref, plan)
+        except LedgerError:
+            return None
+        if item["id"] not in lg.approvals(plan)["waiting"] or item["status"] == status:
+            return None
+        return {"plan": plan, "id": item["id"], "status": status, "writer": writer}
+
+    def _open_wait(self, args: Any, writer: str) -> dict[str, Any] | None:
+        """A `plan_update` that waits for a person becomes a task with no worker: it
+        stays `working` ("waiting for a person: todoledger approve ID"), and the
+        `tasks/get` after a person approved applies the update (mcp/taskwaits.py)."""
+        from todoledger.core.approval import principal
+
+        wait = self.person_wait(args, writer)
+        if wait is None:
+            return None
+
+        def open_it() -> dict[str, Any]:
+            return self.ledger(write=True).create_task(
+                "plan_update",
+                check_arguments("plan_update", args),
+                principal=principal(wait["writer"]),
+                writer=wait["writer"],
+                plan=wait["plan"],
+                message=waiting_line(wait["id"]),
+                cwd=str(self.cwd) if self.cwd is not None else os.getcwd(),
+                poll_ms=WAIT_POLL_MS,
+            )
 
         try:
             return self.locked(open_it)
@@ -1076,6 +1134,11 @@ class PlanTools:
             lg.approve(item["id"], plan=question["plan"], writer=person)
 
         self.locked(approve)
+
+
+def waiting_line(item: str) -> str:
+    """A person-wait task's status message: what the person runs."""
+    return f"waiting for a person: todoledger approve {item}"
 
 
 def sessionless(writer: str) -> bool:

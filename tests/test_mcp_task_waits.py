@@ -130,10 +130,21 @@ def test_an_approval_on_the_board_in_chromium_completes_the_wait_while_the_clien
             polling = pool.submit(poll, client, created["taskId"], FINISHED, seen)
             page.goto(f"{served.base}/approvals?plan=main")
             live(page)
+            # The board's panel lists the waiting task with its status message.
+            task = page.locator(f'ul.tasks li[data-task="{created["taskId"]}"]')
+            assert (
+                task.locator(".task-message").inner_text()
+                == f"waiting for a person: todoledger approve {item}"
+            )
+            assert "working" in task.inner_text() and "plan_update" in task.inner_text()
+            shot(page, "task-wait-waiting")
             page.click(f'button[data-act=approve][data-id="{item}"]')
             page.wait_for_selector("text=No item waits for a person.")
             shot(page, "task-wait-approved")
             done = polling.result(timeout=120)
+            page.reload()
+            live(page)
+            page.wait_for_selector("text=No agent's task runs or waits.")
         chromium.close()
         pw.stop()
     finally:

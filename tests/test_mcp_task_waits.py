@@ -154,3 +154,25 @@ def test_an_approval_on_the_board_in_chromium_completes_the_wait_while_the_clien
     assert done["statusMessage"] == "approved by web:tester; plan_update applied"
     assert approvals(ledger_env, item) == ["web:tester"]
     assert run_json(ledger_env, "show")["items"][0]["status"] == "in_progress"
+
+
+def test_a_completion_waiting_for_approval_completes_once_a_person_approves(ledger_env: Path) -> None:
+    item = needing_approval(ledger_env, "Ship the release")
+    run(ledger_env, "start", item, person=True)  # a person started it; completing it still needs approval
+    client = Stdio(ledger_env)
+    try:
+        call = {"name": "plan_update", "arguments": {"id": item, "status": "completed", "evidence": "tag v1"}}
+        plain = result(client.rpc("tools/call", call, tasks=False))
+        assert plain["isError"] is True and f"cannot complete {item}" in plain["content"][0]["text"]
+        created = result(client.rpc("tools/call", call))
+        assert created["resultType"] == "task"
+        assert created["statusMessage"] == f"waiting for a person: todoledger approve {item}"
+        seen = [created["status"]]
+        run(ledger_env, "approve", item, person=True)
+        done = poll(client, created["taskId"], FINISHED, seen)
+    finally:
+        client.close()
+    assert seen == ["working", "completed"], seen
+    assert done["result"]["isError"] is False, done
+    (row,) = run_json(ledger_env, "show")["items"]
+    assert (row["status"], row["evidence"]) == ("completed", "tag v1")

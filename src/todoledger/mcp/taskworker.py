@@ -14,7 +14,9 @@ of two servers resuming at once one wins). Then the worker:
   stops its own work (SIGTERM to itself) when the row says cancel, or the lease
   is no longer its own;
 - runs the call through the same tools as the server (`mcp/tools.py` PlanTools),
-  writing only as the task's recorded writer, never as its own process;
+  writing only as the task's recorded writer, never as its own process; a
+  `plan_sweep` (`_sweep`) runs `ledger.sweeps.run` with this process as the
+  sweep's runner (its lease), each step its status message (`progress_line`);
 - stores the result: `completed` with the CallToolResult the server would have
   replied (a tool error included, `isError: true`, as SEP-2663 says), `cancelled`
   when it was stopped on a cancel (verify's own teardown, `checks.run.interruptible`,
@@ -24,7 +26,8 @@ of two servers resuming at once one wins). Then the worker:
 (`ledger.tasks.lapsed`: a dead pid on this host, no heartbeat elsewhere): a
 cancelled one is marked so; a resumable step (RESUMABLE: `plan_verify` records
 its receipts only when all its checks ran, so running it again resumes it) gets
-a new worker, up to MAX_WORKERS; else the task fails with a JSON-RPC error that
+a new worker, up to MAX_WORKERS (`plan_sweep` records each run: the new worker
+tears down the setup a killed one left and runs only what is not recorded); else the task fails with a JSON-RPC error that
 names the step and the command that resumes it.
 """
 

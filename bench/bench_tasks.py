@@ -17,7 +17,13 @@ a person's `cmd:test -d .` check:
    most 2x. Between two creations the client waits for the task to complete
    (untimed), so that no worker runs while a call is timed;
 2. `tasks/get` of a completed task (its stored result in the reply) vs `todoread`.
-   Target: at most 1x.
+   Target: at most 1x;
+3. a sweep run by the task's worker (`plan_sweep` with the extension declared,
+   from the call sent until the worker process exited) vs `todoledger sweep run`
+   of an equal sweep (from its start until it exited), each in its own fresh
+   process, in turn: the same combinations, repeats and run command (`expr`, so
+   that the overhead is what is measured). Target: the worker adds at most 20 ms
+   per sweep run (the difference divided by the runs: derived).
 
 Each round starts each peer's process afresh; the two peers of a comparison run
 side by side, their calls alternated (one of each in turn), so that both see the
@@ -181,6 +187,81 @@ def get_vs_read(db: Path, task_id: str, n: int) -> tuple[list[float], list[float
         reader.close()
 
 
+SWEEP_COMBINATIONS = 10
+
+
+def add_sweep(db: Path, name: str, repeat: int) -> int:
+    """An equal sweep, a person's (so that it may run): its runs."""
+    from todoledger import Ledger
+
+    with Ledger(db) as lg:
+        lg.add_sweep(
+            name,
+            template=f"{name} n={{n}}",
+            params=["n=" + ",".join(str(k) for k in range(SWEEP_COMBINATIONS))],
+            run="expr {n} + 1",
+            metrics=[r"v=(\d+)"],
+            repeat=repeat,
+            writer="cli:bench",
+        )
+    return SWEEP_COMBINATIONS * repeat
+
+
+def worker_of(task_id: str) -> int:
+    """The pid of the task's worker process (found by its command line)."""
+    deadline = time.monotonic() + 30
+    needle = f"taskworker\0{task_id}".encode()
+    while time.monotonic() < deadline:
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/cmdline", "rb") as fh:
+                        if needle in fh.read():
+                            return int(name)
+                except OSError:
+                    continue
+        time.sleep(0.001)
+    raise SystemExit(f"no worker for task {task_id}")
+
+
+def exited(pid: int) -> None:
+    while os.path.exists(f"/proc/{pid}"):
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                return
+        time.sleep(0.002)
+
+
+def sweep_by_worker(db: Path, name: str) -> float:
+    """Seconds from the plan_sweep call sent until its worker exited (warm server)."""
+    server = Server(db)
+    try:
+        warm(server, [("tools/call", {"name": "todoread", "arguments": {}})] * 3)
+        start = time.perf_counter()
+        _, reply = server.rpc("tools/call", {"name": "plan_sweep", "arguments": {"name": name}})
+        if reply.get("resultType") != "task":
+            raise SystemExit(f"plan_sweep did not become a task: {reply}")
+        exited(worker_of(reply["taskId"]))
+        took = time.perf_counter() - start
+        done = wait_done(server, reply["taskId"])
+        data = done["result"]["structuredContent"]
+        if data["failed"] or data["stopped"]:
+            raise SystemExit(f"the worker's sweep failed: {data}")
+        return took
+    finally:
+        server.close()
+
+
+def sweep_by_cli(db: Path, name: str) -> float:
+    env = dict(os.environ, TODOLEDGER_DB=str(db))
+    start = time.perf_counter()
+    done = subprocess.run([str(BIN), "sweep", "run", name], env=env, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"todoledger sweep run {name} failed: {done.stdout[-300:]} {done.stderr[-300:]}")
+    return took
+
+
 def ms(values: list[float]) -> str:
     ordered = sorted(values)
     p90 = ordered[max(0, int(len(ordered) * 0.9) - 1)]
@@ -216,9 +297,34 @@ def main() -> None:
             print(f"  tasks/get (completed)       {ms(get)}")
             print(f"  todoread                    {ms(read)}")
             print(f"    ratio tasks/get/todoread (derived): {g / d:.2f}x  (target <= 1x)")
-    print("side by side, per round (derived from the medians above):")
+        sweep_rows: list[tuple[float, float, int]] = []
+        repeat = 2 if opts.quick else 3
+        for r in range(1, rounds + 1):
+            runs = add_sweep(db, f"cli{r}", repeat)
+            add_sweep(db, f"task{r}", repeat)
+            # In turn, the order flipped each round: both see the same load.
+            if r % 2:
+                cli, task = sweep_by_cli(db, f"cli{r}"), sweep_by_worker(db, f"task{r}")
+            else:
+                task, cli = sweep_by_worker(db, f"task{r}"), sweep_by_cli(db, f"cli{r}")
+            sweep_rows.append((task, cli, runs))
+            print(
+                f"sweep round {r}: {runs} runs ({SWEEP_COMBINATIONS} combinations x {repeat}), load {os.getloadavg()[0]:.2f}"
+            )
+            print(f"  by the task's worker (call to worker exit)  {task * 1000:8.1f} ms")
+            print(f"  todoledger sweep run (start to exit)         {cli * 1000:8.1f} ms")
+            print(
+                f"    ratio worker/cli (derived): {task / cli:.2f}x;"
+                f" per run (derived): {(task - cli) / runs * 1000:+.2f} ms  (target <= +20 ms)"
+            )
+    print("side by side, per round (derived: from the medians above; each sweep figure from one run of each peer):")
     print(f"  create/update:  {'  '.join(f'{x:.2f}x' for x in create_r)}  (target <= 2x)")
     print(f"  get/todoread:   {'  '.join(f'{x:.2f}x' for x in get_r)}  (target <= 1x)")
+    print(
+        "  sweep worker/cli:  "
+        + "  ".join(f"{t / c:.2f}x ({(t - c) / n * 1000:+.2f} ms/run)" for t, c, n in sweep_rows)
+        + "  (target <= +20 ms/run)"
+    )
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 

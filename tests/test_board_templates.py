@@ -69,6 +69,15 @@ def hostile_ledger(db: Path) -> dict[str, dict[str, str]]:
             )
             lg.record_metrics(a["id"], {"tok_s": 3.0}, **kw)  # metric names are plain words
             ids[plan] = {"first": a["id"], "gated": b["id"], "child": child["id"], "done": done["id"]}
+            # An agent's running task: its status message carries the sweep's own text.
+            lg.create_task(
+                "plan_sweep",
+                {"name": "hostile"},
+                principal="agent:claude-code",
+                writer=AGENT,
+                plan=plan,
+                message=f"label={MARKUP}: repeat 1/2 holds",
+            )
             lg.add_sweep(
                 "hostile",
                 template="sweep " + HOSTILE + " {label}",
@@ -219,6 +228,8 @@ def test_each_field_reaches_its_page_as_text(ledger_env: Path, client: TestClien
         assert f"file:{SCRIPT}" in gated and f"reworded {MARKUP}" in gated and f"gated {MARKUP}" in gated
         approvals = shown(text("/approvals", plan=plan))
         assert f"added {MARKUP}" in approvals and PERSON_SHOWN in approvals
+        assert "plan_sweep" in approvals and "agent:claude-code" in approvals  # the agents' tasks panel
+        assert f"label={MARKUP}: repeat 1/2 holds" in approvals
         sessions = shown(text("/sessions", plan=plan))
         assert AGENT_SHOWN in sessions and f"content {MARKUP}" in sessions
         (timeline,) = text("/timeline", plan=plan).data_blocks

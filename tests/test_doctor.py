@@ -192,7 +192,14 @@ def test_installed_but_not_approved_is_broken_with_the_exact_fix(machine: dict[s
     # The server starts and lists its tools (one check: every agent uses the same command).
     (server,) = report["servers"]
     assert server["ok"] and server["command"] == ["todoledger", "mcp"]
-    assert server["tools"] == ["todowrite", "todoread", "plan_next", "plan_update", "plan_verify"]
+    assert server["tools"] == [
+        "todowrite",
+        "todoread",
+        "plan_next",
+        "plan_update",
+        "plan_verify",
+        "plan_sweep",
+    ]
     assert {a["name"]: a["hooks"] for a in report["agents"]} == {
         "claude-code": ["PostToolUse", "SessionStart", "PreToolUse"],
         "opencode": ["todo.updated", "session start", "compaction", "shell screen"],

@@ -20,7 +20,7 @@ from todoledger.mcp.output import OUTPUT_SCHEMAS
 from todoledger.mcp.tools import TOOLS
 
 VERSION = "2026-07-28"
-ORDER = ["todowrite", "todoread", "plan_next", "plan_update", "plan_verify"]
+ORDER = ["todowrite", "todoread", "plan_next", "plan_update", "plan_verify", "plan_sweep"]
 
 
 def rpc(url: str, method: str, params: dict[str, Any] | None = None, name: str | None = None) -> Any:

@@ -259,6 +259,12 @@ class CheckMethods(Facade):
 
         sweeprows.claim_runner(self._unit, *self._who(plan, writer), name, pid=pid, ticks=ticks)
 
+    def sweep_busy(self, name: str, *, plan: str | None = None) -> str | None:
+        """The line `claim_sweep_runner` would refuse with while another live runner runs the sweep."""
+        from todoledger.ledger import sweeprows
+
+        return sweeprows.runner_busy(self._unit, self._plan(plan), name)
+
     def beat_sweep_runner(
         self, name: str, *, pid: int, doing: str | None = None, plan: str | None = None
     ) -> bool:

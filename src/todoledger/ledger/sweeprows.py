@@ -569,6 +569,27 @@ def runner_alive(held: dict[str, Any]) -> tuple[bool, str]:
     return True, f"a heartbeat from {held['host']} {age:.0f} s ago"
 
 
+def busy_line(name: str, held: dict[str, Any]) -> str | None:
+    """The one line that refuses to run a sweep its live runner `held` runs; None: it is not alive."""
+    alive, how = runner_alive(held)
+    if not alive:
+        return None
+    doing = f", on {held['doing']}" if held["doing"] else ""
+    return (
+        f"sweep {name} is already being run by pid {held['pid']} on {held['host']} since"
+        f" {held['started_at']}{doing} ({how}): watch it with `todoledger sweep show {name}`;"
+        " nothing was run and nothing of that run was touched"
+    )
+
+
+def runner_busy(u: Unit, plan: str, name: str) -> str | None:
+    """`busy_line` for the sweep's recorded runner, if any (a read: nothing is taken)."""
+    with u.store.read():
+        _load(u, plan, name)
+        held = CheckRepo(u.store).runner(plan, name)
+    return None if held is None else busy_line(name, held)
+
+
 def claim_runner(u: Unit, plan: str, writer: str, name: str, *, pid: int, ticks: str | None) -> None:
     """Make this process the sweep's one runner, or refuse in one line naming the
     live runner (host, pid, since when, the combination it is on) and how to watch it."""
@@ -582,14 +603,9 @@ def claim_runner(u: Unit, plan: str, writer: str, name: str, *, pid: int, ticks:
         _load(u, plan, name)
         held = repo.runner(plan, name)
         if held is not None and not (held["host"] == here and int(held["pid"]) == pid):
-            alive, how = runner_alive(held)
-            if alive:
-                doing = f", on {held['doing']}" if held["doing"] else ""
-                raise LedgerError(
-                    f"sweep {name} is already being run by pid {held['pid']} on {held['host']} since"
-                    f" {held['started_at']}{doing} ({how}): watch it with `todoledger sweep show {name}`;"
-                    " nothing was run and nothing of that run was touched"
-                )
+            busy = busy_line(name, held)
+            if busy is not None:
+                raise LedgerError(busy)
         repo.set_runner(
             plan, name, host=here, pid=pid, ticks=ticks, writer=writer, at=now(), beat=time.time()
         )

@@ -265,15 +265,20 @@ class Session:
         if _declares_tasks(caps):
             from todoledger.mcp.tools import TASK_TOOLS
 
-            if name in TASK_TOOLS:
+            if name in TASK_TOOLS and name != "plan_update":
                 raise HandOn  # it may become an MCP task: the SDK path's extension (mcp/tasks.py)
         client = info.get("name")
         if type(client) is not str:
             raise HandOn
-        return self._run(era, name, params, text, client)
+        return self._run(
+            era, name, params, text, client, waits=name == "plan_update" and _declares_tasks(caps)
+        )
 
-    def _run(self, era: str, name: str, params: dict[str, Any], text: str, client: str) -> dict[str, Any]:
-        """As mcp/server.py `_tool`'s call, over the same tools and rules."""
+    def _run(
+        self, era: str, name: str, params: dict[str, Any], text: str, client: str, *, waits: bool = False
+    ) -> dict[str, Any]:
+        """As mcp/server.py `_tool`'s call, over the same tools and rules. `waits`: a
+        declared `plan_update` that would wait for a person is handed on (a task)."""
         from todoledger.core.model import LedgerError
         from todoledger.mcp.duplicates import lost_keys, remember
         from todoledger.mcp.writer import PROCESS_SESSION, client_writer, lead_writer
@@ -284,6 +289,13 @@ class Session:
             self.tools = PlanTools(default_plan=self.plan, cwd=None, shared=None)
         tools = self.tools
         args = params.get("arguments")
+        if waits and not lost_keys(params):
+            try:
+                found = tools.person_wait(*lead_writer(None, args, client_writer(client, PROCESS_SESSION)))
+            except LedgerError:
+                found = None  # refused below, in one line
+            if found is not None:
+                raise HandOn  # it waits for a person: an MCP task on the SDK path (mcp/taskwaits.py)
         remember(text)
         lost = lost_keys(params)
         extras: dict[str, Any] = self.snapshot[era]["call"]

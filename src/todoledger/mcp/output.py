@@ -60,4 +60,5 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "plan_update": _schema(["plan", "item"], plan=_S, item=_O, hint=_S),
     "plan_verify": _schema(["plan", "receipts"], plan=_S, receipts=_A, skipped=_A, hint=_S),
+    "plan_sweep": _schema(["sweep", "runs"], plan=_S, sweep=_S, runs=_I, failed=_I, stopped=_S),
 }

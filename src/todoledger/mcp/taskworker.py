@@ -14,7 +14,9 @@ of two servers resuming at once one wins). Then the worker:
   stops its own work (SIGTERM to itself) when the row says cancel, or the lease
   is no longer its own;
 - runs the call through the same tools as the server (`mcp/tools.py` PlanTools),
-  writing only as the task's recorded writer, never as its own process;
+  writing only as the task's recorded writer, never as its own process; a
+  `plan_sweep` (`_sweep`) runs `ledger.sweeps.run` with this process as the
+  sweep's runner (its lease), each step its status message (`progress_line`);
 - stores the result: `completed` with the CallToolResult the server would have
   replied (a tool error included, `isError: true`, as SEP-2663 says), `cancelled`
   when it was stopped on a cancel (verify's own teardown, `checks.run.interruptible`,
@@ -24,7 +26,8 @@ of two servers resuming at once one wins). Then the worker:
 (`ledger.tasks.lapsed`: a dead pid on this host, no heartbeat elsewhere): a
 cancelled one is marked so; a resumable step (RESUMABLE: `plan_verify` records
 its receipts only when all its checks ran, so running it again resumes it) gets
-a new worker, up to MAX_WORKERS; else the task fails with a JSON-RPC error that
+a new worker, up to MAX_WORKERS (`plan_sweep` records each run: the new worker
+tears down the setup a killed one left and runs only what is not recorded); else the task fails with a JSON-RPC error that
 names the step and the command that resumes it.
 """
 
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 
     from todoledger.ledger.ledger import Ledger
 
-RESUMABLE = frozenset({"plan_verify"})
+RESUMABLE = frozenset({"plan_verify", "plan_sweep"})
 MAX_WORKERS = 3  # workers started for one task before a lapse fails it instead
 LEASE_WAIT = 10.0  # seconds a new worker waits to see the lease recorded as its own
 INTERNAL_ERROR = -32603
@@ -124,6 +127,9 @@ def resume_line(row: dict[str, Any]) -> tuple[str, str]:
     if row["tool"] == "plan_verify":
         ids = " ".join(str(i) for i in args.get("ids") or [])
         return "running its checks", f"todoledger verify --plan {row['plan']}" + (f" {ids}" if ids else "")
+    if row["tool"] == "plan_sweep":
+        name = args.get("name")
+        return f"running sweep {name}", f"todoledger sweep run {name} --plan {row['plan']}"
     return f"running {row['tool']}", f"call {row['tool']} again"
 
 
@@ -214,6 +220,37 @@ def _tool_error(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
+def progress_line(p: dict[str, Any]) -> str:
+    """A sweep's progress as the task's status message: "k=8: repeat 2/5 holds"."""
+    params = " ".join(f"{k}={v}" for k, v in p["params"].items()) or "sweep"
+    where = f" (combination {p['combination']} of {p['of']})" if p.get("combination") else ""
+    if p.get("phase", "run") == "run":
+        return f"{params}: repeat {p['repeat']}/{p['repeats']} {p['result']}{where}"
+    return f"{params}: {p['line']}"[:300]
+
+
+def _sweep(lg: Ledger, tools: Any, row: dict[str, Any], me: tuple[str, int]) -> dict[str, Any]:
+    """Run the task's sweep as its writer, this process the sweep's runner (its lease,
+    `ledger.sweeps`): recorded runs are never run again, a setup a killed worker left
+    is torn down first; each step is the task's status message. A cancel (SIGTERM)
+    ends it through the sweep's own teardown, then `_Lost`."""
+    from todoledger.checks import run as checks_run
+
+    def told(p: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):  # a missed note is only a stale message
+            lg.task_note(row["id"], progress_line(p), me)
+
+    name = str(row["arguments"]["name"])
+    data: dict[str, Any] = tools.run_sweep(name, str(row["arguments"]["plan"]), row["writer"], told)
+    # A signal stopped it (the sweep's clean check after a teardown lets checks run again,
+    # so `stopping()` may be clear by now: the answer's line and the cancel flag tell).
+    signalled = str(data.get("stopped") or "").startswith(f"sweep {name} was stopped (")
+    now = lg.task(row["id"], None)
+    if checks_run.stopping() is not None or signalled or (now is not None and now["cancel"]):
+        raise _Lost
+    return data
+
+
 def run(task_id: str) -> int:
     import threading
 
@@ -240,7 +277,10 @@ def run(task_id: str) -> int:
         status, result, error, message = "completed", None, None, None
         try:
             try:
-                data = getattr(tools, row["tool"])(row["arguments"], row["writer"])
+                if row["tool"] == "plan_sweep":
+                    data = _sweep(lg, tools, row, me)
+                else:
+                    data = getattr(tools, row["tool"])(row["arguments"], row["writer"])
                 result = _call_result(data)
                 message = f"{row['tool']} finished"
             except LedgerError as exc:

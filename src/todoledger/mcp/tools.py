@@ -47,7 +47,10 @@ MAX_TOKEN = 2**62  # fencing tokens only grow, one a claim: far below the stores
 SHOWN = 5  # ready / recent items in the compact read
 SLOW_VERIFY_MS = 2000  # a plan_verify whose checks last took longer runs as an MCP task
 # The tools whose calls may run as MCP tasks (mcp/tasks.py), where `PlanTools.open_task` finds them long.
-TASK_TOOLS = frozenset({"plan_verify"})
+TASK_TOOLS = frozenset({"plan_verify", "plan_sweep", "plan_update"})
+WAIT_POLL_MS = 2000  # a task that waits for a person (hours, days) is polled more slowly
+# A plan_sweep without the tasks extension runs in the call only when it is this short.
+SYNC_SWEEP_RUNS = 10
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 INSTRUCTIONS = (
@@ -171,6 +174,14 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "plan": _PLAN,
                 "writer": _WRITER,
             },
+        },
+    },
+    "plan_sweep": {
+        "description": "Run a person-approved sweep's pending runs (setup, runs, teardown); resumable.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "plan": _PLAN, "writer": _WRITER},
+            "required": ["name"],
         },
     },
 }
@@ -355,7 +366,7 @@ def _compact(item: dict[str, Any], *fields: str) -> dict[str, Any]:
 
 
 class PlanTools:
-    """The five tools and two resources over the project's ledger.
+    """The six tools and two resources over the project's ledger.
 
     The SDK runs these calls on worker threads; each runs in `locked`, with a
     Ledger of its own over the `SharedLedger` (service.py).
@@ -838,30 +849,93 @@ class PlanTools:
             out["hint"] = "no checks: add one with plan_update check"
         return out
 
+    # plan_sweep --------------------------------------------------------------
+    def plan_sweep(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+        """Without the tasks extension: a short sweep (at most SYNC_SWEEP_RUNS runs to
+        go, no setup) runs in the call; a longer one is refused in one line."""
+        name, plan, writer = self._sweep_arguments(args, writer)
+        if not self.run_checks:
+            raise LedgerError("plan_sweep: this server runs no commands (started without --allow-checks)")
+        self.locked(lambda: self._sweep_startable(plan, name, synchronous=True))
+        return self.run_sweep(name, plan, writer)
+
+    def _sweep_arguments(self, args: dict[str, Any], writer: str) -> tuple[str, str, str]:
+        args = check_arguments("plan_sweep", args)
+        name = str(args["name"]).strip()
+        if not name:
+            raise ToolInputError('"name" is required: the sweep\'s name (todoledger sweep show)')
+        writer = self.writer_arg(args, writer)
+        return name, self.plan_or_default(plan_name(args.get("plan"))), writer
+
+    def _sweep_startable(self, plan: str, name: str, *, synchronous: bool) -> str:
+        """The task's first status message, or a LedgerError's one line: the sweep is
+        missing, not approved, run by another live runner, or (`synchronous`) too long."""
+        lg = self.ledger(write=False)
+        sweep, _, work = lg.sweep_work(name, plan=plan)  # refuses one no person wrote or approved
+        busy = lg.sweep_busy(name, plan=plan)
+        if busy is not None:
+            raise LedgerError(busy)
+        runs = sum(sweep.repeat - made for _, _, _, made in work)
+        setup = " (a setup per combination)" if sweep.has_lifecycle else ""
+        if synchronous and work and (runs > SYNC_SWEEP_RUNS or sweep.has_lifecycle):
+            raise LedgerError(
+                f"sweep {name} has {runs} runs to go{setup}: too long for one call (at most"
+                f" {SYNC_SWEEP_RUNS} runs, no setup); call plan_sweep from a client that declares the"
+                f" {TASKS_EXTENSION} extension, or ask a person to run `todoledger sweep run {name}`;"
+                " nothing was run"
+            )
+        return f"sweep {name}: {len(work)} combinations, {runs} runs to go{setup}"
+
+    def run_sweep(
+        self, name: str, plan: str, writer: str, on_progress: Callable[[dict[str, Any]], None] | None = None
+    ) -> dict[str, Any]:
+        """`ledger.sweeps.run` as `writer` (its runner lease is this process's), in the
+        folder the sweep was added in."""
+        from todoledger.ledger import sweeps
+
+        def go() -> dict[str, Any]:
+            lg = self.ledger(write=True)
+            return sweeps.run(lg, name, plan=plan, writer=writer, on_progress=on_progress)
+
+        return self.locked(go)
+
     # tasks (mcp/tasks.py) ---------------------------------------------------
     def open_task(
         self, tool: str, args: Any, writer: str, started: Callable[[dict[str, Any]], object]
     ) -> dict[str, Any] | None:
         """Open this call as an MCP task (its request declared the extension) where it
         is long: a `plan_verify` that runs a `cmd:` or `http:` check, or whose checks'
-        last receipts took more than 2 s. The task's row is committed, then `started(row)`
-        (its worker: mcp/taskworker.py); the row, or None: the call runs as today and
-        says itself what is wrong with it. One ledger session for both."""
-        if tool != "plan_verify" or not self.run_checks:
+        last receipts took more than 2 s; a `plan_sweep` that may start (approved, no
+        other live runner) with runs to go. The task's row is committed, then
+        `started(row)` (its worker: mcp/taskworker.py); the row, or None: the call runs
+        as today and says itself what is wrong with it. One ledger session for both."""
+        if tool == "plan_update":
+            return self._open_wait(args, writer)
+        if tool not in TASK_TOOLS or not self.run_checks:
             return None
         try:
-            args = check_arguments(tool, args)
-            explicit = plan_name(args.get("plan"))
-            ids: list[str] = args.get("ids") or []
-            writer = self.writer_arg(args, writer)
+            if tool == "plan_sweep":
+                name, plan, writer = self._sweep_arguments(args, writer)
+                args = {"name": name, "plan": plan}
+            else:
+                args = check_arguments(tool, args)
+                explicit = plan_name(args.get("plan"))
+                ids: list[str] = args.get("ids") or []
+                writer = self.writer_arg(args, writer)
+                plan = self.plan_or_default(explicit)
         except LedgerError:
             return None
-        plan = self.plan_or_default(explicit)
 
         def open_it() -> dict[str, Any] | None:
             from todoledger.core.approval import principal
 
-            message = self._long_verify(plan, explicit is not None, ids)
+            if tool == "plan_sweep":
+                try:
+                    message: str | None = self._sweep_startable(plan, name, synchronous=False)
+                except LedgerError:
+                    return None  # the call runs as ever and refuses in the same line
+            else:
+                message = self._long_verify(plan, explicit is not None, ids)
             if message is None:
                 return None
             row = self.ledger(write=True).create_task(
@@ -875,6 +949,61 @@ class PlanTools:
             )
             started(row)  # after the commit: the reply names the task after this
             return row
+
+        try:
+            return self.locked(open_it)
+        except LedgerError:
+            return None
+
+    # waiting for a person (mcp/taskwaits.py) -------------------------------------------
+    def person_wait(self, args: Any, writer: str) -> dict[str, str] | None:
+        """The item this `plan_update` would be refused for because it waits for a
+        person's approval (to start it, or to complete it past a person's gate):
+        {plan, id, status, writer}; None: the call runs as ever. On a signed ledger too."""
+        try:
+            args = check_arguments("plan_update", args)
+            status = args.get("status")
+            writer = self.writer_arg(args, writer)
+            plan = self.plan_or_default(plan_name(args.get("plan")))
+        except LedgerError:
+            return None
+        if status not in ("in_progress", "completed"):
+            return None
+        return self.locked(lambda: self._person_wait(plan, str(args["id"]), str(status), writer))
+
+    def _person_wait(self, plan: str, ref: str, status: str, writer: str) -> dict[str, str] | None:
+        lg = self.ledger(write=False)
+        if plan not in [p["plan"] for p in lg.plans()]:
+            return None
+        try:
+            item = lg.get(ref, plan)
+        except LedgerError:
+            return None
+        if item["id"] not in lg.approvals(plan)["waiting"] or item["status"] == status:
+            return None
+        return {"plan": plan, "id": item["id"], "status": status, "writer": writer}
+
+    def _open_wait(self, args: Any, writer: str) -> dict[str, Any] | None:
+        """A `plan_update` that waits for a person becomes a task with no worker: it
+        stays `working` ("waiting for a person: todoledger approve ID"), and the
+        `tasks/get` after a person approved applies the update (mcp/taskwaits.py)."""
+        from todoledger.core.approval import principal
+
+        wait = self.person_wait(args, writer)
+        if wait is None:
+            return None
+
+        def open_it() -> dict[str, Any]:
+            return self.ledger(write=True).create_task(
+                "plan_update",
+                check_arguments("plan_update", args),
+                principal=principal(wait["writer"]),
+                writer=wait["writer"],
+                plan=wait["plan"],
+                message=waiting_line(wait["id"]),
+                cwd=str(self.cwd) if self.cwd is not None else os.getcwd(),
+                poll_ms=WAIT_POLL_MS,
+            )
 
         try:
             return self.locked(open_it)
@@ -1007,6 +1136,11 @@ class PlanTools:
             lg.approve(item["id"], plan=question["plan"], writer=person)
 
         self.locked(approve)
+
+
+def waiting_line(item: str) -> str:
+    """A person-wait task's status message: what the person runs."""
+    return f"waiting for a person: todoledger approve {item}"
 
 
 def sessionless(writer: str) -> bool:

@@ -360,7 +360,8 @@ class Board:
 
     async def page_approvals(self, request: Request) -> Response:
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
-            return f"Approvals {plan}", pages.approvals(_view(lg, plan), lg.approvals(plan))
+            tasks = [t for t in lg.tasks() if t["plan"] == plan] if lg.exists else []
+            return f"Approvals {plan}", pages.approvals(_view(lg, plan), lg.approvals(plan), tasks)
 
         return await self._page(request, "approvals", body)
 

@@ -554,12 +554,14 @@ def item(
 
 
 # approvals -------------------------------------------------------------------
-def approvals(view: PlanView, state: Mapping[str, Any]) -> Html:
+def approvals(view: PlanView, state: Mapping[str, Any], tasks: Sequence[Mapping[str, Any]] = ()) -> Html:
+    """`tasks`: the plan's running and waiting MCP tasks (ledger/tasks.py rows); their
+    status messages carry agents' text (a sweep's parameters, a refusal): text only."""
     by_id = {x.id: x for x in view.items}
     waiting = [
         (by_id[item_id], state["items"][item_id]["diff"]) for item_id in state["waiting"] if item_id in by_id
     ]
-    return render("approvals.html", view=view, standing=state["plan"], waiting=waiting)
+    return render("approvals.html", view=view, standing=state["plan"], waiting=waiting, tasks=tasks)
 
 
 # sessions --------------------------------------------------------------------

@@ -62,3 +62,74 @@ def test_done_whose_connection_is_lost_after_its_metrics_is_not_reported_done(
     assert len(loss) == 1  # the metrics were recorded once (no double application)
     # Either the command says it failed, or the item is completed: never a success for a pending item.
     assert done.returncode != 0 or status == "completed", (done.returncode, done.stdout, done.stderr, status)
+
+
+# -- MCP Tasks (issue 33) ---------------------------------------------------------------------
+
+
+def _task_with_a_running_check(db: Path | str, marker: str, plan: str = "main") -> tuple[str, int]:
+    """A task-augmented plan_verify whose person's check (`marker`) is running in its worker:
+    (the task's id, the worker's pid); the server that created it has exited."""
+    gated_item(db, f"cmd:{marker}", plan=plan)
+    server = Stdio(db)
+    try:
+        created = result(server.rpc("tools/call", {"name": "plan_verify", "arguments": {"plan": plan}}))
+    finally:
+        server.close()
+    assert created["resultType"] == "task", created
+    wait_until(lambda: processes_with(marker), "the worker's check never started")
+    with Ledger(db) as lg:
+        row = lg.task(created["taskId"], None)
+    assert row is not None and row["pid"] is not None
+    return created["taskId"], int(row["pid"])
+
+
+def test_tasks_does_not_show_a_task_whose_worker_died_as_running(ledger_env: Path | str) -> None:
+    """The plan lied: a person's `todoledger tasks` said the verify was running (`working`,
+    "verifying: 1 check (cmd:) running", its pid) after its worker was killed and its
+    client gone, and said so for ever: only an agent's `tasks/get` looks at the worker."""
+    marker = f"sleep 8{os.getpid() % 1000}.25"
+    task_id, pid = _task_with_a_running_check(ledger_env, marker)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not processes_with(f"taskworker {task_id}"), "the killed worker lingers")
+    wait_until(lambda: not processes_with(marker), "the killed worker's check lingers")
+    env = subprocess_env(ledger_env)
+    shown = subprocess.run([todoledger_bin(), "tasks"], env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert task_id in shown.stdout
+    assert f"its worker (pid {pid}) is gone" in shown.stdout, shown.stdout
+    assert f"(pid {pid} on" not in shown.stdout  # never shown as a live worker
+    as_json = subprocess.run(
+        [todoledger_bin(), "tasks", "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
+    rows = json.loads(as_json.stdout)
+    assert [r["stopped"] for r in rows if r["id"] == task_id] == [f"its worker (pid {pid}) is gone"]
+    # Reading changes nothing: the task is still the agent's to resume (its tasks/get).
+    with Ledger(ledger_env) as lg:
+        row = lg.task(task_id, None)
+    assert row is not None and row["status"] == "working" and row["workers"] == 1
+
+
+def test_the_resume_command_a_failed_task_names_runs_only_todoledger(
+    ledger_env: Path | str, tmp_path: Path
+) -> None:
+    """A person is told to run a command that an agent wrote: the plan's name went
+    unquoted into "resume it with `todoledger verify --plan ...`" (a task's status
+    message, its JSON-RPC error, `todoledger tasks`), so an agent's plan named
+    `x; touch PWNED` made that line run the agent's command when pasted."""
+    plan = f"adv; touch {tmp_path / 'PWNED'}"
+    marker = f"sleep 9{os.getpid() % 1000}.75"
+    task_id, pid = _task_with_a_running_check(ledger_env, marker, plan=plan)
+    os.kill(pid, signal.SIGTERM)  # stopped, not cancelled: the worker fails it with the resume line
+    server = Stdio(ledger_env)
+    try:
+        wait_until(
+            lambda: result(server.rpc("tasks/get", {"taskId": task_id}))["status"] == "failed",
+            "the stopped task never failed",
+        )
+        got = result(server.rpc("tasks/get", {"taskId": task_id}))
+    finally:
+        server.close()
+    resume = got["error"]["data"]["resume"]
+    assert shlex.split(resume) == ["todoledger", "verify", "--plan", plan], resume
+    assert f"`{resume}`" in got["error"]["message"]

@@ -120,10 +120,12 @@ def start(lg: Ledger, row: dict[str, Any]) -> bool:
 
 def resume_line(row: dict[str, Any]) -> tuple[str, str]:
     """(the step the task was on, the command that resumes it by hand)."""
+    import shlex  # an agent names the plan and the ids: quoted, the line runs todoledger and nothing else
+
     args = row["arguments"] if isinstance(row["arguments"], dict) else {}
     if row["tool"] == "plan_verify":
-        ids = " ".join(str(i) for i in args.get("ids") or [])
-        return "running its checks", f"todoledger verify --plan {row['plan']}" + (f" {ids}" if ids else "")
+        words = ["todoledger", "verify", "--plan", str(row["plan"]), *(str(i) for i in args.get("ids") or [])]
+        return "running its checks", shlex.join(words)
     return f"running {row['tool']}", f"call {row['tool']} again"
 
 

@@ -133,3 +133,30 @@ def test_the_resume_command_a_failed_task_names_runs_only_todoledger(
     resume = got["error"]["data"]["resume"]
     assert shlex.split(resume) == ["todoledger", "verify", "--plan", plan], resume
     assert f"`{resume}`" in got["error"]["message"]
+
+
+def test_a_task_cancelled_before_its_worker_started_runs_no_command(
+    ledger_env: Path | str, tmp_path: Path
+) -> None:
+    """tasks/cancel right after the task was created (its worker still starting): the
+    worker took the lease and ran the check all the same, until its first heartbeat
+    (2 s) saw the flag. A cancelled call runs nothing."""
+    ran = tmp_path / "RAN"
+    gated_item(ledger_env, f"cmd:touch {shlex.quote(str(ran))}; sleep 6{os.getpid() % 1000}.5")
+    server = Stdio(ledger_env)
+    try:
+        created = result(server.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
+        with Ledger(ledger_env) as lg:
+            row = lg.task(created["taskId"], None)
+        assert row is not None and row["pid"] is None  # its worker has not taken the lease yet
+        assert result(server.rpc("tasks/cancel", {"taskId": created["taskId"]}))["resultType"] == "complete"
+        wait_until(
+            lambda: result(server.rpc("tasks/get", {"taskId": created["taskId"]}))["status"] != "working",
+            "the cancelled task never ended",
+        )
+        got = result(server.rpc("tasks/get", {"taskId": created["taskId"]}))
+    finally:
+        server.close()
+    assert got["status"] == "cancelled", got
+    wait_until(lambda: not processes_with(f"taskworker {created['taskId']}"), "the worker lingers")
+    assert not ran.exists()  # the person's command never ran for a cancelled call

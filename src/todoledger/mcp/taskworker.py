@@ -232,6 +232,11 @@ def run(task_id: str) -> int:
         row = _wait_for_lease(lg, task_id, host, pid)
         if row is None:
             return 0
+        if row["cancel"]:  # cancelled while this worker was starting: nothing of it runs
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            message = f"cancelled before {row['tool']} ran"
+            lg.task_transition(task_id, "cancelled", message=message, worker=me)
+            return 0
         stop = threading.Event()
         told: list[str] = []  # what the heartbeat saw before it stopped this process: cancel | lost
         beat = threading.Thread(

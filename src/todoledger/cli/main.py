@@ -290,7 +290,8 @@ def tasks(every: bool, as_json: bool) -> None:
     # A worker that died says so (its client may be gone too, and only a tasks/get resumes it):
     # the row alone would say its work is running for ever.
     shown = [
-        {k: v for k, v in r.items() if k not in ("arguments", "result")} | {"stopped": lapsed(r)} for r in rows
+        {k: v for k, v in r.items() if k not in ("arguments", "result")} | {"stopped": lapsed(r)}
+        for r in rows
     ]
     if as_json:
         emit(shown)

@@ -234,8 +234,8 @@ def run(task_id: str) -> int:
             return 0
         if row["cancel"]:  # cancelled while this worker was starting: nothing of it runs
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            message = f"cancelled before {row['tool']} ran"
-            lg.task_transition(task_id, "cancelled", message=message, worker=me)
+            said = f"cancelled before {row['tool']} ran"
+            lg.task_transition(task_id, "cancelled", message=said, worker=me)
             return 0
         stop = threading.Event()
         told: list[str] = []  # what the heartbeat saw before it stopped this process: cancel | lost

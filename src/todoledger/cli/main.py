@@ -283,17 +283,27 @@ def plans(as_json: bool) -> None:
 def tasks(every: bool, as_json: bool) -> None:
     """List the MCP tasks running and waiting (long tool calls an agent's client runs in
     the background), with their status messages."""
+    from todoledger.ledger.tasks import lapsed
+
     with reader() as lg:
         rows = lg.tasks(finished=every) if lg.exists else []
-    shown = [{k: v for k, v in r.items() if k not in ("arguments", "result")} for r in rows]
+    # A worker that died says so (its client may be gone too, and only a tasks/get resumes it):
+    # the row alone would say its work is running for ever.
+    shown = [
+        {k: v for k, v in r.items() if k not in ("arguments", "result")} | {"stopped": lapsed(r)}
+        for r in rows
+    ]
     if as_json:
         emit(shown)
         return
     if not rows:
         say("no tasks running or waiting" + (" or kept" if every else ""))
         return
-    for r in rows:
-        worker = f"pid {r['pid']} on {r['host']}" if r["pid"] is not None else "no worker"
+    for r in shown:
+        if r["stopped"] is not None:
+            worker = f"stopped: {r['stopped']}; the agent's next tasks/get resumes it"
+        else:
+            worker = f"pid {r['pid']} on {r['host']}" if r["pid"] is not None else "no worker"
         say(
             f"{r['id']}  {r['status']:<14} {r['tool']}  plan {r['plan']}  {r['principal']}"
             f"  since {r['created_at']}  ({worker})"

@@ -123,13 +123,15 @@ def start(lg: Ledger, row: dict[str, Any]) -> bool:
 
 def resume_line(row: dict[str, Any]) -> tuple[str, str]:
     """(the step the task was on, the command that resumes it by hand)."""
+    import shlex  # an agent names the plan and the ids: quoted, the line runs todoledger and nothing else
+
     args = row["arguments"] if isinstance(row["arguments"], dict) else {}
     if row["tool"] == "plan_verify":
-        ids = " ".join(str(i) for i in args.get("ids") or [])
-        return "running its checks", f"todoledger verify --plan {row['plan']}" + (f" {ids}" if ids else "")
+        words = ["todoledger", "verify", "--plan", str(row["plan"]), *(str(i) for i in args.get("ids") or [])]
+        return "running its checks", shlex.join(words)
     if row["tool"] == "plan_sweep":
-        name = args.get("name")
-        return f"running sweep {name}", f"todoledger sweep run {name} --plan {row['plan']}"
+        name = str(args.get("name"))
+        return f"running sweep {name}", shlex.join(["todoledger", "sweep", "run", name, "--plan", str(row["plan"])])
     return f"running {row['tool']}", f"call {row['tool']} again"
 
 
@@ -266,6 +268,11 @@ def run(task_id: str) -> int:
     with Ledger() as lg:
         row = _wait_for_lease(lg, task_id, host, pid)
         if row is None:
+            return 0
+        if row["cancel"]:  # cancelled while this worker was starting: nothing of it runs
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            said = f"cancelled before {row['tool']} ran"
+            lg.task_transition(task_id, "cancelled", message=said, worker=me)
             return 0
         stop = threading.Event()
         told: list[str] = []  # what the heartbeat saw before it stopped this process: cancel | lost

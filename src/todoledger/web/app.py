@@ -269,7 +269,7 @@ class Board:
         sched = view.schedule()
         state = lg.approvals(plan, rows=doc["items"])
         waiting = set(state["waiting"])
-        started = lg.started_by(plan) if view.in_progress else {}
+        started = lg.started_by(plan, ids=[it.id for it in view.in_progress]) if view.in_progress else {}
         head = pages.plan_head(view, sched, waiting, state["plan"], started)
         # What was closed undone is folded into the head (a count, its reasons on expansion):
         # its rows leave the table, unless open work sits under them (or a filter asks for them).

@@ -217,7 +217,16 @@ def plan(
 def chunks(rows: Sequence[Html]) -> list[tuple[int, Html]]:
     """The rows in blocks of CHUNK_ROWS: (the number of rows before the block, its rows).
     Each row is markup a template made already: joined, not passed through a template again."""
-    return [(start, Markup("").join(rows[start : start + CHUNK_ROWS])) for start in range(0, len(rows), CHUNK_ROWS)]
+    return [(start, _joined(rows[start : start + CHUNK_ROWS])) for start in range(0, len(rows), CHUNK_ROWS)]
+
+
+def _joined(parts: Sequence[Html]) -> Html:
+    """Rows joined as they are: each is markup a template made (`row`, `tagged`), and only
+    such markup is taken. (`Markup.join` copies each part through `escape` again: a tenth
+    of the 2,000-item page's render.)"""
+    if not all(type(p) is Markup for p in parts):
+        raise TypeError("a row must be markup a template made")
+    return Markup("".join(parts))
 
 
 class Window:

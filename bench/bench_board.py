@@ -16,7 +16,13 @@ by side in one run:
    until the change is visible in the open page, median and p95 over --writes
    writes (target: median < 250 ms), on the 20- and 2,000-item plans.
 
-    .venv/bin/python bench/bench_board.py [--runs 3] [--writes 50]
+Rows off screen are in the DOM but laid out and painted only when scrolled near: the
+rows come in blocks of 50, each a `content-visibility: auto` box (before issue 30 each
+row was one). The load average is printed at the start and the end: on this project's
+2-core machine other work shows in every figure (docs/performance.md gives the load
+beside each).
+
+    .venv/bin/python bench/bench_board.py [--runs 3] [--writes 50] [--only paint]
 """
 
 from __future__ import annotations
@@ -132,10 +138,16 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--writes", type=int, default=50)
+    parser.add_argument(
+        "--only", choices=("paint",), help="paint: part 1 alone (the 20- and 2,000-item pages)"
+    )
     args = parser.parse_args()
+    print(load_line("at the start"))
     tmp = Path(tempfile.mkdtemp(prefix="bench-board-"))
     db = tmp / "ledger.db"
     sizes = {"small": 20, "big": 2000, "huge": 20_000}
+    if args.only == "paint":
+        del sizes["huge"]
     open_rows = {}
     with Ledger(db) as lg:
         for plan, n in sizes.items():
@@ -179,7 +191,8 @@ def main() -> None:
             runs: list[dict[str, dict[str, float]]] = []
             # The 20- and 2,000-item pages alternate; the 20,000-item pages run after them, on
             # their own, so that their server work never overlaps the smaller pages' navigations.
-            for group in (("small", "big"), ("huge", "huge, filtered")):
+            groups = [("small", "big"), ("huge", "huge, filtered")][: 1 if args.only == "paint" else 2]
+            for group in groups:
                 for run in range(args.runs + 1):  # the first run warms caches and is dropped
                     got = {name: measure(context, urls[name]) for name in group}
                     for plan in group:
@@ -210,6 +223,10 @@ def main() -> None:
                 )
             print(f"   2,000 items, every open row painted: {spread([g['big']['painted'] for g in runs])}")
             print(f"   ratio to the 20-item page: {spread(ratios, 'x')}".replace(".0x", "x"))
+            if args.only == "paint":
+                browser.close()
+                print(load_line("at the end"))
+                return
             print("2. 20,000 items (paged past 5,000 rows: 1,000 rows a page, with a filter):")
             for n, got in enumerate(runs, 1):
                 huge, filtered = got["huge"], got["huge, filtered"]
@@ -240,9 +257,15 @@ def main() -> None:
                     f"   max {max(lags):6.0f}"
                 )
             browser.close()
+            print(load_line("at the end"))
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def load_line(when: str) -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {when}: {one:.2f} (1 min), {five:.2f} (5 min), {fifteen:.2f} (15 min); {os.cpu_count()} cores"
 
 
 if __name__ == "__main__":

@@ -89,7 +89,11 @@ def started_by(u: Unit, plan: str, ids: Sequence[str] | None = None) -> dict[str
     items in progress, when the caller has them (reading every item to find them cost
     the board's 2,000-item page a tenth of its time)."""
     with u.store.read():
-        doing = list(ids) if ids is not None else [it.id for it in u.repo.items(plan) if it.status == "in_progress"]
+        doing = (
+            list(ids)
+            if ids is not None
+            else [it.id for it in u.repo.items(plan) if it.status == "in_progress"]
+        )
         return _starters(u, plan, doing)
 
 

@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import sync_playwright
 
@@ -128,8 +129,11 @@ def ms(value: float | None) -> str:
     return "none reported" if value is None else f"{value:.0f} ms"
 
 
-def spread(values: list[float], unit: str = " ms") -> str:
-    return f"min {min(values):.0f}{unit}, median {statistics.median(values):.0f}{unit}, max {max(values):.0f}{unit}"
+def spread(values: list[float], unit: str = " ms", digits: int = 0) -> str:
+    def f(v: float) -> str:
+        return f"{v:.{digits}f}{unit}"
+
+    return f"min {f(min(values))}, median {f(statistics.median(values))}, max {f(max(values))}"
 
 
 def main() -> None:
@@ -148,40 +152,12 @@ def main() -> None:
     sizes = {"small": 20, "big": 2000, "huge": 20_000}
     if args.only == "paint":
         del sizes["huge"]
-    open_rows = {}
-    with Ledger(db) as lg:
-        for plan, n in sizes.items():
-            lines = plan_lines(plan, n)
-            for chunk in range(0, n, 2000):
-                lg.import_jsonl(lines[chunk : chunk + 2000], plan=plan, writer="cli:bench")
-            open_rows[plan] = sum(
-                1 for it in lg.show(plan)["items"] if it["status"] in ("pending", "in_progress")
-            )
-    port = free_port()
-    env = dict(os.environ, TODOLEDGER_DB=str(db))
-    server = subprocess.Popen(
-        [str(BIN / "todoledger"), "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
+    open_rows = build_ledger(db, sizes)
+    server, base = start_server(db)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("serve did not start") from None
-                time.sleep(0.05)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            browser, context = open_context(pw)
             version = browser.version
-            # The page forbids eval; the measuring probes need it (rendering is the same).
-            context = browser.new_context(viewport={"width": 1500, "height": 1000}, bypass_csp=True)
-            context.add_init_script(RENDERED)
             urls = {
                 "small": f"{base}/plan?plan=small",
                 "big": f"{base}/plan?plan=big",
@@ -222,7 +198,7 @@ def main() -> None:
                     f" first contentful paint {ms(big['paint'])} / {ms(small['paint'])}"
                 )
             print(f"   2,000 items, every open row painted: {spread([g['big']['painted'] for g in runs])}")
-            print(f"   ratio to the 20-item page: {spread(ratios, 'x')}".replace(".0x", "x"))
+            print(f"   ratio to the 20-item page: {spread(ratios, 'x', 2)}")
             if args.only == "paint":
                 browser.close()
                 print(load_line("at the end"))
@@ -261,6 +237,51 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def build_ledger(db: Path, sizes: dict[str, int]) -> dict[str, int]:
+    """The plans (name -> items) in a new ledger at `db`; how many open items each holds."""
+    open_rows = {}
+    with Ledger(db) as lg:
+        for plan, n in sizes.items():
+            lines = plan_lines(plan, n)
+            for chunk in range(0, n, 2000):
+                lg.import_jsonl(lines[chunk : chunk + 2000], plan=plan, writer="cli:bench")
+            open_rows[plan] = sum(
+                1 for it in lg.show(plan)["items"] if it["status"] in ("pending", "in_progress")
+            )
+    return open_rows
+
+
+def start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A real `todoledger serve` on the ledger, once it listens: the process and its base URL."""
+    port = free_port()
+    env = dict(os.environ, TODOLEDGER_DB=str(db))
+    server = subprocess.Popen(
+        [str(BIN / "todoledger"), "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server, f"http://127.0.0.1:{port}"
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise SystemExit("serve did not start") from None
+            time.sleep(0.05)
+
+
+def open_context(pw: Any) -> tuple[Any, Any]:
+    """Headless Chromium and a context of 1500 x 1000 whose pages carry the probes."""
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    # The page forbids eval; the measuring probes need it (rendering is the same).
+    context = browser.new_context(viewport={"width": 1500, "height": 1000}, bypass_csp=True)
+    context.add_init_script(RENDERED)
+    return browser, context
 
 
 def load_line(when: str) -> str:

@@ -8,8 +8,8 @@ alternated, after a warm-up; the 2,000-item page's median at most PAINT_RATIO ti
 
 The bound, as measured on the project's 2-core machine with other sessions' work on it
 (the ratio of the medians here, the median of each run's ratio in bench_board.py): after
-issue 30, 2.1x to 4.5x at load average 4 to 11; before it, 4.6x to 7.2x at the same loads,
-over 5x in 5 of 8 runs. A loaded machine stretches the larger page more (the server's work
+issue 30, 1.7x to 4.5x at load average 4 to 11; before it, 4.6x to 7.2x at the same loads,
+over 5x in 5 of 7 runs. A loaded machine stretches the larger page more (the server's work
 and the browser's share one core between them), so the bound leaves room for load. On a
 quiet machine the old page's ratio was 2.9x to 3.6x (docs/performance.md), under this bound:
 there the 500 ms target, not this ratio, tells the two apart."""

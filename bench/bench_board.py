@@ -16,7 +16,13 @@ by side in one run:
    until the change is visible in the open page, median and p95 over --writes
    writes (target: median < 250 ms), on the 20- and 2,000-item plans.
 
-    .venv/bin/python bench/bench_board.py [--runs 3] [--writes 50]
+Rows off screen are in the DOM but laid out and painted only when scrolled near: the
+rows come in blocks of 50, each a `content-visibility: auto` box (before issue 30 each
+row was one). The load average is printed at the start and the end: on this project's
+2-core machine other work shows in every figure (docs/performance.md gives the load
+beside each).
+
+    .venv/bin/python bench/bench_board.py [--runs 3] [--writes 50] [--only paint]
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import sync_playwright
 
@@ -122,8 +129,11 @@ def ms(value: float | None) -> str:
     return "none reported" if value is None else f"{value:.0f} ms"
 
 
-def spread(values: list[float], unit: str = " ms") -> str:
-    return f"min {min(values):.0f}{unit}, median {statistics.median(values):.0f}{unit}, max {max(values):.0f}{unit}"
+def spread(values: list[float], unit: str = " ms", digits: int = 0) -> str:
+    def f(v: float) -> str:
+        return f"{v:.{digits}f}{unit}"
+
+    return f"min {f(min(values))}, median {f(statistics.median(values))}, max {f(max(values))}"
 
 
 def main() -> None:
@@ -132,44 +142,22 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--writes", type=int, default=50)
+    parser.add_argument(
+        "--only", choices=("paint",), help="paint: part 1 alone (the 20- and 2,000-item pages)"
+    )
     args = parser.parse_args()
+    print(load_line("at the start"))
     tmp = Path(tempfile.mkdtemp(prefix="bench-board-"))
     db = tmp / "ledger.db"
     sizes = {"small": 20, "big": 2000, "huge": 20_000}
-    open_rows = {}
-    with Ledger(db) as lg:
-        for plan, n in sizes.items():
-            lines = plan_lines(plan, n)
-            for chunk in range(0, n, 2000):
-                lg.import_jsonl(lines[chunk : chunk + 2000], plan=plan, writer="cli:bench")
-            open_rows[plan] = sum(
-                1 for it in lg.show(plan)["items"] if it["status"] in ("pending", "in_progress")
-            )
-    port = free_port()
-    env = dict(os.environ, TODOLEDGER_DB=str(db))
-    server = subprocess.Popen(
-        [str(BIN / "todoledger"), "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
+    if args.only == "paint":
+        del sizes["huge"]
+    open_rows = build_ledger(db, sizes)
+    server, base = start_server(db)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("serve did not start") from None
-                time.sleep(0.05)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            browser, context = open_context(pw)
             version = browser.version
-            # The page forbids eval; the measuring probes need it (rendering is the same).
-            context = browser.new_context(viewport={"width": 1500, "height": 1000}, bypass_csp=True)
-            context.add_init_script(RENDERED)
             urls = {
                 "small": f"{base}/plan?plan=small",
                 "big": f"{base}/plan?plan=big",
@@ -179,7 +167,8 @@ def main() -> None:
             runs: list[dict[str, dict[str, float]]] = []
             # The 20- and 2,000-item pages alternate; the 20,000-item pages run after them, on
             # their own, so that their server work never overlaps the smaller pages' navigations.
-            for group in (("small", "big"), ("huge", "huge, filtered")):
+            groups = [("small", "big"), ("huge", "huge, filtered")][: 1 if args.only == "paint" else 2]
+            for group in groups:
                 for run in range(args.runs + 1):  # the first run warms caches and is dropped
                     got = {name: measure(context, urls[name]) for name in group}
                     for plan in group:
@@ -209,7 +198,11 @@ def main() -> None:
                     f" first contentful paint {ms(big['paint'])} / {ms(small['paint'])}"
                 )
             print(f"   2,000 items, every open row painted: {spread([g['big']['painted'] for g in runs])}")
-            print(f"   ratio to the 20-item page: {spread(ratios, 'x')}".replace(".0x", "x"))
+            print(f"   ratio to the 20-item page: {spread(ratios, 'x', 2)}")
+            if args.only == "paint":
+                browser.close()
+                print(load_line("at the end"))
+                return
             print("2. 20,000 items (paged past 5,000 rows: 1,000 rows a page, with a filter):")
             for n, got in enumerate(runs, 1):
                 huge, filtered = got["huge"], got["huge, filtered"]
@@ -240,9 +233,60 @@ def main() -> None:
                     f"   max {max(lags):6.0f}"
                 )
             browser.close()
+            print(load_line("at the end"))
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def build_ledger(db: Path, sizes: dict[str, int]) -> dict[str, int]:
+    """The plans (name -> items) in a new ledger at `db`; how many open items each holds."""
+    open_rows = {}
+    with Ledger(db) as lg:
+        for plan, n in sizes.items():
+            lines = plan_lines(plan, n)
+            for chunk in range(0, n, 2000):
+                lg.import_jsonl(lines[chunk : chunk + 2000], plan=plan, writer="cli:bench")
+            open_rows[plan] = sum(
+                1 for it in lg.show(plan)["items"] if it["status"] in ("pending", "in_progress")
+            )
+    return open_rows
+
+
+def start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A real `todoledger serve` on the ledger, once it listens: the process and its base URL."""
+    port = free_port()
+    env = dict(os.environ, TODOLEDGER_DB=str(db))
+    server = subprocess.Popen(
+        [str(BIN / "todoledger"), "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server, f"http://127.0.0.1:{port}"
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise SystemExit("serve did not start") from None
+            time.sleep(0.05)
+
+
+def open_context(pw: Any) -> tuple[Any, Any]:
+    """Headless Chromium and a context of 1500 x 1000 whose pages carry the probes."""
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    # The page forbids eval; the measuring probes need it (rendering is the same).
+    context = browser.new_context(viewport={"width": 1500, "height": 1000}, bypass_csp=True)
+    context.add_init_script(RENDERED)
+    return browser, context
+
+
+def load_line(when: str) -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {when}: {one:.2f} (1 min), {five:.2f} (5 min), {fifteen:.2f} (15 min); {os.cpu_count()} cores"
 
 
 if __name__ == "__main__":

@@ -477,6 +477,14 @@ def test_a_long_plan_has_every_row_on_the_first_paint_and_keeps_the_order_live(
     assert page.locator('.items .row[data-id="it250"]').count() == 0
     shown = [r["id"] for r in run_json(ledger_env, "show")["items"] if r["status"] != "cancelled"]
     assert page_order(page) == shown
+    # The rows come in blocks of 50 (content-visibility boxes): after the live sync the n-th
+    # row is still in block n // 50, each block counting from the rows before it.
+    blocks = page.eval_on_selector_all(
+        ".items > .chunk > .rows",
+        "bs => bs.map(b => [b.style.counterReset, [...b.children].map(r => r.dataset.id)])",
+    )
+    assert [ids for _, ids in blocks] == [shown[n : n + 50] for n in range(0, len(shown), 50)]
+    assert [reset for reset, _ in blocks] == [f"row {n}" for n in range(0, len(shown), 50)]
 
 
 def test_sweeps_page_table_matches_results_and_charts_draw(

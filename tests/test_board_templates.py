@@ -316,7 +316,8 @@ def test_no_template_marks_text_safe() -> None:
         source = path.read_text("utf-8")
         assert not re.search(r"\|\s*safe\b|autoescape\s+false|Markup|\{%\s*raw", source), path.name
     made = {p.name: p.read_text("utf-8").count("Markup(") for p in web.glob("*.py")}
-    assert made == {name: 3 if name == "pages.py" else 0 for name in made}  # render() and tagged()
+    # render(), tagged() and _joined() (rows, each a template's output, joined: it takes nothing else)
+    assert made == {name: 4 if name == "pages.py" else 0 for name in made}
 
 
 def _row_ids(html: str) -> list[str]:
@@ -433,3 +434,54 @@ def test_every_page_says_when_hook_events_wait_in_the_spool(ledger_env: Path, cl
     finally:
         for path in waiting:
             path.unlink()
+
+
+def test_rows_come_in_blocks_each_counting_from_the_rows_before_it(
+    ledger_env: Path, client: TestClient
+) -> None:
+    """A plan's rows arrive in blocks of CHUNK_ROWS (each a content-visibility box), the n-th
+    row in block n // CHUNK_ROWS, whose counter starts at the rows before it: the numbers
+    the rows show run on across blocks. Only markup a template made is joined into a block."""
+    from markupsafe import Markup
+
+    from todoledger.web import pages
+
+    with Ledger(ledger_env) as lg:
+        lg.import_jsonl([json.dumps({"id": f"it{n:03d}", "content": f"Step {n}"}) for n in range(120)])
+    html = client.get("/plan?plan=main").text
+    blocks = re.findall(
+        r'<div class=chunk role=rowgroup><div class=rows style="counter-reset:row (\d+)">(.*?)</div></div>\n',
+        html,
+    )
+    assert [int(start) for start, _ in blocks] == [0, 50, 100]
+    assert [_row_ids(rows) for _, rows in blocks] == [
+        [f"it{n:03d}" for n in range(start, min(start + 50, 120))] for start in (0, 50, 100)
+    ]
+    assert 'data-chunk="50"' in html  # the live script keeps the same blocks
+    with pytest.raises(TypeError):
+        pages.chunks([Markup("<div>a row</div>"), "<script>text, not markup</script>"])  # type: ignore[list-item]
+
+
+def test_a_plan_page_reuses_its_parts_only_while_what_they_are_made_of_is_the_same(
+    ledger_env: Path, client: TestClient
+) -> None:
+    """The head and rows of the last page are reused only where the items (their verification
+    included), the approvals, who started what and the window are all equal: an approval that
+    changes no item, and a change to one item, each show on the next page."""
+    with Ledger(ledger_env) as lg:
+        lg.import_jsonl([json.dumps({"id": f"it{n:03d}", "content": f"Step {n}"}) for n in range(3)])
+    first = client.get("/plan?plan=main").text
+    assert "plan never approved" in first
+    board = client.board  # type: ignore[attr-defined]
+    made = board.parts["main"]
+    assert client.get("/plan?plan=main").text == first
+    assert board.parts["main"] is made  # the same parts: nothing they are made of changed
+    with Ledger(ledger_env) as lg:
+        lg.approve_plan("main", writer=PERSON)
+    approved = client.get("/plan?plan=main").text
+    assert "plan never approved" not in approved and "approved by " in approved
+    assert board.parts["main"] is not made
+    with Ledger(ledger_env) as lg:
+        lg.update("it001", status="in_progress", writer="cli:tester")
+    started = client.get("/plan?plan=main").text
+    assert 'button class="status st-in_progress"' in started and "started by" in started

@@ -360,6 +360,8 @@ def test_the_3x_claim_is_caught_by_the_metric_ledger_and_the_baseline_by_one_run
 def test_in_progress_is_the_writer_who_started_it(lg: Ledger) -> None:
     items = by_content(lg, "demo")
     assert lg.started_by("demo") == {items[PHASE_0]["id"]: AGENT}
+    # Given the items in progress (the board's view has them), the same answer.
+    assert lg.started_by("demo", ids=[items[PHASE_0]["id"]]) == {items[PHASE_0]["id"]: AGENT}
     assert items[PHASE_0]["updated_by"] == REVIEWER  # the reviewer's note touched it last
 
 

@@ -7,6 +7,7 @@ from todoledger.ledger.facade import Facade
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from todoledger.tokens import Holder
@@ -41,11 +42,12 @@ class PeopleMethods(Facade):
 
         return people.writers(self._unit, self._plan(plan))
 
-    def started_by(self, plan: str | None = None) -> dict[str, str]:
-        """For each item in progress, the writer who started it."""
+    def started_by(self, plan: str | None = None, *, ids: Sequence[str] | None = None) -> dict[str, str]:
+        """For each item in progress, the writer who started it. `ids`: the items in progress
+        as the caller read them already (the board's view), so that no item is read again."""
         from todoledger.ledger import people
 
-        return people.started_by(self._unit, self._plan(plan))
+        return people.started_by(self._unit, self._plan(plan), ids=ids)
 
     def durations(self, plan: str | None = None) -> dict[str, str]:
         """How long each completed item took, measured from its history, as `1h30m`."""

@@ -9,6 +9,7 @@ from todoledger.ledger.values import epoch, rows_open
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from todoledger.ledger.unit import Unit
@@ -82,11 +83,17 @@ def durations(u: Unit, plan: str) -> dict[str, str]:
     return {i: format_duration(sec) for i, sec in measured(events, epoch).items() if i not in unknown}
 
 
-def started_by(u: Unit, plan: str) -> dict[str, str]:
+def started_by(u: Unit, plan: str, ids: Sequence[str] | None = None) -> dict[str, str]:
     """Who started each item now in progress: the writer of the change that made it
-    so (not whoever touched it last: a note on it is not doing the work)."""
+    so (not whoever touched it last: a note on it is not doing the work). `ids`: the
+    items in progress, when the caller has them (reading every item to find them cost
+    the board's 2,000-item page a tenth of its time)."""
     with u.store.read():
-        doing = [it.id for it in u.repo.items(plan) if it.status == "in_progress"]
+        doing = (
+            list(ids)
+            if ids is not None
+            else [it.id for it in u.repo.items(plan) if it.status == "in_progress"]
+        )
         return _starters(u, plan, doing)
 
 

@@ -70,16 +70,39 @@
       if (old) old.replaceWith(el);
       rows.set(el.dataset.id, el);
     }
-    let cursor = list.querySelector(".row.head").nextElementSibling;
+    // The n-th row of the plan goes to block n / size, in order (pages.CHUNK_ROWS): a row
+    // already in its place stays, one elsewhere moves there, a block past the last row goes.
+    const size = Number(list.dataset.chunk) || 50;
+    const blocks = [...list.querySelectorAll(":scope > .chunk > .rows")];
+    let n = 0, block = null, cursor = null;
     for (const id of answer.order) {
       const el = rows.get(id);
       if (!el) continue;
+      if (n % size === 0) {
+        block = blocks[n / size] || addBlock(list, n, blocks);
+        cursor = block.firstElementChild;
+      }
+      n += 1;
       if (el === cursor) cursor = cursor.nextElementSibling;
-      else list.insertBefore(el, cursor);
+      else block.insertBefore(el, cursor);
     }
     const wanted = new Set(answer.order);
     for (const [id, el] of rows) if (!wanted.has(id)) el.remove();
+    for (const extra of blocks.slice(Math.ceil(n / size))) extra.parentElement.remove();
     main.dataset.change = String(answer.change);
+  }
+  // A block of rows as plan.html makes it: its counter starts at the rows before it.
+  function addBlock(list, before, blocks) {
+    const chunk = document.createElement("div");
+    chunk.className = "chunk";
+    chunk.setAttribute("role", "rowgroup");
+    const block = document.createElement("div");
+    block.className = "rows";
+    block.style.counterReset = `row ${before}`;
+    chunk.append(block);
+    list.append(chunk);
+    blocks.push(block);
+    return block;
   }
 
   async function refresh() {

@@ -28,20 +28,14 @@ KILL_BACKENDS = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a retried call of several transactions (done --metric: the metrics, then the"
-    " completion) whose connection is lost after its first commit finds that first key on the"
-    " retry and answers as if all of it was applied (ledger/retry.py ITEM_VERBS): `done` exits 0"
-    " and prints the item, which stays pending",
-)
 def test_done_whose_connection_is_lost_after_its_metrics_is_not_reported_done(
     ledger_env: Path | str, ledger_backend: str
 ) -> None:
-    """A lost write reported as saved: the person's gate (a command that passes) runs
-    between the metrics' commit and the completion's; the server closes the command's
-    connection meanwhile (as a restart does). The retry meets the metrics' key, and
-    `done` says done."""
+    """A lost write reported as saved (found by the adversary, fixed): the person's gate
+    (a command that passes) runs between the metrics' commit and the completion's; the
+    server closes the command's connection meanwhile (as a restart does). The retry met
+    the metrics' key and `done` said done, the item still pending; now the retry goes on
+    past the part that landed (ledger/retry.py)."""
     if ledger_backend != "postgres":
         pytest.skip("a SQLite file loses no connection")
     app = f"adv34-{os.getpid()}"

@@ -90,7 +90,9 @@ def ledger(cwd: str | None, *, create: bool = True) -> _Opened:
         opened = _call["opens"] = _call.get("opens", 0) + 1
         key = key if opened == 1 else f"{key}/{opened}"
     return _Opened(  # lean: store/libpq.py says why
-        Ledger(cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True, deadline=_call.get("deadline"), key=key)
+        Ledger(
+            cwd=cwd, create=create, busy_ms=HOOK_BUSY_MS, lean=True, deadline=_call.get("deadline"), key=key
+        )
     )
 
 

@@ -9,7 +9,10 @@ one and the call runs once more, where that cannot apply anything twice:
 - a call that began no write transaction (a read): always;
 - a call that did, only with an idempotency key (`Ledger.keyed`): its first
   attempt's commit may have landed before the reply was lost, and then the
-  retry finds the key in the ledger and applies nothing (ledger/unit.py).
+  retry finds the key in the ledger and applies nothing (ledger/unit.py). A
+  call of several transactions (`done`: its metrics, then its completion) goes
+  on past the parts that landed (run again and rolled back) to those that did
+  not, so a lost connection between them never leaves it half done and said done.
 
 A server's calls (`SharedLedger.session`: MCP over HTTP, the board) are retried
 alike: their store gives the lost connection back to the pool and borrows a new
@@ -58,7 +61,21 @@ def retried(method: Callable[..., Any]) -> Callable[..., Any]:
             except ConnectionLost:
                 if (unit.wrote and unit.call_key is None) or not unit.store.reconnect():
                     raise
-            unit.wrote, unit.keyed_ops = False, keyed  # the same keys again: found if they landed
+            # The same keys again: a part found applied is run again and rolled back, and the
+            # call goes on to the parts that never landed (a lost connection between two of its
+            # transactions left the second undone: answering "applied before" would say it was).
+            unit.wrote, unit.keyed_ops = False, keyed
+            unit.resuming, unit.found_applied, unit.applied_new = True, [], 0
+            try:
+                out = method(self, *args, **kwargs)
+            finally:
+                unit.resuming = False
+            if not unit.found_applied or unit.applied_new:
+                return out  # nothing had landed, or what had not is applied now
+            # All of it had landed: answer as a call applied before does (its first key refuses it
+            # before anything runs; a whole-list write answers skipped), never with what the
+            # rolled-back run made up.
+            unit.keyed_ops = keyed
             try:
                 return method(self, *args, **kwargs)
             except AppliedBefore as applied:

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from todoledger.store.base import Store
 
 
+class _Discarded(Exception):
+    """Ends a transaction run again in a retry only to reach what came after it: rolled back."""
+
+
 class Unit:
     """One store, its queries, and the transaction that records changes."""
 
@@ -69,6 +73,12 @@ class Unit:
         # Set once a write transaction of the call under way has begun (ledger/retry.py).
         self.wrote = False
         self.calls = 0  # façade calls under way (a call that calls another is retried as one)
+        # A retry that goes on past what landed (ledger/retry.py): the transactions found applied
+        # (key, op), run again and rolled back, and how many it committed that had not landed.
+        self.resuming = False
+        self.found_applied: list[tuple[str, int]] = []
+        self.applied_new = 0
+        self.discarding = False  # inside such a rolled-back transaction
 
     @property
     def in_transaction(self) -> bool:
@@ -82,12 +92,14 @@ class Unit:
         return self.call_key if n == 1 else f"{self.call_key}#{n}"
 
     def take_call_key(self) -> dict[str, str]:
-        """The next op's key, as an op's field (counted as taken), or nothing."""
+        """The next op's key, as an op's field (counted as taken), or nothing. In a
+        transaction run again only to be rolled back, the key is counted, not stored
+        (the op that holds it landed before)."""
         key = self.next_call_key()
         if key is None:
             return {}
         self.keyed_ops += 1
-        return {"call_key": key}
+        return {} if self.discarding else {"call_key": key}
 
     def proves(self, lease: Lease) -> bool:
         """Does this caller hold the lease's secret? (A lease claimed before secrets has none.)"""
@@ -126,30 +138,48 @@ class Unit:
     def transaction(self, plan: str | None = None) -> Iterator[None]:
         """A write transaction whose buffered events are inserted before it
         commits; a nested one joins the outer. `plan`: the one plan it writes
-        (None: any, a cross-plan operation)."""
-        with self.locked(plan):
-            if self._writes is not None:
-                yield
-                return
-            key = self.next_call_key()
-            if key is not None:  # its commit may have landed before the connection was lost
-                found = self.repo.call_op(key)
-                if found is not None:
-                    raise AppliedBefore(key, found)
-            self._writes = []
-            try:
-                yield
-                # Leases first, then the events: the events' turn on the
-                # ledger-wide feed (Writes.flush) lasts only to the commit.
-                for w in self._writes:
-                    self._renew_leases(w)
-                self._attach_signatures()
-                for w in self._writes:
-                    w.flush()
-            finally:
-                self._writes = None
-                self.overrides = set()
-                self.signatures = []
+        (None: any, a cross-plan operation).
+
+        A keyed call's transaction whose key the ledger holds was applied before
+        (its commit landed, the reply was lost): refused with `AppliedBefore`, or,
+        in a retry that goes on past what landed (`resuming`, ledger/retry.py), run
+        again and rolled back, so that the call reaches its parts that never ran
+        (`done`: its metrics landed, its completion did not) and nothing is applied twice."""
+        discard, key = False, None
+        try:
+            with self.locked(plan):
+                if self._writes is not None:
+                    yield
+                    return
+                key = self.next_call_key()
+                if key is not None:  # its commit may have landed before the connection was lost
+                    found = self.repo.call_op(key)
+                    if found is not None:
+                        if not self.resuming:
+                            raise AppliedBefore(key, found)
+                        self.found_applied.append((key, found))
+                        discard = self.discarding = True
+                self._writes = []
+                try:
+                    yield
+                    if discard:
+                        raise _Discarded  # the store rolls this transaction back
+                    # Leases first, then the events: the events' turn on the
+                    # ledger-wide feed (Writes.flush) lasts only to the commit.
+                    for w in self._writes:
+                        self._renew_leases(w)
+                    self._attach_signatures()
+                    for w in self._writes:
+                        w.flush()
+                finally:
+                    self._writes = None
+                    self.overrides = set()
+                    self.signatures = []
+                    self.discarding = False
+        except _Discarded:
+            return
+        if self.resuming and key is not None:
+            self.applied_new += 1  # committed in the retry: a part the first attempt never applied
 
     def _attach_signatures(self) -> None:
         """Each signature made in this transaction joins the op of its plan (the

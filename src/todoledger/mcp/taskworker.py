@@ -131,7 +131,9 @@ def resume_line(row: dict[str, Any]) -> tuple[str, str]:
         return "running its checks", shlex.join(words)
     if row["tool"] == "plan_sweep":
         name = str(args.get("name"))
-        return f"running sweep {name}", shlex.join(["todoledger", "sweep", "run", name, "--plan", str(row["plan"])])
+        return f"running sweep {name}", shlex.join(
+            ["todoledger", "sweep", "run", name, "--plan", str(row["plan"])]
+        )
     return f"running {row['tool']}", f"call {row['tool']} again"
 
 

@@ -65,6 +65,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.e2e.test_doctor_agents",
         "tests.e2e.test_panel_agents",
         "tests.e2e.test_panel_live",
+        "tests.e2e.test_tasks_probe",
     }
 )
 

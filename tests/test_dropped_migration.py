@@ -30,7 +30,9 @@ def _take_back_m009(db: Path | str) -> None:
         "check_stand_in",
         "recent_index",
         "refusal_counts",
+        "tasks",
     ], "take back each later migration here"
+    _sql(db, "DROP TABLE tasks")
     _sql(db, "DROP TABLE refusal_counts")
     _sql(db, "DROP INDEX items_recent")
     _sql(db, "ALTER TABLE checks DROP COLUMN stand_in")

@@ -183,6 +183,7 @@ def test_an_old_ledger_is_upgraded_and_keeps_its_imports(tmp_path: Path) -> None
     conn.execute("ALTER TABLE plans DROP COLUMN lease_seconds")
     for column in ("estimate", "uses", "needs_approval"):  # m004 (board_fields)
         conn.execute(f"ALTER TABLE items DROP COLUMN {column}")
+    conn.execute("DROP TABLE tasks")  # migration 22 (tasks)
     conn.execute("DROP TABLE refusal_counts")  # migration 21 (refusal_counts)
     conn.execute("DROP INDEX items_recent")  # migration 20 (recent_index)
     conn.execute("DROP TABLE ledger_settings")  # migration 17 (ledger_settings)

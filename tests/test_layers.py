@@ -97,6 +97,7 @@ LEDGER_RANKS = {
     "persons": 3,
     "tokens": 3,
     "checkrecords": 3,
+    "tasks": 3,  # MCP Tasks as rows: the row, its transitions' events, the worker's lease
     # 4: sweeps' records: a sweep defined as items (through `items`) with their checks.
     "sweeprows": 4,
     # 5-7: the façade: its base (default plan and writer), its method groups, `Ledger`.

@@ -379,3 +379,48 @@ def test_untimed_ops_keep_their_place_and_message_number(repo: Repo) -> None:
     rows = {r[0]: r for r in repo.ops("p")}
     assert tuple(rows[timed][10:]) == (0, None) and tuple(rows[untimed][10:]) == (1, 4350)
     assert repo.untimed_ops("p") == {untimed: "msg 4350 (seed 000)", bare: "time not recorded"}
+
+
+# MCP tasks (store/tasks.py) -----------------------------------------------------
+
+
+def test_task_rows_round_trip_and_one_lease_taker_wins(store: Store) -> None:
+    from todoledger.store.tasks import TaskRepo
+
+    tasks = TaskRepo(store)
+    row = {
+        "id": "a" * 32,
+        "tool": "plan_verify",
+        "arguments": {"ids": ["x1"], "plan": "p"},
+        "principal": "agent:claude-code",
+        "writer": "mcp:claude-code:s1",
+        "plan": "p",
+        "status": "working",
+        "message": "verifying",
+        "created_at": AT,
+        "updated_at": AT,
+        "ttl_ms": 86_400_000,
+        "poll_ms": 1000,
+        "cancel": False,
+        "cwd": "/tmp",
+    }
+    with store.write():
+        tasks.add(row)
+    found = tasks.get("a" * 32)
+    assert found is not None and found["arguments"] == {"ids": ["x1"], "plan": "p"}
+    assert found["cancel"] is False and found["pid"] is None and found["workers"] == 0
+    with store.write():
+        assert tasks.take_lease("a" * 32, (None, None), "h1", 11, "100", 1.5)
+        assert not tasks.take_lease("a" * 32, (None, None), "h2", 22, "200", 1.5)  # read before h1 took it
+        assert tasks.beat("a" * 32, "h2", 22, 2.0) is None  # not its lease
+        beat = tasks.beat("a" * 32, "h1", 11, 3.0)
+    assert beat is not None and beat["beat"] == 3.0 and beat["workers"] == 1
+    with store.write():
+        tasks.update("a" * 32, status="completed", result={"content": [], "isError": False}, expires_at=LATER)
+        assert not tasks.take_lease("a" * 32, ("h1", 11), "h3", 33, None, 4.0)  # finished: no new worker
+    assert [r["id"] for r in tasks.listing()] == []
+    assert [r["id"] for r in tasks.listing(("completed",))] == ["a" * 32]
+    assert tasks.expired(AT) == [] and tasks.expired("2026-01-02T00:00:00.000Z") == [("a" * 32, "p")]
+    with store.write():
+        tasks.remove("a" * 32)
+    assert tasks.get("a" * 32) is None

@@ -275,6 +275,33 @@ def plans(as_json: bool) -> None:
         render.plans(rows)
 
 
+@cli.command()
+@click.option(
+    "--all", "every", is_flag=True, help="Also the finished tasks still kept (24 h after they end)."
+)
+@options(as_json=True)
+def tasks(every: bool, as_json: bool) -> None:
+    """List the MCP tasks running and waiting (long tool calls an agent's client runs in
+    the background), with their status messages."""
+    with reader() as lg:
+        rows = lg.tasks(finished=every) if lg.exists else []
+    shown = [{k: v for k, v in r.items() if k not in ("arguments", "result")} for r in rows]
+    if as_json:
+        emit(shown)
+        return
+    if not rows:
+        say("no tasks running or waiting" + (" or kept" if every else ""))
+        return
+    for r in rows:
+        worker = f"pid {r['pid']} on {r['host']}" if r["pid"] is not None else "no worker"
+        say(
+            f"{r['id']}  {r['status']:<14} {r['tool']}  plan {r['plan']}  {r['principal']}"
+            f"  since {r['created_at']}  ({worker})"
+        )
+        if r["message"]:
+            say(f"    {r['message']}")
+
+
 LEASE = click.option(
     "--lease",
     "lease",

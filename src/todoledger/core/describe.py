@@ -101,4 +101,7 @@ def _annotation(field: str, old: dict[str, Any], new: dict[str, Any]) -> str:
         return f"signed by {new.get('name')} (key {new.get('key')})"
     if field == "plan_approved":
         return f"plan approved ({len(new.get('items') or [])} items)"
+    if field == "task" and isinstance(new, dict):
+        said = f": {new['message']}" if new.get("message") else ""
+        return f"task {str(new.get('task'))[:8]} ({new.get('tool')}) {new.get('status')}{said}"
     return f"{field} recorded"

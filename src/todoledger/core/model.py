@@ -70,6 +70,8 @@ ANNOTATIONS: frozenset[str] = frozenset(
     | {"claimed", "released"}
     # a person's signature over the op's person-only action (ledger/signed.py)
     | {"signed"}
+    # an MCP task's transition (no item: the plan's story), ledger/tasks.py
+    | {"task"}
 )
 # Leases: how long a claim holds an item unless the plan or the claim says otherwise.
 DEFAULT_LEASE_SECONDS = 30 * 60

@@ -22,6 +22,7 @@ from todoledger.ledger.facade_checks import CheckMethods
 from todoledger.ledger.facade_history import HistoryMethods
 from todoledger.ledger.facade_leases import LeaseMethods
 from todoledger.ledger.facade_people import PeopleMethods
+from todoledger.ledger.facade_tasks import TaskMethods
 from todoledger.ledger.unit import Unit
 
 # A lease's secret for a command line (`next --claim` prints it to its claimant only).
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from todoledger.store.repo import Repo
 
 
-class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods):
+class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods, TaskMethods):
     """A ledger of plans: a SQLite file or a PostgreSQL schema."""
 
     def __init__(

@@ -11,8 +11,8 @@ from the SDK path: `mcp/snapshot.py`), and serves `todowrite`, `todoread`,
 tools (`mcp/tools.py` PlanTools) and the same writer rules (`mcp/writer.py`,
 `mcp/duplicates.py`) as the SDK path: it adds no rules of its own.
 
-Anything else (another method or tool, an approval the client can be asked
-for, a line that is not plain JSON-RPC, a client that changes era) hands the
+Anything else (another method or tool, `tasks/*` and a call that may become an
+MCP task (mcp/tasks.py), an approval the client can be asked for, a line that is not plain JSON-RPC, a client that changes era) hands the
 session on to the SDK path (`mcp/server.py` `run_stdio`): the handshake the
 client made here is replayed to it (its answer swallowed: `mcp/stdio.py`
 REPLAY_ID), then the line and everything read after it. So the SDK stays the
@@ -93,6 +93,12 @@ def _can_elicit(caps: Any) -> bool:
     """As mcp/server.py `_can_elicit`: form elicitation declared (a bare `{}` means form)."""
     found = caps.get("elicitation") if type(caps) is dict else None
     return type(found) is dict and (found.get("form") is not None or found.get("url") is None)
+
+
+def _declares_tasks(caps: Any) -> bool:
+    """The request declares the MCP Tasks extension (mcp/tasks.py)."""
+    found = caps.get("extensions") if type(caps) is dict else None
+    return type(found) is dict and "io.modelcontextprotocol/tasks" in found
 
 
 class Session:
@@ -196,6 +202,11 @@ class Session:
             )
         if name in ASKING_TOOLS and _can_elicit(caps):
             raise HandOn  # it may ask the client's user for an approval: the SDK's elicitation
+        if _declares_tasks(caps):
+            from todoledger.mcp.tools import TASK_TOOLS
+
+            if name in TASK_TOOLS:
+                raise HandOn  # it may become an MCP task: the SDK path's extension (mcp/tasks.py)
         client = info.get("name")
         if type(client) is not str:
             raise HandOn

@@ -77,6 +77,13 @@ def with_identity(ctx: Context[Any, Any], args: Any, writer: str) -> tuple[Any, 
     return lead_writer(headers.get(IDENTITY_HEADER) if headers is not None else None, args, writer)
 
 
+def request_writer(rc: Any, args: Any) -> tuple[Any, str]:
+    """The writer of a request seen below the tools (an extension's hook gets the
+    request's context, not a tool's): as a tool call names it, identity in front."""
+    ctx: Context[Any, Any] = Context(request_context=rc)
+    return with_identity(ctx, args, session_writer(ctx))
+
+
 def _raw_arguments(ctx: Context[Any, Any]) -> Any:
     params = ctx.request_context.params
     return params.get("arguments") if params is not None else None
@@ -282,12 +289,15 @@ def build_server(
     inline: tuple[str, ...] = (),
 ) -> tuple[MCPServer[Any], PlanTools]:
     """The server and its tools; `inline`: the tools run on the event loop (stdio)."""
+    from todoledger.mcp.tasks import TasksExtension
+
     tools = PlanTools(default_plan=plan, cwd=cwd, shared=shared)
     server: MCPServer[Any] = MCPServer(
         "todoledger",
         instructions=INSTRUCTIONS,
         version=__version__,
         tools=[_tool(name, getattr(tools, name), tools, name in inline) for name in TOOLS],
+        extensions=[TasksExtension(tools, request_writer)],
         log_level="WARNING",
     )
 

@@ -44,6 +44,10 @@ MAX_WRITER_CHARS = 200
 MAX_LIMIT = 100
 MAX_TOKEN = 2**62  # fencing tokens only grow, one a claim: far below the stores' 64-bit integers
 SHOWN = 5  # ready / recent items in the compact read
+SLOW_VERIFY_MS = 2000  # a plan_verify whose checks last took longer runs as an MCP task
+# The tools whose calls may run as MCP tasks (mcp/tasks.py), where `long_call` says so.
+TASK_TOOLS = frozenset({"plan_verify"})
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 INSTRUCTIONS = (
     "todoledger keeps your todo list durable (it survives restarts and compaction) and shared "
@@ -830,6 +834,47 @@ class PlanTools:
         if not done["receipts"] and not done["skipped"]:
             out["hint"] = "no checks: add one with plan_update check"
         return out
+
+    # tasks (mcp/tasks.py) ---------------------------------------------------
+    def long_call(self, tool: str, args: Any, writer: str) -> dict[str, str] | None:
+        """Whether this call should run as an MCP task (when its request declared the
+        extension): {plan, writer, message} for a `plan_verify` that runs a `cmd:` or
+        `http:` check, or whose checks' last receipts took more than 2 s; else None
+        (the call runs as today, and says itself what is wrong with it)."""
+        if tool != "plan_verify" or not self.run_checks:
+            return None
+        try:
+            args = check_arguments(tool, args)
+            explicit = plan_name(args.get("plan"))
+            ids: list[str] = args.get("ids") or []
+            writer = self.writer_arg(args, writer)
+        except LedgerError:
+            return None
+        plan = self.plan_or_default(explicit)
+        try:
+            return self.locked(lambda: self._long_verify(plan, explicit is not None, ids, writer))
+        except LedgerError:
+            return None
+
+    def _long_verify(self, plan: str, explicit: bool, ids: list[str], writer: str) -> dict[str, str] | None:
+        from todoledger.core.verification import ROLES
+
+        lg = self.ledger(write=False)
+        if not self._known(lg, plan, explicit):
+            return None
+        rows = [r for r in lg.checks(ids, plan=plan) if r.role in ROLES and r.trusted]
+        if not rows:
+            return None
+        kinds = sorted({r.check.kind for r in rows if r.check.kind in ("cmd", "http")})
+        last: dict[str, int] = {}
+        for receipt in lg.receipts(plan=plan):
+            last[receipt["check"]] = int(receipt["duration_ms"] or 0)
+        slow = [r for r in rows if last.get(r.id, 0) > SLOW_VERIFY_MS]
+        if not kinds and not slow:
+            return None
+        what = f"{len(rows)} check{'s' if len(rows) != 1 else ''}"
+        why = " and ".join(f"{k}:" for k in kinds) or "slow"
+        return {"plan": plan, "writer": writer, "message": f"verifying: {what} ({why}) running"}
 
     # resources -------------------------------------------------------------
     def plan_markdown(self, name: str) -> str:

@@ -383,6 +383,29 @@ def m021_refusal_counts(db: Executor) -> None:
     )
 
 
+def m022_tasks(db: Executor) -> None:
+    """MCP Tasks (`io.modelcontextprotocol/tasks`, ledger/tasks.py): a tool call that runs
+    on in a detached worker. The row is the task's whole state, so that any server
+    process on the ledger answers `tasks/get` from it: its 128-bit id, the tool and its
+    arguments, the principal it belongs to and the writer it writes as, its plan, status
+    and message, times, how long it is kept after it ends (`ttl_ms`, giving `expires_at`),
+    the poll interval, the result or error, input requests, the cancel flag, and the
+    worker's lease (host, pid, process start ticks) and heartbeat (seconds since 1970, a
+    row update, never an event). Each transition is also an event of the plan."""
+    db.execute_script(
+        [
+            "CREATE TABLE tasks (id TEXT PRIMARY KEY, tool TEXT NOT NULL, arguments TEXT NOT NULL,"
+            " principal TEXT NOT NULL, writer TEXT NOT NULL, plan TEXT NOT NULL, status TEXT NOT NULL,"
+            " message TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, ttl_ms BIGINT NOT NULL,"
+            " expires_at TEXT, poll_ms INTEGER NOT NULL, result TEXT, error TEXT, input_requests TEXT,"
+            " cancel INTEGER NOT NULL DEFAULT 0, cwd TEXT, host TEXT, pid INTEGER, ticks TEXT,"
+            " beat DOUBLE PRECISION, workers INTEGER NOT NULL DEFAULT 0)",
+            "CREATE INDEX tasks_status ON tasks (status, updated_at)",
+            "CREATE INDEX tasks_expiry ON tasks (expires_at)",
+        ]
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations only
     ("initial", m001_initial),
     ("op_source_location", m002_op_source_location),
@@ -405,5 +428,6 @@ MIGRATIONS: list[tuple[str, Callable[[Executor], None]]] = [  # type annotations
     ("check_stand_in", m019_check_stand_in),
     ("recent_index", m020_recent_index),
     ("refusal_counts", m021_refusal_counts),
+    ("tasks", m022_tasks),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,300 @@
+"""MCP Tasks in the ledger: a tool call that runs on after its reply, as a row
+that any process on the ledger reads (store/tasks.py), below the façade.
+
+A task (the `io.modelcontextprotocol/tasks` extension, SEP-2663; the MCP side is
+mcp/tasks.py, its worker mcp/taskworker.py) is:
+
+- `id`: 128 random bits (32 hex digits); with the principal, all that finds it;
+- `tool`, `arguments`: the call, as the server resolved it (a token's identity
+  already leads any `writer` argument);
+- `principal`: who it belongs to (`core.approval.principal` of the writer: the
+  agent kind, or a token's identity), never a session writer: on the 2026
+  protocol every request and every server process is a new writer. Another
+  principal is told "task not found";
+- `writer`: the writer the work writes as; the worker writes only as it;
+- `plan`: where each transition is told, as an event `task` (no item) of an op
+  `task`, in the same transaction as the row's change;
+- `status` (working, input_required, completed, failed, cancelled) and `message`;
+- `created_at`, `updated_at`; `ttl_ms`: how long a finished task is kept after it
+  ended (`expires_at`, set when it ends); the next task call removes expired rows
+  (no daemon), their events stay;
+- `poll_ms`, `result` or `error` (JSON), `input_requests` ({key: {"request",
+  "response"?}}), the `cancel` flag;
+- the worker's lease: `host`, `pid`, `ticks` (the process's start time, so a
+  reused pid is told apart), `beat` (its heartbeat, seconds since 1970: a row
+  update, never an event) and `workers` (how many were started).
+
+TTL: SEP-2663's `ttlMs` counts from creation ("Time-to-live duration from
+creation", and a client MAY give up at `createdAt + ttlMs`), and MAY change over
+a task's life. So a task in progress says `ttlMs: null` (unlimited: an approval
+wait may last days), and a finished one says its age at the end plus `ttl_ms`
+(24 h): it is kept 24 h after it ended, whenever that was (`wire_ttl`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from todoledger.core.model import LedgerError
+from todoledger.core.timefmt import epoch, now, shift
+from todoledger.store.tasks import OPEN, TaskRepo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.ledger.unit import Unit
+
+STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+KEEP_MS = 24 * 3600 * 1000  # a finished task is kept this long after it ended
+POLL_MS = 1000
+BEAT = 2.0  # seconds between two heartbeats of a worker
+LAPSE = 30.0  # seconds without a heartbeat after which a worker on another host counts as gone
+NOT_FOUND = "task not found"
+
+
+def tasks_repo(u: Unit) -> TaskRepo:
+    return TaskRepo(u.store)
+
+
+def new_task_id() -> str:
+    """128 random bits, as 32 hex digits."""
+    return os.urandom(16).hex()
+
+
+def _event(u: Unit, row: dict[str, Any], writer: str, at: str, status: str, message: str | None) -> None:
+    """The transition, told in the task's plan (inside the caller's transaction)."""
+    u.repo.ensure_plan(row["plan"], at)
+    w = u.op(row["plan"], writer, at, "task", summary=f"task {row['id'][:8]} {row['tool']}: {status}")
+    told: dict[str, Any] = {"task": row["id"], "tool": row["tool"], "status": status}
+    if message:
+        told["message"] = message
+    w.annotate(None, "task", None, told)
+
+
+def create(
+    u: Unit,
+    *,
+    tool: str,
+    arguments: dict[str, Any],
+    principal: str,
+    writer: str,
+    plan: str,
+    message: str,
+    cwd: str | None,
+    poll_ms: int = POLL_MS,
+    ttl_ms: int = KEEP_MS,
+) -> dict[str, Any]:
+    """A new working task, committed (row and event) before this returns."""
+    expire(u)
+    at = now()
+    row: dict[str, Any] = {
+        "id": new_task_id(),
+        "tool": tool,
+        "arguments": arguments,
+        "principal": principal,
+        "writer": writer,
+        "plan": plan,
+        "status": "working",
+        "message": message,
+        "created_at": at,
+        "updated_at": at,
+        "ttl_ms": ttl_ms,
+        "poll_ms": poll_ms,
+        "cancel": False,
+        "cwd": cwd,
+    }
+    with u.transaction(plan):
+        tasks_repo(u).add(row)
+        _event(u, row, writer, at, "working", message)
+    found = tasks_repo(u).get(row["id"])
+    assert found is not None
+    return found
+
+
+def get(u: Unit, task_id: str, principal: str | None) -> dict[str, Any] | None:
+    """The task, if it is `principal`'s (None: a person's view, any task); else None."""
+    if not isinstance(task_id, str) or not task_id or len(task_id) > 64:
+        return None
+    expire(u)
+    with u.store.read():
+        row = tasks_repo(u).get(task_id)
+    if row is None or (principal is not None and row["principal"] != principal):
+        return None
+    return row
+
+
+def require(u: Unit, task_id: str, principal: str | None) -> dict[str, Any]:
+    row = get(u, task_id, principal)
+    if row is None:
+        raise LedgerError(NOT_FOUND)
+    return row
+
+
+def transition(
+    u: Unit,
+    task_id: str,
+    status: str,
+    *,
+    message: str | None = None,
+    result: Any = None,
+    error: Any = None,
+    writer: str | None = None,
+    worker: tuple[str, int] | None = None,
+) -> dict[str, Any] | None:
+    """Move an open task to `status` (with its event); a finished task never moves
+    again. `worker`: only while that (host, pid) holds the lease. The row after
+    it, or None when nothing moved."""
+    if status not in STATUSES:
+        raise ValueError(status)
+    repo = tasks_repo(u)
+    plan = _plan_of(u, task_id)
+    if plan is None:
+        return None
+    with u.transaction(plan):
+        row = repo.get(task_id)
+        if row is None or row["status"] in TERMINAL:
+            return None
+        if worker is not None and (row["host"], row["pid"]) != worker:
+            return None
+        at = now()
+        fields: dict[str, Any] = {"status": status, "message": message, "updated_at": at}
+        if status in TERMINAL:
+            fields |= {"expires_at": shift(at, row["ttl_ms"] / 1000), "result": result, "error": error}
+        repo.update(task_id, **fields)
+        _event(u, row, writer or row["writer"], at, status, message)
+    return repo.get(task_id)
+
+
+def note(u: Unit, task_id: str, message: str, worker: tuple[str, int]) -> None:
+    """A working task's progress line, without a transition (no event: the status is the same)."""
+    repo = tasks_repo(u)
+    plan = _plan_of(u, task_id)
+    if plan is None:
+        return
+    with u.locked(plan):
+        row = repo.get(task_id)
+        if row is not None and row["status"] not in TERMINAL and (row["host"], row["pid"]) == worker:
+            repo.update(task_id, message=message, updated_at=now())
+
+
+def take_lease(u: Unit, task_id: str, held: tuple[Any, Any], host: str, pid: int, ticks: str | None) -> bool:
+    """Make (host, pid) the task's worker if the lease is still `held` (as read before)."""
+    import time
+
+    plan = _plan_of(u, task_id)
+    if plan is None:
+        return False
+    with u.locked(plan):
+        return tasks_repo(u).take_lease(task_id, held, host, pid, ticks, time.time())
+
+
+def beat(u: Unit, task_id: str, plan: str, host: str, pid: int) -> dict[str, Any] | None:
+    """The worker's heartbeat; the row after it, or None when the lease is no longer its own."""
+    import time
+
+    with u.locked(plan):
+        return tasks_repo(u).beat(task_id, host, pid, time.time())
+
+
+def request_cancel(u: Unit, task_id: str, principal: str | None, writer: str) -> dict[str, Any]:
+    """Set the cancel flag (the worker ends its work through its own teardown); a task
+    with no live worker is cancelled here. The row after it."""
+    row = require(u, task_id, principal)
+    if row["status"] in TERMINAL:
+        return row
+    repo = tasks_repo(u)
+    with u.locked(row["plan"]):
+        repo.update(task_id, cancel=True)
+    row = repo.get(task_id) or row
+    if lapsed(row) is not None:
+        return (
+            transition(u, task_id, "cancelled", message="cancelled before its worker ran", writer=writer)
+            or row
+        )
+    return row
+
+
+def answer_inputs(u: Unit, task_id: str, principal: str | None, responses: dict[str, Any]) -> list[str]:
+    """Record the client's answers to the task's outstanding input requests; keys not
+    outstanding are ignored (SEP-2663). The keys taken. A client's answer is the
+    client's: it never counts as a person's approval."""
+    row = require(u, task_id, principal)
+    asked = dict(row["input_requests"] or {})
+    taken = [k for k, v in asked.items() if k in responses and isinstance(v, dict) and "response" not in v]
+    if not taken or row["status"] in TERMINAL:
+        return []
+    for key in taken:
+        asked[key] = {**asked[key], "response": responses[key]}
+    with u.locked(row["plan"]):
+        tasks_repo(u).update(task_id, input_requests=asked, updated_at=now())
+    return taken
+
+
+def _plan_of(u: Unit, task_id: str) -> str | None:
+    with u.store.read():
+        row = tasks_repo(u).get(task_id)
+    return None if row is None else str(row["plan"])
+
+
+def outstanding(row: dict[str, Any]) -> dict[str, Any]:
+    """The input requests not answered yet: {key: request}."""
+    asked = row["input_requests"] or {}
+    return {k: v["request"] for k, v in asked.items() if isinstance(v, dict) and "response" not in v}
+
+
+def listing(u: Unit, statuses: tuple[str, ...] = OPEN) -> list[dict[str, Any]]:
+    expire(u)
+    with u.store.read():
+        return tasks_repo(u).listing(statuses)
+
+
+def expire(u: Unit) -> int:
+    """Remove the finished tasks kept past their time; their events stay. How many."""
+    repo = tasks_repo(u)
+    at = now()
+    with u.store.read():
+        gone = repo.expired(at)
+    if not gone:
+        return 0
+    with u.locked(None):
+        for task_id, _ in repo.expired(at):
+            repo.remove(task_id)
+    return len(gone)
+
+
+def lapsed(row: dict[str, Any]) -> str | None:
+    """Why the task's worker is gone (a few words), or None while it runs (or it is
+    finished). On this host its pid and start time decide; elsewhere a heartbeat in
+    the last `LAPSE` seconds."""
+    import time
+
+    from todoledger.checks import lifecycle
+
+    if row["status"] in TERMINAL:
+        return None
+    if row["pid"] is None:
+        return "no worker was started"
+    pid = int(row["pid"])
+    if row["host"] == lifecycle.host():
+        if lifecycle.is_ours(pid, row["ticks"]):
+            return None
+        return f"its worker (pid {pid}) is gone"
+    age = time.time() - float(row["beat"] or 0.0)
+    if age > LAPSE:
+        return f"no heartbeat from its worker on {row['host']} for {age:.0f} s"
+    return None
+
+
+def wire_ttl(row: dict[str, Any]) -> int | None:
+    """`ttlMs` as SEP-2663 counts it, from creation: None (unlimited) while the task
+    is open; once it ended, its age then plus the time it is kept."""
+    if row["status"] not in TERMINAL:
+        return None
+    return _ms(row["updated_at"]) - _ms(row["created_at"]) + int(row["ttl_ms"])
+
+
+def _ms(at: str) -> int:
+    millis = int(at[20:23]) if len(at) >= 23 and at[19] == "." else 0
+    return epoch(at[:19]) * 1000 + millis

@@ -1,0 +1,241 @@
+"""The worker of an MCP task: a detached `todoledger` process that runs the task's
+tool call after the server replied, and outlives that server (a stdio server dies
+with its client). SDK-free: `python -m todoledger.mcp.taskworker TASK_ID`.
+
+Started by `start` only after the task's row is committed (ledger/tasks.py), in a
+session of its own (`start_new_session`), stdio on the null device, in the
+server's working folder and environment (so it opens the same ledger). The
+server records the worker's lease (host, pid, process start time) as soon as it
+has started it; the worker waits to see that lease as its own, then:
+
+- heartbeats (`ledger.tasks.BEAT`) from a thread with its own connection, and
+  stops its own work (SIGTERM to itself) when the row says cancel, or the lease
+  is no longer its own;
+- runs the call through the same tools as the server (`mcp/tools.py` PlanTools),
+  writing only as the task's recorded writer, never as its own process;
+- stores the result: `completed` with the CallToolResult the server would have
+  replied (a tool error included, `isError: true`, as SEP-2663 says), `cancelled`
+  when it was stopped on a cancel (verify's own teardown, `checks.run.interruptible`,
+  ended the checks' process groups), `failed` with a JSON-RPC error otherwise.
+
+`resume` is what a `tasks/get` does for a `working` task whose worker lapsed
+(`ledger.tasks.lapsed`: a dead pid on this host, no heartbeat elsewhere): a
+cancelled one is marked so; a resumable step (RESUMABLE: `plan_verify` records
+its receipts only when all its checks ran, so running it again resumes it) gets
+a new worker, up to MAX_WORKERS; else the task fails with a JSON-RPC error that
+names the step and the command that resumes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from todoledger.ledger.ledger import Ledger
+
+RESUMABLE = frozenset({"plan_verify"})
+MAX_WORKERS = 3  # workers started for one task before a lapse fails it instead
+LEASE_WAIT = 10.0  # seconds a new worker waits to see the lease recorded as its own
+INTERNAL_ERROR = -32603
+_children: list[subprocess.Popen[bytes]] = []  # workers this server started: reaped, never waited on
+
+
+def spawn(row: dict[str, Any]) -> int:
+    """Start the worker process, detached; its pid."""
+    for child in list(_children):  # reap the ones that ended (a long-lived HTTP server)
+        if child.poll() is not None:
+            _children.remove(child)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "todoledger.mcp.taskworker", row["id"]],
+        cwd=row["cwd"] or None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    _children.append(proc)
+    return proc.pid
+
+
+def start(lg: Ledger, row: dict[str, Any]) -> bool:
+    """Start a worker for the task and record its lease, if the lease is still as
+    `row` read it (one of two servers resuming at once wins); False: another did."""
+    from todoledger.checks import lifecycle
+
+    pid = spawn(row)
+    took = lg.take_task_lease(
+        row["id"], (row["host"], row["pid"]), lifecycle.host(), pid, lifecycle.start_ticks(pid)
+    )
+    if not took:  # it waits for a lease it will never see, and exits; no need to wait for it
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    return took
+
+
+def resume_line(row: dict[str, Any]) -> tuple[str, str]:
+    """(the step the task was on, the command that resumes it by hand)."""
+    args = row["arguments"] if isinstance(row["arguments"], dict) else {}
+    if row["tool"] == "plan_verify":
+        ids = " ".join(str(i) for i in args.get("ids") or [])
+        return "running its checks", f"todoledger verify --plan {row['plan']}" + (f" {ids}" if ids else "")
+    return f"running {row['tool']}", f"call {row['tool']} again"
+
+
+def resume(lg: Ledger, row: dict[str, Any], why: str) -> dict[str, Any]:
+    """A working task whose worker lapsed (`why`): cancelled if it was asked to be,
+    a new worker for a resumable step, else failed with the resume line. The row after."""
+    task_id = row["id"]
+    if row["cancel"]:
+        done = lg.task_transition(task_id, "cancelled", message=f"cancelled ({why})")
+        return done or lg.task(task_id, None) or row
+    if row["tool"] in RESUMABLE and int(row["workers"]) < MAX_WORKERS and start(lg, row):
+        from todoledger.checks import lifecycle
+
+        fresh = lg.task(task_id, None) or row
+        message = f"resumed: worker {fresh['workers']} started ({why})"
+        moved = lg.task_transition(
+            task_id, "working", message=message, worker=(lifecycle.host(), int(fresh["pid"]))
+        )
+        return moved or lg.task(task_id, None) or fresh
+    step, command = resume_line(row)
+    tried = f" after {row['workers']} workers" if int(row["workers"]) >= MAX_WORKERS else ""
+    message = f"{row['tool']} stopped while {step}: {why}{tried}; resume it with `{command}`"
+    error = {"code": INTERNAL_ERROR, "message": message, "data": {"step": step, "resume": command}}
+    done = lg.task_transition(task_id, "failed", message=message, error=error)
+    return done or lg.task(task_id, None) or row
+
+
+# the worker process --------------------------------------------------------------------------
+
+
+class _Lost(BaseException):
+    """SIGTERM outside the checks: the task was cancelled or its lease taken."""
+
+
+def _on_term(signum: int, frame: object) -> None:
+    raise _Lost
+
+
+def _wait_for_lease(lg: Ledger, task_id: str, host: str, pid: int) -> dict[str, Any] | None:
+    import time
+
+    deadline = time.monotonic() + LEASE_WAIT
+    while True:
+        row = lg.task(task_id, None)
+        if row is None or row["status"] not in ("working", "input_required"):
+            return None
+        if (row["host"], row["pid"]) == (host, pid):
+            return row
+        if time.monotonic() > deadline:  # the server that started it lost the race, or died first
+            return None
+        time.sleep(0.02)
+
+
+def _heartbeat(task_id: str, plan: str, host: str, pid: int, stop: Any, told: list[str]) -> None:
+    """Beat until `stop`; on a cancel or a lost lease, say which in `told` and SIGTERM this process."""
+    from todoledger.ledger.ledger import Ledger
+    from todoledger.ledger.tasks import BEAT
+
+    try:
+        with Ledger() as lg:
+            while not stop.wait(BEAT):
+                row = lg.beat_task(task_id, plan, host, pid)
+                if row is None or row["cancel"]:
+                    told.append("lost" if row is None else "cancel")
+                    os.kill(pid, signal.SIGTERM)
+                    return
+    except Exception:  # the ledger unreachable for a beat: the lease lapses and a get resumes it
+        return
+
+
+def _call_result(data: dict[str, Any]) -> dict[str, Any]:
+    """The CallToolResult the server would have replied (mcp/server.py `_result`)."""
+    import json
+
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return {"content": [{"type": "text", "text": text}], "structuredContent": data, "isError": False}
+
+
+def _tool_error(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def run(task_id: str) -> int:
+    import threading
+
+    from todoledger.checks import lifecycle
+    from todoledger.checks import run as checks_run
+    from todoledger.core.model import LedgerError
+    from todoledger.ledger.ledger import Ledger
+    from todoledger.mcp.tools import PlanTools
+
+    host, pid = lifecycle.host(), os.getpid()
+    me = (host, pid)
+    signal.signal(signal.SIGTERM, _on_term)
+    with Ledger() as lg:
+        row = _wait_for_lease(lg, task_id, host, pid)
+        if row is None:
+            return 0
+        stop = threading.Event()
+        told: list[str] = []  # what the heartbeat saw before it stopped this process: cancel | lost
+        beat = threading.Thread(
+            target=_heartbeat, args=(task_id, row["plan"], host, pid, stop, told), daemon=True
+        )
+        beat.start()
+        tools = PlanTools(default_plan=None, cwd=None, shared=None)
+        status, result, error, message = "completed", None, None, None
+        try:
+            try:
+                data = getattr(tools, row["tool"])(row["arguments"], row["writer"])
+                result = _call_result(data)
+                message = f"{row['tool']} finished"
+            except LedgerError as exc:
+                if checks_run.stopping() is not None:
+                    raise _Lost from None
+                tools.note_refusal(row["tool"], row["arguments"], row["writer"], str(exc))
+                result, message = _tool_error(str(exc)), f"{row['tool']} refused: {exc}"[:300]
+        except _Lost:
+            now = lg.task(task_id, None)
+            if "lost" in told or now is None or (now["host"], now["pid"]) != me:
+                return 0  # another worker holds it now: nothing of ours to record
+            if now["cancel"] or "cancel" in told:
+                status, message = "cancelled", f"cancelled: {row['tool']} stopped and its checks ended"
+            else:
+                step, command = resume_line(row)
+                status = "failed"
+                message = f"{row['tool']} was stopped (SIGTERM) while {step}; resume it with `{command}`"
+                error = {
+                    "code": INTERNAL_ERROR,
+                    "message": message,
+                    "data": {"step": step, "resume": command},
+                }
+        except Exception as exc:  # a bug: the task fails with one sentence, never a traceback
+            status = "failed"
+            message = f"internal error in {row['tool']} ({type(exc).__name__})"
+            error = {"code": INTERNAL_ERROR, "message": message}
+        finally:
+            stop.set()
+            tools.close()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the result is stored whatever comes now
+        lg.task_transition(task_id, status, message=message, result=result, error=error, worker=me)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m todoledger.mcp.taskworker TASK_ID\n")
+        return 2
+    return run(args[0])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -66,6 +66,7 @@ ONE_RUN_MODULES = frozenset(
         "tests.e2e.test_panel_agents",
         "tests.e2e.test_panel_live",
         "tests.e2e.test_tasks_probe",
+        "tests.e2e.test_tasks_claude",
     }
 )
 

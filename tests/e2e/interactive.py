@@ -55,13 +55,36 @@ def start(scratch: Scratch, debug_log: Path, *args: str) -> Terminal:
     term = Terminal(argv, cwd=scratch.project, env=terminal_env(scratch))
     try:
         term.choose("Yes, I trust this folder", timeout=60)
-        term.wait_for("use this API key")
-        term.choose("Yes")
-        term.wait_for(READY, timeout=60)
+        answer_dialogs(term, {"use this API key": "Yes"})
     except BaseException:
         term.close()
         raise
     return term
+
+
+def answer_dialogs(term: Terminal, answers: dict[str, str], timeout: float = 90) -> None:
+    """Until the idle prompt shows: each dialog on screen that holds a key of
+    `answers` gets that option chosen; a dialog not listed fails the test (a step
+    a person would have to decide, which the test does not take for them)."""
+    deadline = time.monotonic() + timeout
+    answered: set[str] = set()
+    while time.monotonic() < deadline:
+        screen = term.text()
+        if READY in screen and "Enter to confirm" not in screen:
+            return
+        if "Enter to confirm" in screen or "Enter to select" in screen:
+            asked = [key for key in answers if key in screen and key not in answered]
+            if not asked:
+                time.sleep(0.3)
+                if term.text() == screen:
+                    raise AssertionError(f"a dialog the test does not answer:\n{screen}")
+                continue
+            term.choose(answers[asked[0]])
+            answered.add(asked[0])
+            term.wait_for(lambda s, key=asked[0]: key not in s, timeout=30)  # type: ignore[misc]
+            continue
+        time.sleep(0.2)
+    raise AssertionError(f"Claude Code did not reach its prompt; the screen:\n{term.text()}")
 
 
 def send(term: Terminal, prompt: str) -> None:

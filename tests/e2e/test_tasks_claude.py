@@ -222,7 +222,8 @@ def test_claude_gets_the_verify_from_a_new_server_after_a_kill(session: Session)
         assert len(new) == 1, new
         before = len(interactive.debug_lines(session.debug_log, "poll failure"))
         delivered(session, term, task_id)
-        assert (
-            len(interactive.debug_lines(session.debug_log, "poll failure")) == before
-        )  # the new one answered
+        failures = interactive.debug_lines(session.debug_log, "poll failure")
+        assert len(failures) == before  # the new server answered every poll
+        row = session.listed(task_id)
+        assert row is not None and row["workers"] == 1, row  # the worker outlived the server: no resume
     assert session.seen == ["working", "completed"], session.seen

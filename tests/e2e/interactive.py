@@ -20,7 +20,7 @@ from typing import Any
 
 from tests.e2e.agents import CLAUDE, CLAUDE_MODEL, Scratch
 from tests.e2e.fakemodel import FakeModel
-from tests.e2e.terminal import ENTER, ESC, Terminal
+from tests.e2e.terminal import DOWN, ENTER, ESC, Terminal
 
 READY = "shift+tab to cycle"  # the status line under an idle prompt box
 TASK_RUNNING = re.compile(r"\d+ MCP tasks? still running")
@@ -101,6 +101,19 @@ def reconnect(term: Terminal, server: str) -> None:
     term.choose(server)
     term.choose("Reconnect")
     term.wait_for(f"Reconnected to {server}", timeout=60)
+
+
+def stop_task(term: Terminal) -> str:
+    """↓ to the task list, Enter on the task, `x`: what a person does to stop a
+    background task. The task's panel as it was shown before the stop."""
+    term.type(DOWN)
+    term.wait_for("enter to view tasks")
+    term.type(ENTER)
+    panel = term.wait_for("x to stop")
+    term.type("x")
+    term.wait_for("No tasks currently running")
+    term.type(ESC)
+    return panel
 
 
 def close_menu(term: Terminal) -> None:

@@ -12,7 +12,9 @@ Interactive `claude` under a pty (tests/e2e/interactive.py):
   Reconnect starts a new server process, and Claude Code polls the same task id
   there: the result is delivered, and the call is not made again.
 
-`claude -p` declares no extension and gets the synchronous answer.
+A person who stops the task (↓, Enter, `x`) makes Claude Code send `tasks/cancel`
+and stop polling; the model is not told. `claude -p` declares no extension and
+gets the synchronous answer.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ class Probe:
             for e in self.requests("tasks/get", pid)
             if (e["pid"], e["msg"]["id"]) in answers
         ]
+
+    def model_requests(self) -> list[Any]:
+        return [r for r in self.fake.requests if r.api == "anthropic"]
 
     def release(self, label: str = "alpha") -> None:
         (self.folder / f"release-{label}").write_text("done\n", encoding="utf-8")
@@ -196,6 +201,27 @@ def test_claude_waits_for_a_killed_server_and_polls_the_task_on_the_new_one(prob
         delivered(probe, term)
         assert probe.statuses(second)[-1] == "completed"
         assert [c["msg"]["params"]["name"] for c in probe.requests("tools/call")] == ["slow_job", "note"]
+
+
+def test_a_person_stopping_the_task_sends_tasks_cancel(probe: Probe) -> None:
+    with interactive.start(probe.scratch, probe.debug_log) as term:
+        backgrounded(probe, term)
+        ident = task_id(probe)
+        interactive.wait_until(lambda: probe.statuses(), "a first poll", 30, term)
+        panel = interactive.stop_task(term)
+        # The task's panel shows the server's status message and its poll interval.
+        assert "slow_job alpha: working" in panel and "checks every 500ms" in panel, panel
+        assert ident in panel
+        cancels = interactive.wait_until(lambda: probe.requests("tasks/cancel"), "tasks/cancel", 30, term)
+        assert {c["msg"]["params"]["taskId"] for c in cancels} == {ident}
+        asked = len(probe.model_requests())
+        interactive.wait_until(
+            lambda: interactive.debug_lines(probe.debug_log, f"task {ident}: cancel sent"), "the cancel", 30
+        )
+        polls = probe.requests("tasks/get")
+        assert all(p["t"] < cancels[0]["t"] for p in polls), "polled after the cancel"
+        assert len(probe.model_requests()) == asked  # the model is not told of the stop
+        assert not interactive.model_saw(probe.fake, RESULT)
 
 
 def test_claude_print_mode_declares_no_extension_and_waits(probe: Probe) -> None:

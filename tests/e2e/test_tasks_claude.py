@@ -10,6 +10,8 @@ Code does with a task is in tests/e2e/TASKS.md).
   end) becomes a task: the call is moved to the background, the model's next turn
   (`todoread`) runs while the task is `working`, and the verify's receipts reach
   the model in a later request.
+- A person who stops the task in Claude Code (↓, Enter, `x`) cancels it: its check's
+  process ends, the task is `cancelled`, no receipt says it holds.
 - The same with the `todoledger mcp` process killed while the task works: Claude
   Code waits, a person's `/mcp` Reconnect starts a new server process, which
   answers `tasks/get` for the task from its ledger row, and the result is delivered.
@@ -193,6 +195,22 @@ def server_pids(term: Terminal) -> list[int]:
     return found
 
 
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker` (the check's own text)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
+
+
 def test_claude_runs_a_long_plan_verify_in_the_background(session: Session) -> None:
     with start(session) as term:
         task_id = backgrounded(session, term)
@@ -227,3 +245,26 @@ def test_claude_gets_the_verify_from_a_new_server_after_a_kill(session: Session)
         row = session.listed(task_id)
         assert row is not None and row["workers"] == 1, row  # the worker outlived the server: no resume
     assert session.seen == ["working", "completed"], session.seen
+
+
+def test_a_person_stopping_the_verify_in_claude_ends_its_check(session: Session) -> None:
+    with start(session) as term:
+        task_id = backgrounded(session, term)
+        marker = str(session.release)
+        interactive.wait_until(lambda: processes_with(marker), "the check's process", 30, term)
+        panel = interactive.stop_task(term)
+        assert "verifying: 1 check (cmd:) running" in panel and task_id in panel, panel
+        interactive.wait_until(
+            lambda: (session.listed(task_id) or {}).get("status") == "cancelled",
+            "the task cancelled",
+            60,
+            term,
+        )
+        interactive.wait_until(lambda: not processes_with(marker), "the check's process ended", 30, term)
+        assert not interactive.model_saw(session.fake, DONE)
+        with Ledger(str(session.db)) as lg:
+            told = [e["new"]["status"] for e in lg.history("main") if e["field"] == "task"]
+            receipts = lg.receipts()
+        assert told == ["working", "cancelled"], told
+        assert [r["result"] for r in receipts if r["result"] == "holds"] == [], receipts
+    assert session.seen == ["working", "cancelled"], session.seen

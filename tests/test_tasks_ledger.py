@@ -56,7 +56,7 @@ def test_a_dead_worker_is_seen_and_a_cancel_without_one_ends_the_task(ledger_env
     gone.wait()
     with Ledger() as lg:
         task_id = str(new_task(lg)["id"])
-        assert lapsed(lg.task(task_id, None) or {}) == "no worker was started"
+        assert lapsed(lg.task(task_id, None) or {}) is None  # new: its first worker is starting
         assert lg.take_task_lease(task_id, (None, None), lifecycle.host(), gone.pid, "1")
         assert "is gone" in str(lapsed(lg.task(task_id, None) or {}))
         row = lg.cancel_task(task_id, "agent:claude-code", "mcp:claude-code:s2")
@@ -73,8 +73,16 @@ def test_a_finished_task_is_removed_after_its_time_by_the_next_task_call(
         lg.task_transition(task_id, "completed", result={"isError": False})
         monkeypatch.setenv("TODOLEDGER_NOW", "2026-03-02T09:59:00Z")  # 23:59 after it ended: kept
         assert lg.task(task_id, "agent:claude-code") is not None
+        late = str(new_task(lg)["id"])  # no worker ever takes this one
+        assert lapsed(lg.task(late, None) or {}) is None
+        monkeypatch.setenv("TODOLEDGER_NOW", "2026-03-02T10:00:00Z")
+        assert lapsed(lg.task(late, None) or {}) == "no worker took it within 30 s"
         monkeypatch.setenv("TODOLEDGER_NOW", "2026-03-02T10:01:00Z")  # past 24 h: the next call removes it
-        assert lg.tasks(finished=True) == []
+        assert [t["id"] for t in lg.tasks(finished=True)] == [late]  # the open one stays
         assert lg.task(task_id, None) is None
-        told = [e["new"]["status"] for e in lg.history("main") if e["field"] == "task"]
+        told = [
+            e["new"]["status"]
+            for e in lg.history("main")
+            if e["field"] == "task" and e["new"]["task"] == task_id
+        ]
     assert told == ["working", "completed"]  # its events stay

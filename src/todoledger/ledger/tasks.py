@@ -51,6 +51,7 @@ KEEP_MS = 24 * 3600 * 1000  # a finished task is kept this long after it ended
 POLL_MS = 1000
 BEAT = 2.0  # seconds between two heartbeats of a worker
 LAPSE = 30.0  # seconds without a heartbeat after which a worker on another host counts as gone
+START_GRACE = 30.0  # seconds a new task waits for its first worker to take the lease
 NOT_FOUND = "task not found"
 
 
@@ -108,9 +109,14 @@ def create(
     with u.transaction(plan):
         tasks_repo(u).add(row)
         _event(u, row, writer, at, "working", message)
-    found = tasks_repo(u).get(row["id"])
-    assert found is not None
-    return found
+    return (
+        row
+        | {
+            n: None
+            for n in ("expires_at", "result", "error", "input_requests", "host", "pid", "ticks", "beat")
+        }
+        | {"workers": 0}
+    )
 
 
 def get(u: Unit, task_id: str, principal: str | None) -> dict[str, Any] | None:
@@ -274,8 +280,10 @@ def lapsed(row: dict[str, Any]) -> str | None:
 
     if row["status"] in TERMINAL:
         return None
-    if row["pid"] is None:
-        return "no worker was started"
+    if row["pid"] is None:  # its worker takes the lease itself once it runs (taskworker.run)
+        if (_ms(now()) - _ms(row["updated_at"])) / 1000 < START_GRACE:  # the ledger's clock, as the row's
+            return None
+        return f"no worker took it within {START_GRACE:.0f} s"
     pid = int(row["pid"])
     if row["host"] == lifecycle.host():
         if lifecycle.is_ours(pid, row["ticks"]):

@@ -11,7 +11,7 @@ Interfaces (for what builds on this: plan_sweep, approval waits, the board):
     `_meta` clientCapabilities declare the extension (on the 2026-07-28 wire),
     and `tools.long_call(name, args, writer)` (mcp/tools.py) names the call
     long, the task's row is committed (`Ledger.create_task`), a worker is started
-    (`mcp/taskworker.py` `start`: after the commit) and the reply is a
+    (`mcp/taskworker.py` `spawn`: after the commit) and the reply is a
     CreateTaskResult (`resultType: "task"`); otherwise the call runs as ever;
   - `tasks/get`: the task's state (`wire`), from the row, in any server
     process; a `working` task whose worker lapsed is resumed or failed first
@@ -168,7 +168,7 @@ class TasksExtension(Extension):
                 message=long["message"],
                 cwd=str(tools.cwd) if tools.cwd is not None else os.getcwd(),
             )
-            taskworker.start(lg, row)  # after the row committed; the reply names it after this
+            taskworker.spawn(row)  # after the row committed; it takes the lease itself
             return row
 
         return tools.locked(create)

@@ -2,11 +2,13 @@
 tool call after the server replied, and outlives that server (a stdio server dies
 with its client). SDK-free: `python -m todoledger.mcp.taskworker TASK_ID`.
 
-Started by `start` only after the task's row is committed (ledger/tasks.py), in a
+Started by `spawn` only after the task's row is committed (ledger/tasks.py), in a
 session of its own (`start_new_session`), stdio on the null device, in the
-server's working folder and environment (so it opens the same ledger). The
-server records the worker's lease (host, pid, process start time) as soon as it
-has started it; the worker waits to see that lease as its own, then:
+server's working folder and environment (so it opens the same ledger). A new
+task's first worker takes the lease itself (host, pid, process start time; until
+then the task counts as starting for `ledger.tasks.START_GRACE`); a resumed
+task's lease is recorded by the server that started its worker (`start`, so that
+of two servers resuming at once one wins). Then the worker:
 
 - heartbeats (`ledger.tasks.BEAT`) from a thread with its own connection, and
   stops its own work (SIGTERM to itself) when the row says cancel, or the lease
@@ -66,8 +68,9 @@ def spawn(row: dict[str, Any]) -> int:
 
 
 def start(lg: Ledger, row: dict[str, Any]) -> bool:
-    """Start a worker for the task and record its lease, if the lease is still as
-    `row` read it (one of two servers resuming at once wins); False: another did."""
+    """Start a worker for a lapsed task and record its lease, if the lease is still
+    as `row` read it (one of two servers resuming at once wins); False: another did.
+    (A new task's first worker takes the lease itself: one write less before the reply.)"""
     from todoledger.checks import lifecycle
 
     pid = spawn(row)
@@ -125,7 +128,11 @@ def _on_term(signum: int, frame: object) -> None:
 
 
 def _wait_for_lease(lg: Ledger, task_id: str, host: str, pid: int) -> dict[str, Any] | None:
+    """The task's row once its lease is this process's: a new task's first worker takes
+    it; a resumed task's was recorded by the server that started this one."""
     import time
+
+    from todoledger.checks import lifecycle
 
     deadline = time.monotonic() + LEASE_WAIT
     while True:
@@ -134,6 +141,10 @@ def _wait_for_lease(lg: Ledger, task_id: str, host: str, pid: int) -> dict[str, 
             return None
         if (row["host"], row["pid"]) == (host, pid):
             return row
+        if row["pid"] is None and int(row["workers"]) == 0:  # a new task's first worker: it takes the lease
+            if lg.take_task_lease(task_id, (None, None), host, pid, lifecycle.start_ticks(pid)):
+                continue
+            return None
         if time.monotonic() > deadline:  # the server that started it lost the race, or died first
             return None
         time.sleep(0.02)

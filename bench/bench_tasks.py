@@ -1,0 +1,222 @@
+"""MCP Tasks (mcp/tasks.py): what a task costs the agent's client, beside the calls
+it is measured against, side by side in one run. Absolute times on a shared
+machine are noise: the ratios are the figures.
+
+    .venv/bin/python bench/bench_tasks.py            # 3 rounds of 30 calls
+    .venv/bin/python bench/bench_tasks.py --quick    # 2 rounds of 10
+
+Every peer runs in its own fresh `todoledger mcp` process (the SDK path,
+TODOLEDGER_MCP_PATH=sdk: the route a task takes; the lean path hands task calls
+on to it), spoken to in raw JSON-RPC lines of the 2026-07-28 envelope on its
+pipes, warm (3 calls first, untimed), on a SQLite ledger of 20 items, one with
+a person's `cmd:test -d .` check:
+
+1. creating a task (`plan_verify` with the tasks extension declared: the row
+   committed, the worker process started, the CreateTaskResult read back) vs a
+   synchronous `plan_update` (notes on an item) over the same route. Target: at
+   most 2x. Between two creations the client waits for the task to complete
+   (untimed), so that no worker runs while a call is timed;
+2. `tasks/get` of a completed task (its stored result in the reply) vs `todoread`.
+   Target: at most 1x.
+
+Each round starts the peers' processes afresh, in turn; medians per round,
+with the p90 beside them. The load average is printed at start and end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent / "todoledger"
+VERSION = "2026-07-28"
+EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+class Server:
+    """A fresh `todoledger mcp` process on pipes (the SDK path)."""
+
+    def __init__(self, db: Path) -> None:
+        env = dict(os.environ, TODOLEDGER_DB=str(db), TODOLEDGER_MCP_PATH="sdk")
+        for name in ("TODOLEDGER_WRITER", "TODOLEDGER_TOKEN", "TODOLEDGER_PLAN"):
+            env.pop(name, None)
+        self.proc = subprocess.Popen(
+            [str(BIN), "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.n = 0
+        self.meta = {
+            "io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "1"},
+        }
+
+    def rpc(self, method: str, params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """(seconds for the round trip, the reply)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.n += 1
+        line = json.dumps(
+            {"jsonrpc": "2.0", "id": self.n, "method": method, "params": {**params, "_meta": self.meta}}
+        )
+        start = time.perf_counter()
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            out = self.proc.stdout.readline()
+            if not out:
+                raise SystemExit("the server closed its output")
+            message = json.loads(out)
+            if message.get("id") == self.n:
+                took = time.perf_counter() - start
+                if "error" in message:
+                    raise SystemExit(f"{method}: {message['error']}")
+                return took, message["result"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def ledger(folder: Path) -> tuple[Path, str]:
+    from todoledger import Ledger
+
+    db = folder / "ledger.db"
+    with Ledger(db) as lg:
+        ids = [lg.add(f"item {n}", writer="cli:bench")["id"] for n in range(20)]
+        lg.add_check(ids[0], "cmd:test -d .", writer="cli:bench")  # a person's check: it runs
+    return db, ids[1]
+
+
+def wait_done(server: Server, task_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while True:
+        _, got = server.rpc("tasks/get", {"taskId": task_id})
+        if got["status"] not in ("working", "input_required"):
+            if got["status"] != "completed":
+                raise SystemExit(f"task {task_id} ended {got['status']}: {got.get('statusMessage')}")
+            return got
+        if time.monotonic() > deadline:
+            raise SystemExit(f"task {task_id} still {got['status']} after 120 s")
+        time.sleep(0.02)
+
+
+def time_update(db: Path, item: str, n: int) -> list[float]:
+    server = Server(db)
+    try:
+        times = []
+        for k in range(n + 3):
+            took, reply = server.rpc(
+                "tools/call", {"name": "plan_update", "arguments": {"id": item, "notes": f"n{k}"}}
+            )
+            assert not reply.get("isError"), reply
+            if k >= 3:
+                times.append(took)
+        return times
+    finally:
+        server.close()
+
+
+def time_create(db: Path, n: int) -> tuple[list[float], str]:
+    server = Server(db)
+    try:
+        times, last = [], ""
+        for k in range(n + 3):
+            took, reply = server.rpc("tools/call", {"name": "plan_verify", "arguments": {}})
+            if reply.get("resultType") != "task":
+                raise SystemExit(f"plan_verify did not become a task: {reply}")
+            wait_done(server, reply["taskId"])  # untimed: no worker runs while the next call is timed
+            last = reply["taskId"]
+            if k >= 3:
+                times.append(took)
+        return times, last
+    finally:
+        server.close()
+
+
+def time_get(db: Path, task_id: str, n: int) -> list[float]:
+    server = Server(db)
+    try:
+        times = []
+        for k in range(n + 3):
+            took, reply = server.rpc("tasks/get", {"taskId": task_id})
+            assert reply["status"] == "completed" and reply["result"]["structuredContent"]["receipts"], reply
+            if k >= 3:
+                times.append(took)
+        return times
+    finally:
+        server.close()
+
+
+def time_read(db: Path, n: int) -> list[float]:
+    server = Server(db)
+    try:
+        times = []
+        for k in range(n + 3):
+            took, reply = server.rpc("tools/call", {"name": "todoread", "arguments": {}})
+            assert not reply.get("isError"), reply
+            if k >= 3:
+                times.append(took)
+        return times
+    finally:
+        server.close()
+
+
+def ms(values: list[float]) -> str:
+    ordered = sorted(values)
+    p90 = ordered[max(0, int(len(ordered) * 0.9) - 1)]
+    return f"median {statistics.median(values) * 1000:6.2f} ms  p90 {p90 * 1000:6.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 10 calls")
+    opts = parser.parse_args()
+    rounds, n = (2, 10) if opts.quick else (3, 30)
+    print(
+        f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs; shared machine: ratios only)"
+    )
+    print(
+        f"{rounds} rounds; each peer {n} warm calls in its own fresh `todoledger mcp` (SDK path), stdio, SQLite"
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        db, item = ledger(Path(scratch))
+        create_r, update_r, get_r, read_r = [], [], [], []
+        for r in range(1, rounds + 1):
+            update = time_update(db, item, n)
+            create, task_id = time_create(db, n)
+            read = time_read(db, n)
+            get = time_get(db, task_id, n)
+            c, u = statistics.median(create), statistics.median(update)
+            g, d = statistics.median(get), statistics.median(read)
+            create_r.append(c / u)
+            get_r.append(g / d)
+            update_r.append(u)
+            read_r.append(d)
+            print(f"round {r}:")
+            print(f"  task created (plan_verify)  {ms(create)}")
+            print(f"  plan_update (synchronous)   {ms(update)}")
+            print(f"    ratio create/update (derived): {c / u:.2f}x  (target <= 2x)")
+            print(f"  tasks/get (completed)       {ms(get)}")
+            print(f"  todoread                    {ms(read)}")
+            print(f"    ratio tasks/get/todoread (derived): {g / d:.2f}x  (target <= 1x)")
+    print("side by side, per round (derived from the medians above):")
+    print(f"  create/update:  {'  '.join(f'{x:.2f}x' for x in create_r)}  (target <= 2x)")
+    print(f"  get/todoread:   {'  '.join(f'{x:.2f}x' for x in get_r)}  (target <= 1x)")
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

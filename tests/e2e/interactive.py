@@ -54,12 +54,18 @@ def start(scratch: Scratch, debug_log: Path, *args: str) -> Terminal:
     argv = [str(CLAUDE.path), "--model", CLAUDE_MODEL, "--debug-file", str(debug_log), *args]
     term = Terminal(argv, cwd=scratch.project, env=terminal_env(scratch))
     try:
-        term.choose("Yes, I trust this folder", timeout=60)
+        trust(term)
         answer_dialogs(term, {"use this API key": "Yes"})
     except BaseException:
         term.close()
         raise
     return term
+
+
+def trust(term: Terminal) -> None:
+    """The trust dialog, answered as a person: "Yes, I trust this folder"."""
+    term.choose("Yes, I trust this folder", timeout=60)
+    term.wait_for(lambda s: "Yes, I trust this folder" not in s, timeout=60)
 
 
 def answer_dialogs(term: Terminal, answers: dict[str, str], timeout: float = 90) -> None:
@@ -75,7 +81,9 @@ def answer_dialogs(term: Terminal, answers: dict[str, str], timeout: float = 90)
         if "Enter to confirm" in screen or "Enter to select" in screen:
             asked = [key for key in answers if key in screen and key not in answered]
             if not asked:
-                time.sleep(0.3)
+                # A dialog just answered can stay drawn a while on a busy machine: only
+                # one that stays, unchanged, is a question the test does not answer.
+                time.sleep(10)
                 if term.text() == screen:
                     raise AssertionError(f"a dialog the test does not answer:\n{screen}")
                 continue

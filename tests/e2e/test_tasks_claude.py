@@ -26,6 +26,7 @@ import json
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ import pytest
 from tests.e2e import interactive
 from tests.e2e.agents import BIN, CLAUDE, CLAUDE_MODEL, Scratch, run
 from tests.e2e.fakemodel import FakeModel, Step, count_calls
-from tests.e2e.terminal import Terminal
+from tests.e2e.terminal import ENTER, Terminal
 from tests.e2e.test_agents import installed_project
 from todoledger import Ledger
 
@@ -49,7 +50,7 @@ STEPS = [
     Step(("todoledger", "todoread"), {}),
 ]
 PROMPT = "Verify the plan, and read it meanwhile."
-RETURNED = re.compile(r"Tool 'plan_verify' returned task ([0-9a-f]{32}) \(working\)")
+RETURNED = re.compile(r"Tool '(\w+)' returned task ([0-9a-f]{32}) \(working\)")
 
 
 @dataclass
@@ -68,10 +69,27 @@ class Session:
         """A person's todoledger command in the project (this venv's, by path)."""
         return run([str(BIN / "todoledger"), *args], self.scratch, timeout=60)
 
-    def task_id(self) -> str | None:
-        found = interactive.debug_lines(self.debug_log, "Tool 'plan_verify' returned task")
-        match = RETURNED.search(found[0]) if found else None
-        return match.group(1) if match else None
+    def task_id(self, tool: str = "plan_verify") -> str | None:
+        """The task id Claude Code's debug log says the tool's call returned."""
+        for line in interactive.debug_lines(self.debug_log, f"Tool '{tool}' returned task"):
+            match = RETURNED.search(line)
+            if match:
+                return match.group(2)
+        return None
+
+    def person_at_terminal(self, *args: str, answer: str = "y") -> str:
+        """A person's todoledger command at a terminal (a pty: so todoledger knows a
+        person runs it), answering its [y/N] question; the screen it left."""
+        argv = [str(BIN / "todoledger"), *args]
+        with Terminal(argv, cwd=self.scratch.project, env=interactive.terminal_env(self.scratch)) as term:
+            end = time.monotonic() + 60
+            while term.alive() and time.monotonic() < end:
+                if "[y/N]" in term.text() and answer:
+                    term.type(answer + ENTER)
+                    answer = ""
+                time.sleep(0.1)
+            assert term.proc.wait(timeout=5) == 0, term.text()
+            return term.text()
 
     def listed(self, task_id: str) -> dict[str, Any] | None:
         """The task as a person's `todoledger tasks --all --json` lists it; its state is
@@ -118,7 +136,7 @@ def start(session: Session) -> Terminal:
         env=interactive.terminal_env(session.scratch),
     )
     try:
-        term.choose("Yes, I trust this folder", timeout=60)
+        interactive.trust(term)
         interactive.answer_dialogs(
             term,
             {"use this API key": "Yes", "New MCP server found in this project": "Use this MCP server"},

@@ -19,8 +19,10 @@ a person's `cmd:test -d .` check:
 2. `tasks/get` of a completed task (its stored result in the reply) vs `todoread`.
    Target: at most 1x.
 
-Each round starts the peers' processes afresh, in turn; medians per round,
-with the p90 beside them. The load average is printed at start and end.
+Each round starts each peer's process afresh; the two peers of a comparison run
+side by side, their calls alternated (one of each in turn), so that both see the
+same load. Medians per round, with the p90 beside them. The load average is
+printed at start and end.
 """
 
 from __future__ import annotations
@@ -113,65 +115,70 @@ def wait_done(server: Server, task_id: str) -> dict[str, Any]:
         time.sleep(0.02)
 
 
-def time_update(db: Path, item: str, n: int) -> list[float]:
-    server = Server(db)
+def worker_gone(db: Path, task_id: str) -> None:
+    """Wait until the task's worker process has exited (not only stored its result)."""
+    from todoledger import Ledger
+
+    with Ledger(db) as lg:
+        row = lg.task(task_id, None)
+    pid = row["pid"] if row is not None else None
+    deadline = time.monotonic() + 60
+    while pid is not None and os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                return
+        time.sleep(0.01)
+
+
+def warm(server: Server, calls: list[tuple[str, dict[str, Any]]]) -> None:
+    for method, params in calls:
+        server.rpc(method, params)
+
+
+def create_vs_update(db: Path, item: str, n: int) -> tuple[list[float], list[float], str]:
+    """Task creations on one fresh server, plan_updates on another, calls alternated."""
+    creator, updater = Server(db), Server(db)
     try:
-        times = []
+        creates, updates, last = [], [], ""
         for k in range(n + 3):
-            took, reply = server.rpc(
+            took_u, reply_u = updater.rpc(
                 "tools/call", {"name": "plan_update", "arguments": {"id": item, "notes": f"n{k}"}}
             )
-            assert not reply.get("isError"), reply
-            if k >= 3:
-                times.append(took)
-        return times
+            assert not reply_u.get("isError"), reply_u
+            took_c, reply_c = creator.rpc("tools/call", {"name": "plan_verify", "arguments": {}})
+            if reply_c.get("resultType") != "task":
+                raise SystemExit(f"plan_verify did not become a task: {reply_c}")
+            wait_done(creator, reply_c["taskId"])  # untimed: no worker runs while a call is timed
+            worker_gone(db, reply_c["taskId"])
+            last = reply_c["taskId"]
+            if k >= 3:  # the first three warm each server
+                creates.append(took_c)
+                updates.append(took_u)
+        return creates, updates, last
     finally:
-        server.close()
+        creator.close()
+        updater.close()
 
 
-def time_create(db: Path, n: int) -> tuple[list[float], str]:
-    server = Server(db)
+def get_vs_read(db: Path, task_id: str, n: int) -> tuple[list[float], list[float]]:
+    """tasks/get on one fresh server, todoread on another, calls alternated."""
+    getter, reader = Server(db), Server(db)
     try:
-        times, last = [], ""
+        gets, reads = [], []
         for k in range(n + 3):
-            took, reply = server.rpc("tools/call", {"name": "plan_verify", "arguments": {}})
-            if reply.get("resultType") != "task":
-                raise SystemExit(f"plan_verify did not become a task: {reply}")
-            wait_done(server, reply["taskId"])  # untimed: no worker runs while the next call is timed
-            last = reply["taskId"]
+            took_r, reply_r = reader.rpc("tools/call", {"name": "todoread", "arguments": {}})
+            assert not reply_r.get("isError"), reply_r
+            took_g, reply_g = getter.rpc("tasks/get", {"taskId": task_id})
+            assert reply_g["status"] == "completed" and reply_g["result"]["structuredContent"]["receipts"], (
+                reply_g
+            )
             if k >= 3:
-                times.append(took)
-        return times, last
+                gets.append(took_g)
+                reads.append(took_r)
+        return gets, reads
     finally:
-        server.close()
-
-
-def time_get(db: Path, task_id: str, n: int) -> list[float]:
-    server = Server(db)
-    try:
-        times = []
-        for k in range(n + 3):
-            took, reply = server.rpc("tasks/get", {"taskId": task_id})
-            assert reply["status"] == "completed" and reply["result"]["structuredContent"]["receipts"], reply
-            if k >= 3:
-                times.append(took)
-        return times
-    finally:
-        server.close()
-
-
-def time_read(db: Path, n: int) -> list[float]:
-    server = Server(db)
-    try:
-        times = []
-        for k in range(n + 3):
-            took, reply = server.rpc("tools/call", {"name": "todoread", "arguments": {}})
-            assert not reply.get("isError"), reply
-            if k >= 3:
-                times.append(took)
-        return times
-    finally:
-        server.close()
+        getter.close()
+        reader.close()
 
 
 def ms(values: list[float]) -> str:
@@ -193,18 +200,15 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as scratch:
         db, item = ledger(Path(scratch))
-        create_r, update_r, get_r, read_r = [], [], [], []
+        create_r: list[float] = []
+        get_r: list[float] = []
         for r in range(1, rounds + 1):
-            update = time_update(db, item, n)
-            create, task_id = time_create(db, n)
-            read = time_read(db, n)
-            get = time_get(db, task_id, n)
+            create, update, task_id = create_vs_update(db, item, n)
+            get, read = get_vs_read(db, task_id, n)
             c, u = statistics.median(create), statistics.median(update)
             g, d = statistics.median(get), statistics.median(read)
             create_r.append(c / u)
             get_r.append(g / d)
-            update_r.append(u)
-            read_r.append(d)
             print(f"round {r}:")
             print(f"  task created (plan_verify)  {ms(create)}")
             print(f"  plan_update (synchronous)   {ms(update)}")

@@ -41,10 +41,10 @@ def envelope(name: str, tasks: bool = True) -> dict[str, Any]:
 class Stdio:
     """One `todoledger mcp` process on pipes, spoken to in the 2026-07-28 envelope."""
 
-    def __init__(self, db: Path | str, name: str = "claude-code", **env: str) -> None:
+    def __init__(self, db: Path | str, name: str = "claude-code", *args: str, **env: str) -> None:
         self.name = name
         self.proc = subprocess.Popen(
-            [todoledger_bin(), "mcp"],
+            [todoledger_bin(), "mcp", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -122,11 +122,11 @@ def poll(client: Any, task_id: str, until: set[str], seen: list[str]) -> dict[st
         time.sleep(min(got["pollIntervalMs"], 200) / 1000)
 
 
-def gated_item(db: Path | str, check: str) -> str:
+def gated_item(db: Path | str, check: str, plan: str = "main") -> str:
     """An item with a person's check (trusted: written by the person, as verify tests do)."""
     with Ledger(db) as lg:
-        item = lg.add("Benchmark the draft model", writer=TESTER)["id"]
-        lg.add_check(item, check, writer=TESTER)
+        item = lg.add("Benchmark the draft model", plan=plan, writer=TESTER)["id"]
+        lg.add_check(item, check, plan=plan, writer=TESTER)
     return str(item)
 
 
@@ -138,7 +138,7 @@ def processes_with(marker: str) -> list[int]:
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as fh:
-                cmd = fh.read()
+                cmd = fh.read().replace(b"\0", b" ")
             with open(f"/proc/{name}/stat", "rb") as fh:
                 state = fh.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
@@ -196,7 +196,7 @@ def test_plan_verify_is_a_task_whose_result_a_new_server_returns(ledger_env: Pat
         assert "verified-by-worker" in data["receipts"][0]["output"]
         assert done["ttlMs"] >= 24 * 3600 * 1000  # kept a day after it ended, counted from creation
         # Another principal (another agent kind) is told it does not exist.
-        intruder = Stdio(ledger_env, name="codex")
+        intruder = Stdio(ledger_env, "codex")
         try:
             refused = intruder.rpc("tasks/get", {"taskId": created["taskId"]})
             assert refused["error"]["code"] == -32602 and "task not found" in refused["error"]["message"]
@@ -225,6 +225,21 @@ def created_writer(db: Path | str, task_id: str) -> str:
     assert row is not None and row["writer"].startswith("mcp:claude-code:")
     assert row["principal"] == "agent:claude-code"
     return str(row["writer"])
+
+
+def test_the_worker_verifies_the_plan_its_server_was_started_for(ledger_env: Path) -> None:
+    gated_item(ledger_env, "cmd:test -d .")
+    item = gated_item(ledger_env, "cmd:test -f /etc/hostname", plan="gpu")
+    server = Stdio(ledger_env, "claude-code", "--plan", "gpu")
+    try:
+        created = result(server.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
+        seen = [created["status"]]
+        done = poll(server, created["taskId"], {"completed", "failed", "cancelled"}, seen)
+    finally:
+        server.close()
+    assert seen == ["working", "completed"] or seen == ["completed"], seen
+    data = done["result"]["structuredContent"]
+    assert data["plan"] == "gpu" and [r["item"] for r in data["receipts"]] == [item]
 
 
 def test_a_call_that_runs_no_command_stays_synchronous(ledger_env: Path, tmp_path: Path) -> None:
@@ -276,7 +291,9 @@ def test_cancel_ends_the_running_verify_and_leaves_no_process(ledger_env: Path) 
     wait_until(lambda: not processes_with(marker), "the cancelled check's process is still running")
     with Ledger(ledger_env) as lg:
         row = lg.task(created["taskId"], None)
-    assert row is not None and not processes_with(f"taskworker {row['id']}")
+    assert row is not None and row["cancel"] is True
+    # The worker itself exits once it has stored the outcome.
+    wait_until(lambda: not processes_with(f"taskworker {row['id']}"), "the worker is still running")
 
 
 def test_sigkill_of_the_worker_then_get_starts_a_new_one_or_fails_with_the_resume_line(

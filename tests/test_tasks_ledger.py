@@ -86,3 +86,43 @@ def test_a_finished_task_is_removed_after_its_time_by_the_next_task_call(
             if e["field"] == "task" and e["new"]["task"] == task_id
         ]
     assert told == ["working", "completed"]  # its events stay
+
+
+def test_a_verify_whose_checks_last_took_over_2_s_opens_a_task(ledger_env: Path, tmp_path: Path) -> None:
+    """No cmd: or http: check, but the last receipt was slow: a task (PlanTools.open_task)."""
+    import contextlib
+    import socket
+
+    from todoledger.mcp.tools import PlanTools
+
+    # A listener whose accept queue is full: a new connection waits out the check's timeout.
+    full = socket.socket()
+    full.bind(("127.0.0.1", 0))
+    full.listen(0)
+    port = full.getsockname()[1]
+    queued = []
+    for _ in range(3):
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(("127.0.0.1", port))
+        queued.append(c)
+    with Ledger() as lg:
+        item = lg.add("Reach the model server", writer="cli:tester")["id"]
+        lg.add_check(item, f"port:127.0.0.1:{port}", {"timeout": 2.5}, writer="cli:tester")
+    tools = PlanTools(cwd=tmp_path)
+    started: list[dict[str, object]] = []
+    try:
+        assert tools.open_task("plan_verify", {}, WRITER, started.append) is None  # never ran: not known slow
+        ran = tools.plan_verify({}, WRITER)
+        assert [r["result"] for r in ran["receipts"]] in (["fails"], ["error"])
+        with Ledger() as lg:
+            assert lg.receipts(item)[-1]["duration_ms"] > 2000
+        row = tools.open_task("plan_verify", {}, WRITER, started.append)
+    finally:
+        tools.close()
+        for c in [*queued, full]:
+            c.close()
+    assert row is not None and started == [row]
+    assert row["status"] == "working" and row["message"] == "verifying: 1 check (slow) running"
+    assert row["principal"] == "agent:claude-code" and row["writer"] == WRITER

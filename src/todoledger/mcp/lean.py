@@ -101,6 +101,22 @@ def _declares_tasks(caps: Any) -> bool:
     return type(found) is dict and "io.modelcontextprotocol/tasks" in found
 
 
+def _warm_sdk() -> bool:
+    """A client that declared the MCP Tasks extension will hand a task call on to the SDK
+    path: load it in the background now, so that the call that creates a task does not
+    wait for the import (the hot tools are still answered here meanwhile)."""
+    import threading
+
+    def load() -> None:
+        try:  # noqa: SIM105 (contextlib is not loaded on this path)
+            import todoledger.mcp.server  # noqa: F401
+        except Exception:  # the hand-on imports it again and says what is wrong
+            pass
+
+    threading.Thread(target=load, name="todoledger-sdk-warm", daemon=True).start()
+    return True
+
+
 class Session:
     """One client's session on stdio, as far as this path answers it."""
 
@@ -112,6 +128,7 @@ class Session:
         self.initialized = False
         self.modern_meta: dict[str, Any] | None = None
         self.tools: PlanTools | None = None
+        self.warming = False  # the SDK path loading in the background (a client that declared tasks)
 
     def replay(self) -> bytes:
         """The lines that put the SDK's session where this one stands."""
@@ -175,6 +192,8 @@ class Session:
             raise HandOn
         if self.era is None:
             self.era, self.modern_meta = MODERN, meta
+        if not self.warming and _declares_tasks(meta["io.modelcontextprotocol/clientCapabilities"]):
+            self.warming = _warm_sdk()
         return MODERN
 
     def _initialize(self, params: dict[str, Any]) -> Any:
@@ -185,6 +204,8 @@ class Session:
         if set(params) - {"protocolVersion", "clientInfo", "capabilities"}:
             raise HandOn
         self.era, self.initialize = LEGACY, params
+        if not self.warming and _declares_tasks(params["capabilities"]):
+            self.warming = _warm_sdk()
         return answers[version]
 
     def _call(self, era: str, params: dict[str, Any], text: str) -> dict[str, Any]:

@@ -9,10 +9,10 @@ Interfaces (for what builds on this: plan_sweep, approval waits, the board):
   `capabilities.extensions` (`server/discover`, and `initialize`) and routes:
   - `tools/call` (`intercept_tool_call`): only where this request's
     `_meta` clientCapabilities declare the extension (on the 2026-07-28 wire),
-    and `tools.long_call(name, args, writer)` (mcp/tools.py) names the call
-    long, the task's row is committed (`Ledger.create_task`), a worker is started
-    (`mcp/taskworker.py` `spawn`: after the commit) and the reply is a
-    CreateTaskResult (`resultType: "task"`); otherwise the call runs as ever;
+    and `PlanTools.open_task(name, args, writer, spawn)` (mcp/tools.py) finds
+    the call long, the task's row is committed (`Ledger.create_task`), a worker
+    is started (`mcp/taskworker.py` `spawn`: after the commit) and the reply is
+    a CreateTaskResult (`resultType: "task"`); otherwise the call runs as ever;
   - `tasks/get`: the task's state (`wire`), from the row, in any server
     process; a `working` task whose worker lapsed is resumed or failed first
     (`taskworker.resume`);
@@ -28,7 +28,7 @@ Interfaces (for what builds on this: plan_sweep, approval waits, the board):
   request (mcp/server.py: the client's name and session, a token's identity in
   front); the task's principal is `core.approval.principal(writer)`.
 - `TASK_TOOLS`: the tools that may become tasks; a new one adds its name here,
-  its decision to `PlanTools.long_call`, and its resumability to
+  its decision to `PlanTools.open_task`, and its resumability to
   `taskworker.RESUMABLE` / `taskworker.resume_line`.
 """
 
@@ -145,33 +145,12 @@ class TasksExtension(Extension):
             args, writer = self.identify(ctx, raw)
         except LedgerError:
             return await call_next(ctx)  # refused there, in one line, and told to the person
-        long = await anyio.to_thread.run_sync(self.plan_tools.long_call, params.name, args, writer)
-        if long is None:
+        from todoledger.mcp.taskworker import spawn
+
+        row = await anyio.to_thread.run_sync(self.plan_tools.open_task, params.name, args, writer, spawn)
+        if row is None:
             return await call_next(ctx)
-        row = await anyio.to_thread.run_sync(self._create, params.name, args, long)
         return wire(row, created=True)
-
-    def _create(self, tool: str, args: Any, long: dict[str, str]) -> dict[str, Any]:
-        from todoledger.core.approval import principal
-        from todoledger.mcp import taskworker
-
-        tools = self.plan_tools
-
-        def create() -> dict[str, Any]:
-            lg = tools.ledger(write=True)
-            row = lg.create_task(
-                tool,
-                args if isinstance(args, dict) else {},
-                principal=principal(long["writer"]),
-                writer=long["writer"],
-                plan=long["plan"],
-                message=long["message"],
-                cwd=str(tools.cwd) if tools.cwd is not None else os.getcwd(),
-            )
-            taskworker.spawn(row)  # after the row committed; it takes the lease itself
-            return row
-
-        return tools.locked(create)
 
     # tasks/* -------------------------------------------------------------------------------
     def _principal(self, ctx: ServerRequestContext[Any, Any]) -> str:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 
 TYPE_CHECKING = False
@@ -46,25 +45,39 @@ RESUMABLE = frozenset({"plan_verify"})
 MAX_WORKERS = 3  # workers started for one task before a lapse fails it instead
 LEASE_WAIT = 10.0  # seconds a new worker waits to see the lease recorded as its own
 INTERNAL_ERROR = -32603
-_children: list[subprocess.Popen[bytes]] = []  # workers this server started: reaped, never waited on
+_children: list[int] = []  # pids of the workers this server started: reaped, never waited on
 
 
 def spawn(row: dict[str, Any]) -> int:
-    """Start the worker process, detached; its pid."""
-    for child in list(_children):  # reap the ones that ended (a long-lived HTTP server)
-        if child.poll() is not None:
-            _children.remove(child)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "todoledger.mcp.taskworker", row["id"]],
-        cwd=row["cwd"] or None,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
-    _children.append(proc)
-    return proc.pid
+    """Start the worker process, detached (a session of its own, stdio on the null
+    device); its pid. Its scheduling policy stays the server's: a SCHED_IDLE start
+    would hold the server (posix_spawn waits for the exec) on a busy machine, and an
+    unprivileged process may not take the normal policy back (RLIMIT_NICE)."""
+    for pid in list(_children):  # reap the ones that ended (a long-lived HTTP server)
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                _children.remove(pid)
+    # -P: the project folder (the agent's) does not go on the module path ahead of todoledger's own.
+    argv = [sys.executable, "-P", "-m", "todoledger.mcp.taskworker", row["id"]]
+    env = dict(os.environ)
+    quiet = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    where = row["cwd"] or os.getcwd()
+    env["PWD"] = where
+    pid = _spawn_in(where, argv, env, quiet)
+    _children.append(pid)
+    return pid
+
+
+def _spawn_in(cwd: str, argv: list[str], env: dict[str, str], actions: list[Any]) -> int:
+    """posix_spawn (a vfork: cheap beside the server's heap) has no working-folder action
+    before Python 3.13: the worker is told its folder (TODOLEDGER_TASK_CWD) and changes
+    to it first (`main`)."""
+    env["TODOLEDGER_TASK_CWD"] = cwd
+    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
 
 
 def start(lg: Ledger, row: dict[str, Any]) -> bool:
@@ -201,7 +214,7 @@ def run(task_id: str) -> int:
             target=_heartbeat, args=(task_id, row["plan"], host, pid, stop, told), daemon=True
         )
         beat.start()
-        tools = PlanTools(default_plan=None, cwd=None, shared=None)
+        tools = PlanTools(default_plan=row["plan"], cwd=None, shared=None)  # the plan the server resolved
         status, result, error, message = "completed", None, None, None
         try:
             try:
@@ -242,6 +255,9 @@ def run(task_id: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    where = os.environ.pop("TODOLEDGER_TASK_CWD", None)
+    if where:
+        os.chdir(where)
     if len(args) != 1:
         sys.stderr.write("usage: python -m todoledger.mcp.taskworker TASK_ID\n")
         return 2

@@ -10,6 +10,7 @@ measurable without starting a server.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +46,7 @@ MAX_LIMIT = 100
 MAX_TOKEN = 2**62  # fencing tokens only grow, one a claim: far below the stores' 64-bit integers
 SHOWN = 5  # ready / recent items in the compact read
 SLOW_VERIFY_MS = 2000  # a plan_verify whose checks last took longer runs as an MCP task
-# The tools whose calls may run as MCP tasks (mcp/tasks.py), where `long_call` says so.
+# The tools whose calls may run as MCP tasks (mcp/tasks.py), where `PlanTools.open_task` finds them long.
 TASK_TOOLS = frozenset({"plan_verify"})
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
@@ -836,11 +837,14 @@ class PlanTools:
         return out
 
     # tasks (mcp/tasks.py) ---------------------------------------------------
-    def long_call(self, tool: str, args: Any, writer: str) -> dict[str, str] | None:
-        """Whether this call should run as an MCP task (when its request declared the
-        extension): {plan, writer, message} for a `plan_verify` that runs a `cmd:` or
-        `http:` check, or whose checks' last receipts took more than 2 s; else None
-        (the call runs as today, and says itself what is wrong with it)."""
+    def open_task(
+        self, tool: str, args: Any, writer: str, started: Callable[[dict[str, Any]], object]
+    ) -> dict[str, Any] | None:
+        """Open this call as an MCP task (its request declared the extension) where it
+        is long: a `plan_verify` that runs a `cmd:` or `http:` check, or whose checks'
+        last receipts took more than 2 s. The task's row is committed, then `started(row)`
+        (its worker: mcp/taskworker.py); the row, or None: the call runs as today and
+        says itself what is wrong with it. One ledger session for both."""
         if tool != "plan_verify" or not self.run_checks:
             return None
         try:
@@ -851,12 +855,32 @@ class PlanTools:
         except LedgerError:
             return None
         plan = self.plan_or_default(explicit)
+
+        def open_it() -> dict[str, Any] | None:
+            from todoledger.core.approval import principal
+
+            message = self._long_verify(plan, explicit is not None, ids)
+            if message is None:
+                return None
+            row = self.ledger(write=True).create_task(
+                tool,
+                args,
+                principal=principal(writer),
+                writer=writer,
+                plan=plan,
+                message=message,
+                cwd=str(self.cwd) if self.cwd is not None else os.getcwd(),
+            )
+            started(row)  # after the commit: the reply names the task after this
+            return row
+
         try:
-            return self.locked(lambda: self._long_verify(plan, explicit is not None, ids, writer))
+            return self.locked(open_it)
         except LedgerError:
             return None
 
-    def _long_verify(self, plan: str, explicit: bool, ids: list[str], writer: str) -> dict[str, str] | None:
+    def _long_verify(self, plan: str, explicit: bool, ids: list[str]) -> str | None:
+        """The task's first status message if this verify is long, else None."""
         from todoledger.core.verification import ROLES
 
         lg = self.ledger(write=False)
@@ -874,7 +898,7 @@ class PlanTools:
             return None
         what = f"{len(rows)} check{'s' if len(rows) != 1 else ''}"
         why = " and ".join(f"{k}:" for k in kinds) or "slow"
-        return {"plan": plan, "writer": writer, "message": f"verifying: {what} ({why}) running"}
+        return f"verifying: {what} ({why}) running"
 
     # resources -------------------------------------------------------------
     def plan_markdown(self, name: str) -> str:

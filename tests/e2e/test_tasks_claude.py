@@ -16,6 +16,8 @@ Code does with a task is in tests/e2e/TASKS.md).
   Code waits, a person's `/mcp` Reconnect starts a new server process, which
   answers `tasks/get` for the task from its ledger row, and the result is delivered.
 
+- `claude -p` declares no extension: the same verify answers inside the call.
+
 Each test records the task states it saw, in order (`seen`), from the ledger's
 task row as a person's `todoledger tasks --json` lists it, and the plan's history.
 """
@@ -286,3 +288,28 @@ def test_a_person_stopping_the_verify_in_claude_ends_its_check(session: Session)
         assert told == ["working", "cancelled"], told
         assert [r["result"] for r in receipts if r["result"] == "holds"] == [], receipts
     assert session.seen == ["working", "cancelled"], session.seen
+
+
+def test_claude_print_mode_gets_the_synchronous_verify(session: Session) -> None:
+    """`claude -p` declares no Tasks extension: the verify answers in the call, no task."""
+    session.release.write_text("go\n", encoding="utf-8")  # the check ends at once
+    argv, env = CLAUDE.command(session.scratch, PROMPT)  # with install's note: --allowedTools
+    done = run(argv, session.scratch, extra=env, timeout=120)
+    assert done.returncode == 0, done.describe()
+    seen = interactive.model_saw(session.fake, DONE)
+    assert seen, done.describe()
+    body = session.fake.requests[seen[0]].body
+    results = [
+        json.dumps(block)
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert any(DONE in r and '\\"result\\":\\"holds\\"' in r for r in results), (
+        results
+    )  # the call's own reply
+    with pytest.raises(AssertionError):
+        notification(body)  # and no task notification
+    shown = session.person("tasks", "--all", "--json")
+    assert json.loads(shown.stdout) == [], shown.stdout

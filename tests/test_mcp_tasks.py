@@ -201,8 +201,15 @@ def test_plan_verify_is_a_task_whose_result_a_new_server_returns(ledger_env: Pat
             refused = intruder.rpc("tasks/get", {"taskId": created["taskId"]})
             assert refused["error"]["code"] == -32602 and "task not found" in refused["error"]["message"]
             assert intruder.rpc("tasks/cancel", {"taskId": created["taskId"]})["error"]["code"] == -32602
+            answer = {"taskId": created["taskId"], "inputResponses": {"approve": {"action": "accept"}}}
+            assert intruder.rpc("tasks/update", answer)["error"]["code"] == -32602
         finally:
             intruder.close()
+        # An answer to a request the task never made is acknowledged and ignored (SEP-2663).
+        assert result(second.rpc("tasks/update", answer))["resultType"] == "complete"
+        with Ledger(ledger_env) as lg:
+            kept = lg.task(created["taskId"], None)
+        assert kept is not None and kept["input_requests"] is None and kept["status"] == "completed"
         # Without the extension declared: today's synchronous reply.
         plain = result(second.rpc("tools/call", {"name": "plan_verify", "arguments": {}}, tasks=False))
         assert "resultType" not in plain or plain["resultType"] == "complete"
@@ -224,6 +231,7 @@ def created_writer(db: Path | str, task_id: str) -> str:
         row = lg.task(task_id, None)
     assert row is not None and row["writer"].startswith("mcp:claude-code:")
     assert row["principal"] == "agent:claude-code"
+    assert row["workers"] == 1  # its first worker did it (started before its server exited): no resume
     return str(row["writer"])
 
 
@@ -253,35 +261,37 @@ def test_a_call_that_runs_no_command_stays_synchronous(ledger_env: Path, tmp_pat
         server.close()
 
 
-def test_cancel_ends_the_running_verify_and_leaves_no_process(ledger_env: Path) -> None:
+def test_cancel_from_a_new_server_ends_the_running_verify_and_leaves_no_process(ledger_env: Path) -> None:
     marker = f"sleep 6{os.getpid() % 1000}.5"  # this test's own command, found by its text
     gated_item(ledger_env, f"cmd:{marker}")
-    server = Stdio(ledger_env)
+    first = Stdio(ledger_env)
+    created = result(first.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
+    seen = [created["status"]]
+    wait_until(lambda: processes_with(marker), "the check never started")
+    # The client's server goes away: its output ends at once (the worker holds none of
+    # the client's pipes), while the worker's check runs on.
+    first.close()
+    assert first.proc.stdout is not None and first.proc.stdout.read() == b""
+    assert processes_with(marker)
+    # A person sees it running, with its status message.
+    listed = subprocess.run(
+        [todoledger_bin(), "tasks"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        timeout=60,
+    )
+    assert f"{created['taskId']}  working" in listed.stdout and "verifying: 1 check (cmd:)" in listed.stdout
+    as_json = subprocess.run(
+        [todoledger_bin(), "tasks", "--json"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        timeout=60,
+    )
+    assert [(t["id"], t["status"]) for t in json.loads(as_json.stdout)] == [(created["taskId"], "working")]
+    server = Stdio(ledger_env)  # the client reconnected: a new server process
     try:
-        created = result(server.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
-        seen = [created["status"]]
-        wait_until(lambda: processes_with(marker), "the check never started")
-        # A person sees it running, with its status message.
-        listed = subprocess.run(
-            [todoledger_bin(), "tasks"],
-            capture_output=True,
-            text=True,
-            env=subprocess_env(ledger_env),
-            timeout=60,
-        )
-        assert (
-            f"{created['taskId']}  working" in listed.stdout and "verifying: 1 check (cmd:)" in listed.stdout
-        )
-        as_json = subprocess.run(
-            [todoledger_bin(), "tasks", "--json"],
-            capture_output=True,
-            text=True,
-            env=subprocess_env(ledger_env),
-            timeout=60,
-        )
-        assert [(t["id"], t["status"]) for t in json.loads(as_json.stdout)] == [
-            (created["taskId"], "working")
-        ]
         assert result(server.rpc("tasks/cancel", {"taskId": created["taskId"]}))["resultType"] == "complete"
         done = poll(server, created["taskId"], {"completed", "failed", "cancelled"}, seen)
     finally:
@@ -330,6 +340,39 @@ def test_sigkill_of_the_worker_then_get_starts_a_new_one_or_fails_with_the_resum
         assert error["data"]["resume"] == "todoledger verify --plan main"
     finally:
         server.close()
+
+
+def test_a_worker_started_after_a_sigkill_completes_the_verify(ledger_env: Path) -> None:
+    marker = f"sleep 2.{os.getpid() % 1000}"
+    item = gated_item(ledger_env, f"cmd:{marker}; test -d .")
+    first = Stdio(ledger_env)
+    created = result(first.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
+    first.close()
+    seen = [created["status"]]
+    wait_until(lambda: processes_with(marker), "the check never started")
+    with Ledger(ledger_env) as lg:
+        row = lg.task(created["taskId"], None)
+    assert row is not None
+    os.kill(int(row["pid"]), signal.SIGKILL)
+    wait_until(lambda: not processes_with(f"taskworker {row['id']}"), "the killed worker lingers")
+    server = Stdio(ledger_env)  # a new server process: its get starts a new worker
+    try:
+        resumed = result(server.rpc("tasks/get", {"taskId": created["taskId"]}))
+        assert resumed["status"] == "working" and resumed["statusMessage"].startswith(
+            "resumed: worker 2 started"
+        )
+        done = poll(server, created["taskId"], {"completed", "failed", "cancelled"}, seen)
+    finally:
+        server.close()
+    assert seen == ["working", "completed"], seen
+    assert [(r["item"], r["result"]) for r in done["result"]["structuredContent"]["receipts"]] == [
+        (item, "holds")
+    ]
+    with Ledger(ledger_env) as lg:
+        told = [e["new"]["status"] for e in lg.history("main") if e["field"] == "task"]
+        receipts = lg.receipts(item)
+    assert told == ["working", "working", "completed"]  # created, resumed, completed
+    assert len(receipts) == 1  # the killed worker recorded nothing: its run was done once, by the second
 
 
 # HTTP ----------------------------------------------------------------------------------------

@@ -352,4 +352,7 @@ def run_stdio(*, plan: str | None = None, prefix: bytes = b"") -> None:
         if rest is not None:
             raise rest from None
     finally:
+        from todoledger.mcp.taskworker import settle
+
+        settle()  # a task's worker still being started goes before this process does
         tools.close()

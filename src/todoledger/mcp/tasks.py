@@ -6,7 +6,9 @@ Interfaces (for what builds on this: plan_sweep, approval waits, the board):
 
 - `TasksExtension(tools, identify)`: the SDK `Extension` that `mcp/server.py`
   passes to `MCPServer(extensions=[...])`. The SDK advertises it under
-  `capabilities.extensions` (`server/discover`, and `initialize`) and routes:
+  `capabilities.extensions` of `server/discover` (the 2026-07-28 revision, the
+  one this extension belongs to; the SDK's `initialize` answers of the earlier
+  versions carry no extensions) and routes:
   - `tools/call` (`intercept_tool_call`): only where this request's
     `_meta` clientCapabilities declare the extension (on the 2026-07-28 wire),
     and `PlanTools.open_task(name, args, writer, spawn)` (mcp/tools.py) finds
@@ -145,9 +147,9 @@ class TasksExtension(Extension):
             args, writer = self.identify(ctx, raw)
         except LedgerError:
             return await call_next(ctx)  # refused there, in one line, and told to the person
-        from todoledger.mcp.taskworker import spawn
+        from todoledger.mcp.taskworker import spawn_soon
 
-        row = await anyio.to_thread.run_sync(self.plan_tools.open_task, params.name, args, writer, spawn)
+        row = await anyio.to_thread.run_sync(self.plan_tools.open_task, params.name, args, writer, spawn_soon)
         if row is None:
             return await call_next(ctx)
         return wire(row, created=True)

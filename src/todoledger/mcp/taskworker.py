@@ -54,7 +54,7 @@ def spawn(row: dict[str, Any]) -> int:
     would hold the server (posix_spawn waits for the exec) on a busy machine, and an
     unprivileged process may not take the normal policy back (RLIMIT_NICE)."""
     for pid in list(_children):  # reap the ones that ended (a long-lived HTTP server)
-        with contextlib.suppress(ChildProcessError):
+        with contextlib.suppress(ChildProcessError, ValueError):  # reaped by another spawn's thread
             if os.waitpid(pid, os.WNOHANG)[0]:
                 _children.remove(pid)
     # -P: the project folder (the agent's) does not go on the module path ahead of todoledger's own.
@@ -78,6 +78,28 @@ def _spawn_in(cwd: str, argv: list[str], env: dict[str, str], actions: list[Any]
     to it first (`main`)."""
     env["TODOLEDGER_TASK_CWD"] = cwd
     return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+
+
+_pending: list[Any] = []  # threads still starting a worker (`spawn_soon`)
+
+
+def spawn_soon(row: dict[str, Any]) -> None:
+    """`spawn`, from a thread: the reply that names the task (its row is committed)
+    goes out while the worker's process is started. `settle` waits for it before
+    the server exits; a worker that never started is started again by the next
+    `tasks/get` once the task's start grace passed (`ledger.tasks.lapsed`)."""
+    import threading
+
+    thread = threading.Thread(target=spawn, args=(row,), name="todoledger-task-spawn")
+    _pending[:] = [t for t in _pending if t.is_alive()]
+    _pending.append(thread)
+    thread.start()
+
+
+def settle() -> None:
+    """Wait for the workers being started (a server about to exit)."""
+    for thread in list(_pending):
+        thread.join(timeout=10)
 
 
 def start(lg: Ledger, row: dict[str, Any]) -> bool:

@@ -66,6 +66,8 @@ ONE_RUN_MODULES = frozenset(
         "tests.e2e.test_panel_agents",
         "tests.e2e.test_panel_live",
         "tests.e2e.test_loaded_machine",
+        "tests.e2e.test_tasks_probe",
+        "tests.e2e.test_tasks_claude",
     }
 )
 

@@ -28,7 +28,10 @@ import json
 import os
 import re
 import signal
+import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,7 @@ from tests.e2e.agents import BIN, CLAUDE, CLAUDE_MODEL, Scratch, run
 from tests.e2e.fakemodel import FakeModel, Step, count_calls
 from tests.e2e.terminal import ENTER, Terminal
 from tests.e2e.test_agents import installed_project
+from tests.test_sweep_lifecycle import CLIENT, SERVER, events, listening
 from todoledger import Ledger
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow, pytest.mark.xdist_group("e2e-agents")]
@@ -112,20 +116,28 @@ class Session:
         ]
 
 
-@pytest.fixture
-def session(tmp_path: Path) -> Any:
+@contextmanager
+def opened(tmp_path: Path, steps: list[Step], final: str) -> Iterator[Session]:
+    """The project as `todoledger install claude-code` left it, a returning user's
+    Claude Code settings, and the fake model scripted with `steps`."""
     scratch = installed_project(CLAUDE, tmp_path)  # skips when Claude Code is not installed
     interactive.finish_onboarding(scratch)
-    release = tmp_path / "release"
-    check = f"cmd:while [ ! -e {release} ]; do sleep 0.2; done; echo {DONE}"
-    fake = FakeModel(steps=list(STEPS), final="I will report the verify when it ends.")
+    fake = FakeModel(steps=list(steps), final=final)
     scratch.url = fake.start()
-    found = Session(scratch, fake, release, tmp_path / "claude-debug.log")
-    added = found.person("add", ITEM, "--done-when", check)
-    assert added.returncode == 0, added.describe()
-    yield found
-    fake.stop()
-    (tmp_path / "requests.json").write_text(fake.dump(), encoding="utf-8")
+    try:
+        yield Session(scratch, fake, tmp_path / "release", tmp_path / "claude-debug.log")
+    finally:
+        fake.stop()
+        (tmp_path / "requests.json").write_text(fake.dump(), encoding="utf-8")
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Any:
+    with opened(tmp_path, STEPS, "I will report the verify when it ends.") as found:
+        check = f"cmd:while [ ! -e {found.release} ]; do sleep 0.2; done; echo {DONE}"
+        added = found.person("add", ITEM, "--done-when", check)
+        assert added.returncode == 0, added.describe()
+        yield found
 
 
 def start(session: Session) -> Terminal:
@@ -231,6 +243,26 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def restarted(session: Session, term: Terminal, task_id: str) -> None:
+    """SIGKILL of the one `todoledger mcp` process while the task works; Claude Code
+    waits for it; a person's `/mcp` Reconnect starts a new one."""
+    servers = server_pids(term)
+    assert len(servers) == 1, servers
+    os.kill(servers[0], signal.SIGKILL)
+    interactive.wait_until(
+        lambda: interactive.debug_lines(session.debug_log, f"task {task_id} lost its connection"),
+        "Claude Code's lost connection",
+        60,
+        term,
+    )
+    row = session.listed(task_id)
+    assert row is not None and row["status"] == "working", row  # the task outlived its server
+    interactive.reconnect(term, "todoledger")
+    interactive.close_menu(term)
+    new = interactive.wait_until(lambda: [p for p in server_pids(term) if p != servers[0]], "a new server")
+    assert len(new) == 1, new
+
+
 def test_claude_runs_a_long_plan_verify_in_the_background(session: Session) -> None:
     with start(session) as term:
         task_id = backgrounded(session, term)
@@ -241,23 +273,7 @@ def test_claude_runs_a_long_plan_verify_in_the_background(session: Session) -> N
 def test_claude_gets_the_verify_from_a_new_server_after_a_kill(session: Session) -> None:
     with start(session) as term:
         task_id = backgrounded(session, term)
-        servers = server_pids(term)
-        assert len(servers) == 1, servers
-        os.kill(servers[0], signal.SIGKILL)
-        interactive.wait_until(
-            lambda: interactive.debug_lines(session.debug_log, f"task {task_id} lost its connection"),
-            "Claude Code's lost connection",
-            60,
-            term,
-        )
-        row = session.listed(task_id)
-        assert row is not None and row["status"] == "working", row  # the worker goes on
-        interactive.reconnect(term, "todoledger")
-        interactive.close_menu(term)
-        new = interactive.wait_until(
-            lambda: [p for p in server_pids(term) if p != servers[0]], "a new server"
-        )
-        assert len(new) == 1, new
+        restarted(session, term, task_id)
         before = len(interactive.debug_lines(session.debug_log, "poll failure"))
         delivered(session, term, task_id)
         failures = interactive.debug_lines(session.debug_log, "poll failure")
@@ -313,3 +329,193 @@ def test_claude_print_mode_gets_the_synchronous_verify(session: Session) -> None
         notification(body)  # and no task notification
     shown = session.person("tasks", "--all", "--json")
     assert json.loads(shown.stdout) == [], shown.stdout
+
+
+# A person's sweep with a lifecycle (tests/test_sweep_lifecycle.py's stand-ins): per
+# combination a setup (a stand-in server that loads for 0.3 s), a ready check on its
+# /health, two runs of a benchmark client, the setup's process group ended, and a
+# clean check that its port is closed. The first run goes at once; every later run
+# waits for the test's release file, so that the kill falls between recorded runs.
+GATE = """import os, time
+while os.path.exists({runs!r}) and not os.path.exists({release!r}):
+    time.sleep(0.2)
+"""
+SWEEP = "bench"
+SWEEP_STEPS = [
+    Step("ToolSearch", {"query": "select:mcp__todoledger__plan_sweep,mcp__todoledger__todoread"}),
+    Step(("todoledger", "plan_sweep"), {"name": SWEEP}),
+    Step(("todoledger", "todoread"), {}),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def in_background(session: Session, term: Terminal, prompt: str, tool: str) -> str:
+    """The prompt; the tool's call becomes a task; the model's next turn (todoread)
+    runs while it works. The task's id."""
+    interactive.send(term, prompt)
+    task_id = interactive.wait_until(lambda: session.task_id(tool), f"{tool} answered with a task", 90, term)
+    term.wait_for(interactive.TASK_RUNNING, timeout=30)
+    interactive.wait_until(session.next_turn, "the model's next turn (after todoread)", 60, term)
+    assert interactive.model_saw(session.fake, f"started server-side task {task_id}")
+    return str(task_id)
+
+
+def task_result(session: Session, term: Terminal, task_id: str, tool: str) -> dict[str, Any]:
+    """The task's result as the model got it, in Claude Code's task notification."""
+    notice = interactive.wait_until(
+        lambda: next(
+            (n for r in session.fake.agent_requests() for n in notifications(r.body) if task_id in n), None
+        ),
+        f"the {tool} task's notification to the model",
+        120,
+        term,
+    )
+    assert "<status>completed</status>" in notice and task_id in notice, notice
+    term.wait_for(f"MCP task {task_id} (todoledger/{tool}) completed", timeout=30)
+    told: dict[str, Any] = json.loads(notice.split("<result>", 1)[1].split("</result>", 1)[0])
+    return told
+
+
+def notifications(body: dict[str, Any]) -> list[str]:
+    """Every task notification in the model's conversation (its messages, not the system prompt)."""
+    found = []
+    for message in body["messages"]:
+        blocks = message["content"] if isinstance(message["content"], list) else [message]
+        for block in blocks:
+            text = block.get("text") or block.get("content") or ""
+            if isinstance(text, str) and "<task-notification>" in text:
+                found.append(text)
+    return found
+
+
+def task_history(session: Session) -> list[tuple[str, str]]:
+    """The task's transitions as the plan's history recorded them: (status, message)."""
+    with Ledger(str(session.db)) as lg:
+        return [
+            (e["new"]["status"], e["new"].get("message", ""))
+            for e in lg.history("main")
+            if e["field"] == "task"
+        ]
+
+
+def test_claude_gets_a_persons_sweep_from_a_new_server_after_a_kill(tmp_path: Path) -> None:
+    folder, port = tmp_path / "sweep", free_port()
+    folder.mkdir()
+    server, client = folder / "server.py", folder / "client.py"
+    server.write_text(SERVER, encoding="utf-8")
+    with opened(tmp_path, SWEEP_STEPS, "I will report the sweep when it ends.") as session:
+        gate = GATE.format(runs=str(folder / "runs.log"), release=str(session.release))
+        client.write_text(gate + CLIENT, encoding="utf-8")
+        # A person writes the sweep and trusts it, at a terminal (docs/cli.md, `sweep`).
+        session.person_at_terminal(
+            "sweep", "add", SWEEP, "--template", "Benchmark k={k}", "--param", "k=16,8",
+            "--setup", f"python3 {server} {port} {{k}} 0.3",
+            "--ready", f"http://127.0.0.1:{port}/health", "--ready-expect", "ok", "--ready-timeout", "60",
+            "--clean", f"port:127.0.0.1:{port}",
+            "--run", f"python3 {client} {port} 0.3", "--metric", "tok_s=$.tok_s", "--repeat", "2",
+        )  # fmt: skip
+        trusted = session.person_at_terminal("sweep", "trust", SWEEP)
+        assert f"approved sweep {SWEEP} (2 combinations) as cli:" in trusted, trusted
+        with Ledger(str(session.db)) as lg:
+            definition = lg.sweep_definition(SWEEP)
+        with start(session) as term:
+            task_id = in_background(
+                session, term, "Run the benchmark sweep, and read the plan meanwhile.", "plan_sweep"
+            )
+            row = session.listed(task_id)
+            assert (
+                row is not None and row["tool"] == "plan_sweep" and row["principal"] == "agent:claude-code"
+            ), row
+            # The first run is recorded; the second waits under its combination's setup.
+            interactive.wait_until(lambda: len(receipts(session)) == 1, "the sweep's first run", 90, term)
+            interactive.wait_until(lambda: processes_with(str(server)), "the setup's process", 30, term)
+            mid = session.listed(task_id)
+            assert mid is not None and mid["status"] == "working", mid
+            messages = [mid["message"]]
+            restarted(session, term, task_id)
+            assert len(receipts(session)) == 1  # nothing ran while the test held the gate
+            session.release.write_text("go\n", encoding="utf-8")
+            told = task_result(session, term, task_id, "plan_sweep")
+            done = session.listed(task_id)
+            assert done is not None and done["status"] == "completed", done
+            messages.append(done["message"])
+        assert (told["sweep"], told["runs"], told["failed"], told["setups"], told["stopped"]) == (
+            SWEEP, 4, 0, 2, None
+        ), told  # fmt: skip
+        recorded = receipts(session)
+        assert len(recorded) == 4 and len(set(recorded)) == 4, recorded  # no run recorded twice
+        assert sum(1 for e in events(folder) if e["event"] == "bench") == 4  # no run ran twice
+        assert [e["k"] for e in events(folder) if e["event"] == "start"] == [16, 8]  # a setup each
+        assert not processes_with(str(server)) and not listening(port)  # no setup left
+        assert done["workers"] == 1, done  # the worker outlived the server: no resume needed
+        with Ledger(str(session.db)) as lg:
+            task = lg.task(task_id, None)
+            assert task is not None
+            assert {r["by"] for r in lg.receipts()} == {task["writer"]}  # the task's writer ran them
+            assert lg.sweep_live_setups(SWEEP) == []
+            assert lg.sweep_definition(SWEEP)["runner"] is None  # the runner lease given back
+        # A person's sweep, trusted by a person.
+        assert definition["created_by"].startswith("cli:") and definition["approved_by"].startswith("cli:")
+        history = task_history(session)
+        print("seen:", session.seen, "messages:", messages, "history:", history)
+        assert history[0][0] == "working" and history[-1][0] == "completed", history
+    assert session.seen == ["working", "completed"], session.seen
+
+
+def receipts(session: Session) -> list[tuple[str, str, str]]:
+    """(item, check, at) of every receipt: a run recorded twice would show twice."""
+    with Ledger(str(session.db)) as lg:
+        return sorted((r["item"], r["check"], r["at"]) for r in lg.receipts())
+
+
+APPROVAL_ITEM = "Train on 4 GPUs with 37K samples"
+
+
+def test_claude_waits_for_a_persons_approval_across_a_server_kill(tmp_path: Path) -> None:
+    with opened(tmp_path, [], "I will start the training once a person approves it.") as session:
+        added = session.person("add", APPROVAL_ITEM, "--needs-approval", "-q")
+        assert added.returncode == 0, added.describe()
+        item = added.stdout.split()[0]
+        session.fake.steps[:] = [
+            Step("ToolSearch", {"query": "select:mcp__todoledger__plan_update,mcp__todoledger__todoread"}),
+            Step(("todoledger", "plan_update"), {"id": item, "status": "in_progress"}),
+            Step(("todoledger", "todoread"), {}),
+        ]
+        waiting = f"waiting for a person: todoledger approve {item}"
+        with start(session) as term:
+            task_id = in_background(
+                session, term, "Start the training, and read the plan meanwhile.", "plan_update"
+            )
+            row = session.listed(task_id)
+            assert row is not None and row["status"] == "working" and row["message"] == waiting, row
+            assert row["tool"] == "plan_update" and row["principal"] == "agent:claude-code", row
+            assert interactive.model_saw(session.fake, APPROVAL_ITEM)  # its todoread, meanwhile
+            restarted(session, term, task_id)
+            row = session.listed(task_id)
+            assert row is not None and row["status"] == "working" and row["message"] == waiting, row
+            with Ledger(str(session.db)) as lg:
+                assert lg.get(item, "main")["status"] == "pending"  # nothing started before a person
+            # A person approves, at a terminal.
+            session.person_at_terminal("approve", item)
+            told = task_result(session, term, task_id, "plan_update")
+            done = session.listed(task_id)
+            assert done is not None and done["status"] == "completed", done
+        assert told["item"]["status"] == "in_progress", told
+        with Ledger(str(session.db)) as lg:
+            task = lg.task(task_id, None)
+            assert task is not None
+            events_of = [e for e in lg.history("main") if e["item"] == item]
+            approvers = [e["writer"] for e in events_of if e["field"] == "approved"]
+            starts = [e["writer"] for e in events_of if e["field"] == "status"]
+        assert len(approvers) == 1 and approvers[0].startswith("cli:"), approvers  # the person
+        assert starts == [task["writer"]] and task["writer"].startswith("mcp:claude-code:"), starts
+        assert done["message"] == f"approved by {approvers[0]}; plan_update applied", done
+        history = task_history(session)
+        print("seen:", session.seen, "history:", history)
+        assert history[0] == ("working", waiting) and history[-1][0] == "completed", history
+    assert session.seen == ["working", "completed"], session.seen

@@ -494,7 +494,8 @@ def test_claude_waits_for_a_persons_approval_across_a_server_kill(tmp_path: Path
             row = session.listed(task_id)
             assert row is not None and row["status"] == "working" and row["message"] == waiting, row
             assert row["tool"] == "plan_update" and row["principal"] == "agent:claude-code", row
-            assert interactive.model_saw(session.fake, APPROVAL_ITEM)  # its todoread, meanwhile
+            # Its todoread, meanwhile: the item is still pending (the reply is JSON in the tool result).
+            assert interactive.model_saw(session.fake, r'\"counts\":{\"pending\":1}')
             restarted(session, term, task_id)
             row = session.listed(task_id)
             assert row is not None and row["status"] == "working" and row["message"] == waiting, row

@@ -15,6 +15,14 @@ Code does with a task is in tests/e2e/TASKS.md).
 - The same with the `todoledger mcp` process killed while the task works: Claude
   Code waits, a person's `/mcp` Reconnect starts a new server process, which
   answers `tasks/get` for the task from its ledger row, and the result is delivered.
+- A `plan_sweep` of a sweep a person wrote and trusted at a terminal (`todoledger
+  sweep add`, `sweep trust`; a setup, ready check and clean check per combination):
+  moved to the background, the server killed between two recorded runs, a person's
+  Reconnect, the sweep's runs delivered; no run recorded or run twice, no setup left.
+- An approval wait: `plan_update status=in_progress` on an item that needs a person's
+  approval stays `working` ("waiting for a person: todoledger approve ID") across a
+  killed server; a person approves at a terminal; the next `tasks/get` applies the
+  start as the agent's writer and the model gets the result.
 
 - `claude -p` declares no extension: the same verify answers inside the call.
 
@@ -495,7 +503,7 @@ def test_claude_waits_for_a_persons_approval_across_a_server_kill(tmp_path: Path
             assert row is not None and row["status"] == "working" and row["message"] == waiting, row
             assert row["tool"] == "plan_update" and row["principal"] == "agent:claude-code", row
             # Its todoread, meanwhile: the item is still pending (the reply is JSON in the tool result).
-            assert interactive.model_saw(session.fake, r'\"counts\":{\"pending\":1}')
+            assert interactive.model_saw(session.fake, r"\"counts\":{\"pending\":1}")
             restarted(session, term, task_id)
             row = session.listed(task_id)
             assert row is not None and row["status"] == "working" and row["message"] == waiting, row

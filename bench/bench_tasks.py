@@ -317,7 +317,9 @@ def main() -> None:
                 f"    ratio worker/cli (derived): {task / cli:.2f}x;"
                 f" per run (derived): {(task - cli) / runs * 1000:+.2f} ms  (target <= +20 ms)"
             )
-    print("side by side, per round (derived: from the medians above; each sweep figure from one run of each peer):")
+    print(
+        "side by side, per round (derived: from the medians above; each sweep figure from one run of each peer):"
+    )
     print(f"  create/update:  {'  '.join(f'{x:.2f}x' for x in create_r)}  (target <= 2x)")
     print(f"  get/todoread:   {'  '.join(f'{x:.2f}x' for x in get_r)}  (target <= 1x)")
     print(

@@ -195,21 +195,44 @@ def _wait_for_lease(lg: Ledger, task_id: str, host: str, pid: int) -> dict[str, 
         time.sleep(0.02)
 
 
-def _heartbeat(task_id: str, plan: str, host: str, pid: int, stop: Any, told: list[str]) -> None:
-    """Beat until `stop`; on a cancel or a lost lease, say which in `told` and SIGTERM this process."""
-    from todoledger.ledger.ledger import Ledger
-    from todoledger.ledger.tasks import BEAT
+def heartbeat(
+    task_id: str, plan: str, host: str, pid: int, stop: Any, told: list[str], give_up: float | None = None
+) -> None:
+    """Beat until `stop`; on a cancel or a lost lease, say which in `told` and SIGTERM this process.
+    A beat the ledger cannot take is tried again at the next; after `give_up` seconds (half the
+    lapse) without one, this worker stops itself: past the lapse a server on another host would
+    resume the task, and two workers would run its commands side by side."""
+    import time
 
+    from todoledger.ledger.ledger import Ledger
+    from todoledger.ledger.tasks import BEAT, LAPSE
+
+    limit = LAPSE / 2 if give_up is None else give_up
+    last, lg = time.monotonic(), None
     try:
-        with Ledger() as lg:
-            while not stop.wait(BEAT):
+        while not stop.wait(min(BEAT, limit)):
+            try:
+                lg = lg or Ledger()
                 row = lg.beat_task(task_id, plan, host, pid)
-                if row is None or row["cancel"]:
-                    told.append("lost" if row is None else "cancel")
+            except Exception:  # unreachable for this beat: a new connection at the next
+                if lg is not None:
+                    with contextlib.suppress(Exception):
+                        lg.close()
+                lg = None
+                if time.monotonic() - last > limit:
+                    told.append("lost")
                     os.kill(pid, signal.SIGTERM)
                     return
-    except Exception:  # the ledger unreachable for a beat: the lease lapses and a get resumes it
-        return
+                continue
+            last = time.monotonic()
+            if row is None or row["cancel"]:
+                told.append("lost" if row is None else "cancel")
+                os.kill(pid, signal.SIGTERM)
+                return
+    finally:
+        if lg is not None:
+            with contextlib.suppress(Exception):
+                lg.close()
 
 
 def _call_result(data: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +302,7 @@ def run(task_id: str) -> int:
         stop = threading.Event()
         told: list[str] = []  # what the heartbeat saw before it stopped this process: cancel | lost
         beat = threading.Thread(
-            target=_heartbeat, args=(task_id, row["plan"], host, pid, stop, told), daemon=True
+            target=heartbeat, args=(task_id, row["plan"], host, pid, stop, told), daemon=True
         )
         beat.start()
         tools = PlanTools(default_plan=row["plan"], cwd=None, shared=None)  # the plan the server resolved

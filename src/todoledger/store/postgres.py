@@ -257,6 +257,36 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise _connect_error(self.location, exc) from None
 
+    def _answering(self, deadline: float | None) -> psycopg.Connection[Any]:
+        """A new connection that has answered a query, for the one retry of a call whose
+        connection was lost. A restart drops connections more than once: a pooler lends
+        one whose server side the same restart ends a moment later, and a server that
+        is starting again refuses. So this waits for an answer (pauses of 0.1 s, growing
+        to 1 s) as long as the caller waits for a busy ledger, or to its deadline: the
+        call itself is still run again only once."""
+        limit = time.monotonic() + max(2.0, self.busy_ms / 1000)
+        if deadline is not None:
+            limit = min(limit, deadline)
+        pause = 0.1
+        while True:
+            try:
+                new = self._connect(deadline)
+            except UnavailableError:
+                new = None
+            if new is not None:
+                try:
+                    new.execute("SELECT 1")
+                    return new
+                except psycopg.Error:
+                    with suppress(psycopg.Error):
+                        new.close()
+            if time.monotonic() + pause > limit:
+                raise ConnectionLost(
+                    f"{self.location}: lost the connection to PostgreSQL, and no new one answered"
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
     @classmethod
     def borrowed(cls, conn: psycopg.Connection[Any], pool: PostgresPool) -> PostgresStore:
         """A store over a pooled connection to a ledger the pool opened (and
@@ -589,7 +619,7 @@ class PostgresStore:
             return True
         if self._borrowed:
             return False
-        new = self._connect(watchdog.deadline if watchdog is not None else None)
+        new = self._answering(watchdog.deadline if watchdog is not None else None)
         if watchdog is not None:
             watchdog.swap(new)
         else:

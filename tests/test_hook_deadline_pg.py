@@ -86,7 +86,9 @@ def test_a_hook_returns_within_3_s_when_postgresql_goes_down_behind_a_warm_pgbou
     query; the agent kills its hook at 10 s and the event was lost. Now: within
     3 s, exit 0, the event spooled; once the server is back, `flush` lands it, once."""
     pg = PrivatePG(tmp_path)
-    bouncer = Bouncer(tmp_path, server_port=pg.port)
+    # server_login_retry 1 s (15 s by default, as docs/team.md advises teams to lower it): the
+    # flush below lands the event once PgBouncer tries the server again.
+    bouncer = Bouncer(tmp_path, server_port=pg.port, settings="server_login_retry = 1")
     frozen: list[int] = []
     try:
         url = f"postgresql://postgres@127.0.0.1:{bouncer.port}/postgres?pgbouncer=transaction"
@@ -110,7 +112,7 @@ def test_a_hook_returns_within_3_s_when_postgresql_goes_down_behind_a_warm_pgbou
             pg.thaw(frozen)
             frozen = []
         env = {**os.environ, "TODOLEDGER_DB": url}
-        # PgBouncer waits out its server_login_retry (15 s) after the failed login before it
+        # PgBouncer waits out its server_login_retry (1 s here) after the failed login before it
         # tries the server again: until then the event still waits, then `flush` lands it.
         until = time.monotonic() + 40
         while True:

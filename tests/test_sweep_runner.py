@@ -260,7 +260,17 @@ def test_a_ready_check_answered_by_another_process_never_holds(
     threading.Thread(target=other.serve_forever, daemon=True).start()
     try:
         with Ledger() as lg:
-            define(lg, port, setup=f"python3 server.py {port} {{k}} late", params=["k=16"], baseline=[])
+            # Short waits: the other process holds the port to the end, so the teardown's wait
+            # for it to be free runs out whatever its length (60 s by default).
+            define(
+                lg,
+                port,
+                setup=f"python3 server.py {port} {{k}} late",
+                params=["k=16"],
+                baseline=[],
+                ready_timeout=5,
+                teardown_timeout=3,
+            )
         got = sweep_run(ledger_env, scripts)
     finally:
         other.shutdown()

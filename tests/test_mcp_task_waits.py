@@ -176,3 +176,51 @@ def test_a_completion_waiting_for_approval_completes_once_a_person_approves(ledg
     assert done["result"]["isError"] is False, done
     (row,) = run_json(ledger_env, "show")["items"]
     assert (row["status"], row["evidence"]) == ("completed", "tag v1")
+
+
+def test_a_completion_forced_past_a_persons_gate_waits_for_their_approval_given_after_it(
+    ledger_env: Path,
+) -> None:
+    """An agent's forced completion past a person's gate: refused without the extension;
+    with it, a task that waits for that person. Neither an approval given before the task,
+    nor one of the whole plan, nor the client's answer lets it through; the person's
+    approval of the item after it does, and the override records whose it was."""
+    run(ledger_env, "add", "Benchmark 16 draft tokens", person=True)
+    (item,) = [r["id"] for r in run_json(ledger_env, "show")["items"]]
+    run(ledger_env, "gate", "add", item, "cmd:exit 1", person=True)  # the person's gate, failing
+    run(ledger_env, "approve", item, person=True)  # before the task: not a consent to it
+    call = {
+        "name": "plan_update",
+        "arguments": {"id": item, "status": "completed", "force": True, "reason": "the numbers look fine"},
+    }
+    client = Stdio(ledger_env)
+    try:
+        plain = result(client.rpc("tools/call", call, tasks=False))
+        assert plain["isError"] is True and "a person must run it" in plain["content"][0]["text"], plain
+        created = result(client.rpc("tools/call", call))
+        assert created["resultType"] == "task" and created["status"] == "working", created
+        assert created["statusMessage"].startswith(
+            f"waiting for a person: todoledger approve {item} (lets it"
+        )
+        seen = [created["status"]]
+        task_id = created["taskId"]
+        assert result(client.rpc("tasks/update", {"taskId": task_id, "inputResponses": CLIENT_YES}))
+        run(ledger_env, "approve", "--plan", "main", person=True)  # the whole plan: not this completion
+        got = result(client.rpc("tasks/get", {"taskId": task_id}))
+        seen.append(got["status"])
+        assert got["status"] == "working", got
+        assert run_json(ledger_env, "show")["items"][0]["status"] == "pending"
+        listed = run(ledger_env, "approve", person=True).stdout  # what the person reads first
+        assert f"task {task_id[:8]} of mcp:claude-code:" in listed and "'the numbers look fine'" in listed
+        said = run(ledger_env, "approve", item, person=True).stdout  # the person, after reading it
+        assert f"this lets task {task_id[:8]} of mcp:claude-code:" in said, said
+        done = poll(client, task_id, FINISHED, seen)
+    finally:
+        client.close()
+    assert seen[0] == "working" and seen[-1] == "completed" and set(seen) == {"working", "completed"}, seen
+    assert done["result"]["isError"] is False, done
+    (row,) = run_json(ledger_env, "show")["items"]
+    assert row["status"] == "completed" and row["verification"] != "verified", row
+    (forced,) = [e["new"] for e in run_json(ledger_env, "history", item) if e["field"] == "forced"]
+    assert forced["approved_by"] == "cli:tester" and forced["task"] == task_id
+    assert forced["reason"] == "the numbers look fine"

@@ -116,7 +116,15 @@ def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None
     if ref and not listing:
         with ledger() as lg:
             row = lg.approve(ref, plan=name, writer=writer)
-        emit(row) if as_json else say(f"approved {row['id']} {row['content']!r} by {row['by']}")
+            waits = lg.gate_waits(name, row["id"])
+        if as_json:
+            emit(row | {"lets_through": waits})
+            return
+        say(f"approved {row['id']} {row['content']!r} by {row['by']}")
+        for w in waits:  # what this approval consents to: said after, as before (todoledger approve)
+            say(
+                f"  this lets task {w['task'][:8]} of {w['writer']} complete it past your gate: {w['reason']!r}"
+            )
         return
     if plan is not None and not listing:
         with ledger() as lg:
@@ -129,8 +137,9 @@ def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None
     with reader() as lg:
         state = lg.approvals(name)
         rows = {r["id"]: r for r in lg.items(name)}
+        forcing = lg.gate_waits(name)
     if as_json:
-        emit(state)
+        emit(state | {"forcing": forcing})
         return
     standing = state["plan"]
     if standing["by"] is None:
@@ -145,7 +154,13 @@ def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None
         say(f"waits for a person: {_label(rows.get(item_id), item_id)}")
         for d in state["items"][item_id]["diff"]:
             say(f"    {d['field']}: approved {d['approved']!r}, now {d['now']!r}")
-    if not state["waiting"]:
+    for w in forcing:
+        say(
+            f"waits for a person: {_label(rows.get(w['item']), w['item'])}: task {w['task'][:8]} of {w['writer']}"
+            f" would complete it past a person's gate, on its reason {w['reason']!r}"
+            f" (todoledger approve {w['item']} lets it through)"
+        )
+    if not state["waiting"] and not forcing:
         say("no item waits for a person")
 
 

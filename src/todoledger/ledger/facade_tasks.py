@@ -40,6 +40,24 @@ class TaskMethods(Facade):
             poll_ms=tasks.POLL_MS if poll_ms is None else poll_ms,
         )
 
+    def persons_gate(
+        self, ref: str, *, plan: str | None = None, writer: str | None = None
+    ) -> dict[str, str] | None:
+        """The person's gate `writer` may not force past on its own: {check, by}, or None
+        (what a forced completion's MCP task waits on: a person's consent)."""
+        from todoledger.ledger import items
+
+        plan, writer = self._who(plan, writer)
+        return items.persons_gate(self._unit, plan, ref, writer)
+
+    def gate_consent(self, task_id: str, ref: str, *, plan: str, writer: str) -> dict[str, str] | None:
+        """A person's consent to the task's forced completion of `ref`, if given."""
+        from todoledger.ledger import tasks
+
+        with self._unit.store.read():
+            item_id = self._unit.require(plan, ref).id
+        return tasks.gate_consent(self._unit, task_id, plan, item_id, writer)
+
     def task(self, task_id: str, principal: str | None) -> dict[str, Any] | None:
         """The task if it is `principal`'s (None: any, a person's view), else None."""
         from todoledger.ledger import tasks
@@ -102,6 +120,18 @@ class TaskMethods(Facade):
         from todoledger.ledger import tasks
 
         return tasks.answer_inputs(self._unit, task_id, principal, responses)
+
+    def gate_waits(self, plan: str | None = None, ref: str | None = None) -> list[dict[str, Any]]:
+        """The MCP tasks waiting for a person's approval to force an item's completion
+        past a person's gate: {task, item, writer, reason} (`ref`: that item's)."""
+        from todoledger.ledger import tasks
+
+        name = self._plan(plan)
+        item_id = None
+        if ref is not None:
+            with self._unit.store.read():
+                item_id = self._unit.require(name, ref).id
+        return tasks.gate_waits(self._unit, name, item_id)
 
     def tasks(self, *, finished: bool = False) -> list[dict[str, Any]]:
         """The running and waiting tasks (with `finished`, every one still kept)."""

@@ -38,6 +38,7 @@ def update(
     at: str | None = None,
     force: bool = False,
     token: int | None = None,
+    consent: dict[str, str] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     """Change one item's fields (content, status, priority, active_form,
@@ -46,7 +47,10 @@ def update(
     are unmet is refused unless `force`, which is recorded. `token`, a
     claim's fencing token, refuses the change once the item was claimed again.
     An item another writer holds a live lease on is refused, unless a person
-    forces it (recorded as a `forced` event past the lease)."""
+    forces it (recorded as a `forced` event past the lease). `consent`: a person's
+    consent to force this completion past their gate, as `tasks.gate_consent`
+    found it for the MCP task that waited for it (the façade looks; without it, a
+    force past a person's gate is refused as ever); kept with the override."""
     status = fields.get("status")
     # Why a person forced it: recorded with whatever the force overrides.
     why = {"reason": fields["force_reason"]} if fields.get("force_reason") else {}
@@ -60,7 +64,7 @@ def update(
             readiness.refuse_cancel_without_reason(u, plan, early, writer, fields.get("reason"))
         if status in PROGRESS and not force:
             readiness.refuse_unmet(u, early, status)
-    gate = _gate(u, plan, ref, writer, fields, force)
+    gate = _gate(u, plan, ref, writer, fields, force, consent)
     with u.transaction(plan):
         item = u.require(plan, ref)
         if token is not None:
@@ -239,37 +243,49 @@ def clear(u: Unit, plan: str, writer: str) -> int:
 
 
 def _gate(
-    u: Unit, plan: str, ref: str, writer: str, fields: dict[str, Any], force: bool
+    u: Unit,
+    plan: str,
+    ref: str,
+    writer: str,
+    fields: dict[str, Any],
+    force: bool,
+    consent: dict[str, str] | None,
 ) -> GatePassed | None:
     """Completing an item runs its gates first (outside any transaction: a check may take a minute)."""
     force_reason = fields.pop("force_reason", None)
     if fields.get("status") != "completed":
         return None
     if force_reason is None:
+        consent = None
         with u.store.read():
             if not u.repo.has_checks(plan):
                 return None  # no gates to run
     else:
-        _refuse_force_past_person(u, plan, ref, writer)
+        consent = _refuse_force_past_person(u, plan, ref, writer, consent)
     from todoledger.ledger.receipts import gate_before_done
 
     try:
-        return gate_before_done(u, plan, ref, writer, force_reason)
+        passed = gate_before_done(u, plan, ref, writer, force_reason)
     except LedgerError as refusal:
         if force and force_reason is None:  # forcing past a gate takes a reason, recorded with it
             raise LedgerError(f"{refusal}; overriding a failing gate needs {u.override}") from None
         raise
+    if passed is not None and passed.forced is not None and consent is not None:
+        passed.forced = passed.forced | consent  # who let it through, kept with the override
+    return passed
 
 
-def _refuse_force_past_person(u: Unit, plan: str, ref: str, writer: str) -> None:
-    """Only a person forces past a gate whose check a person wrote."""
+def persons_gate(u: Unit, plan: str, ref: str, writer: str) -> dict[str, str] | None:
+    """The person's gate that `writer` may not force past on its own (a gate whose
+    check a person wrote, for any writer but a person on an unsigned ledger, where
+    the person's route is enough): {check, by}; None: forcing needs no person."""
     from todoledger.core.approval import is_person
-    from todoledger.ledger.signed import force, registry
+    from todoledger.ledger.signed import registry
 
     with u.store.read():
         signed = bool(registry(u)["keys"])
     if is_person(writer) and not signed:
-        return
+        return None
     from todoledger.core.verification import ROLES
     from todoledger.ledger.gates import check_repo
 
@@ -278,6 +294,24 @@ def _refuse_force_past_person(u: Unit, plan: str, ref: str, writer: str) -> None
         theirs = [
             r for r in check_repo(u).checks(plan, [item.id]) if r.role in ROLES and is_person(r.created_by)
         ]
-    if theirs:
-        verb = f"--force past {theirs[0].created_by}'s gate {theirs[0].id} on {item.id}"
-        force(u, verb, writer, plan, item.id, {"past": "gate", "check": theirs[0].id})
+    return {"check": theirs[0].id, "by": theirs[0].created_by} if theirs else None
+
+
+def _refuse_force_past_person(
+    u: Unit, plan: str, ref: str, writer: str, consent: dict[str, str] | None
+) -> dict[str, str] | None:
+    """Only a person forces past a gate whose check a person wrote: on a signed ledger
+    with the person's signature, made now. Or a person consented: approved the item
+    after an MCP task of this writer waiting to force its completion was opened
+    (`tasks.gate_consent`); the consent is returned, kept with the `forced` event."""
+    from todoledger.ledger.signed import force
+
+    theirs = persons_gate(u, plan, ref, writer)
+    if theirs is None:
+        return None
+    with u.store.read():
+        item_id = u.require(plan, ref).id
+    if consent is None:
+        verb = f"--force past {theirs['by']}'s gate {theirs['check']} on {item_id}"
+        force(u, verb, writer, plan, item_id, {"past": "gate", "check": theirs["check"]})
+    return consent

@@ -497,14 +497,32 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods, TaskMeth
         at: str | None = None,
         force: bool = False,
         token: int | None = None,
+        task: str | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
         """Change one item's fields and dependencies (`add_blocker`, `remove_blocker`);
-        progress past unmet prerequisites is refused unless `force`, which is recorded."""
-        from todoledger.ledger import items
+        progress past unmet prerequisites is refused unless `force`, which is recorded.
+        `task`: the MCP task whose wait a person's approval ended (a completion forced
+        past a person's gate; see `persons_gate`)."""
+        from todoledger.ledger import items, tasks
 
+        plan, writer = self._who(plan, writer)
+        consent = None
+        if task is not None:
+            with self._unit.store.read():
+                item_id = self._unit.require(plan, ref).id
+            consent = tasks.gate_consent(self._unit, task, plan, item_id, writer)
         return items.update(
-            self._unit, *self._who(plan, writer), ref, kind=kind, at=at, force=force, token=token, **fields
+            self._unit,
+            plan,
+            writer,
+            ref,
+            kind=kind,
+            at=at,
+            force=force,
+            token=token,
+            consent=consent,
+            **fields,
         )
 
     def start(

@@ -238,6 +238,70 @@ def answer_inputs(u: Unit, task_id: str, principal: str | None, responses: dict[
     return taken
 
 
+def gate_consent(u: Unit, task_id: str, plan: str, item_id: str, writer: str) -> dict[str, str] | None:
+    """A person's consent that this writer's waiting MCP task complete `item_id` past
+    a person's gate: the task is this writer's working `plan_update` of that item,
+    forced to completed, and a person approved the item, as it is now, after the
+    task was opened (so after its forced completion and reason were shown to
+    people: `todoledger tasks`, the board). On a signed ledger that approval is
+    signed. {approved_by, approved_at, task}; None: no consent (yet)."""
+    from todoledger.core.approval import is_person, item_approvals
+
+    with u.store.read():
+        row = tasks_repo(u).get(task_id)
+        if row is None or (row["tool"], row["status"], row["writer"], row["plan"]) != (
+            "plan_update",
+            "working",
+            writer,
+            plan,
+        ):
+            return None
+        args = row["arguments"] or {}
+        if args.get("status") != "completed" or not args.get("force"):
+            return None
+        try:
+            item = u.require(plan, str(args.get("id")))
+        except LedgerError:
+            return None
+        if item.id != item_id:
+            return None
+        events = u.repo.approval_events(plan)
+    # The item's own approval, not the whole plan's: a person approving the plan has
+    # not looked at this forced completion.
+    mine = [e for e in events if e.field == "approved" and e.item == item_id]
+    standing = item_approvals([item.as_dict()], [e.as_dict() for e in events])[item_id]
+    last = mine[-1] if mine else None
+    if last is None or not standing.approved or standing.at != last.at:
+        return None  # never approved since, or changed after, or a plan approval came later
+    if not is_person(last.writer) or last.at < row["created_at"]:
+        return None
+    return {"approved_by": str(last.writer), "approved_at": str(last.at), "task": task_id}
+
+
+def gate_waits(u: Unit, plan: str, item_id: str | None = None) -> list[dict[str, Any]]:
+    """The working MCP tasks of `plan` that wait to force an item's completion past a
+    person's gate (what a person's approval of that item lets through, `gate_consent`):
+    {task, item, writer, reason}, oldest first; `item_id`: that item's alone."""
+    out: list[dict[str, Any]] = []
+    for row in listing(u, ("working",)):
+        args = row["arguments"] or {}
+        if row["plan"] != plan or row["tool"] != "plan_update" or row["pid"] is not None:
+            continue
+        if args.get("status") != "completed" or not args.get("force"):
+            continue
+        try:
+            with u.store.read():
+                found = u.require(plan, str(args.get("id")))
+        except LedgerError:
+            continue
+        if item_id is not None and found.id != item_id:
+            continue
+        out.append(
+            {"task": row["id"], "item": found.id, "writer": row["writer"], "reason": args.get("reason")}
+        )
+    return out
+
+
 def _plan_of(u: Unit, task_id: str) -> str | None:
     with u.store.read():
         row = tasks_repo(u).get(task_id)

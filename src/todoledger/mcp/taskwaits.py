@@ -15,6 +15,11 @@ wait is ignored (it has no input request; SEP-2663 ignores keys not outstanding)
 Only a person's approval, recorded by the ledger's own rules (on a signed ledger,
 the person's signature), ends the wait. A cancel ends it at the next get.
 
+A completion forced past a person's gate waits for that item's approval by a
+person made after the task was opened (`Ledger.gate_consent`: not an earlier one,
+not the whole plan's); the update is then applied with `task=`, and the ledger
+itself checks that consent again before it lets the override through.
+
 TTL: as every task's (ledger/tasks.py): `ttlMs` is null while it waits, however
 many days, and 24 h after it ended once finished.
 """
@@ -50,7 +55,7 @@ def settle(tools: PlanTools, row: dict[str, Any]) -> dict[str, Any]:
             return done or lg.task(task_id, None) or row
 
         return tools.locked(cancel)
-    if tools.person_wait(row["arguments"], row["writer"]) is not None:
+    if tools.person_wait(row["arguments"], row["writer"], task_id) is not None:
         return row
     me = (lifecycle.host(), os.getpid())
 
@@ -62,7 +67,7 @@ def settle(tools: PlanTools, row: dict[str, Any]) -> dict[str, Any]:
         return tools.locked(lambda: tools.ledger(write=False).task(task_id, None)) or row
     approver = tools.locked(lambda: _approver(tools, row))
     try:
-        data = tools.plan_update(row["arguments"], row["writer"])
+        data = tools.plan_update(row["arguments"], row["writer"], task=task_id)
         result, message = _call_result(data), f"approved by {approver}; plan_update applied"
     except LedgerError as exc:
         tools.note_refusal("plan_update", row["arguments"], row["writer"], str(exc))

@@ -646,7 +646,8 @@ class PlanTools:
         return out
 
     # plan_update -----------------------------------------------------------
-    def plan_update(self, args: dict[str, Any], writer: str) -> dict[str, Any]:
+    def plan_update(self, args: dict[str, Any], writer: str, *, task: str | None = None) -> dict[str, Any]:
+        """`task`: the MCP task whose wait a person's approval ended (mcp/taskwaits.py)."""
         args = check_arguments("plan_update", args)
         explicit = plan_name(args.get("plan"))
         _blank(args, "id", "content")
@@ -682,7 +683,9 @@ class PlanTools:
 
         def update() -> dict[str, Any]:
             self.ledger(write=True).hold(secret)  # a sessionless client's claim: its own proof
-            return self._plan_update(plan, explicit is not None, ref, fields, writer, force, token, proof)
+            return self._plan_update(
+                plan, explicit is not None, ref, fields, writer, force, token, proof, task
+            )
 
         return self.locked(update)
 
@@ -711,6 +714,7 @@ class PlanTools:
         force: bool,
         token: int | None = None,
         proof: dict[str, Any] | None = None,
+        task: str | None = None,
     ) -> dict[str, Any]:
         if not self._known(self.ledger(write=False), plan, explicit):
             raise LedgerError(f"no item {ref!r}: plan {plan!r} is empty (write it with todowrite)")
@@ -720,7 +724,7 @@ class PlanTools:
             item = lg.get(ref, plan)
             return {"plan": plan, "item": _compact(item, "status", "verification")} | recorded
         try:
-            out = self._apply_update(lg, plan, ref, fields, writer, force, token)
+            out = self._apply_update(lg, plan, ref, fields, writer, force, token, task)
         except LedgerError as exc:
             if not recorded:
                 raise
@@ -754,6 +758,7 @@ class PlanTools:
         writer: str,
         force: bool,
         token: int | None = None,
+        task: str | None = None,
     ) -> dict[str, Any]:
         status = fields["status"]
         kind = {"completed": "done", "in_progress": "start", "cancelled": "cancel"}.get(
@@ -775,6 +780,7 @@ class PlanTools:
             kind=kind,
             force=force,
             token=token,
+            task=task,
             **{k: v for k, v in fields.items() if v is not None},
         )
         out: dict[str, Any] = {
@@ -956,22 +962,29 @@ class PlanTools:
             return None
 
     # waiting for a person (mcp/taskwaits.py) -------------------------------------------
-    def person_wait(self, args: Any, writer: str) -> dict[str, str] | None:
+    def person_wait(self, args: Any, writer: str, task: str | None = None) -> dict[str, str] | None:
         """The item this `plan_update` would be refused for because it waits for a
-        person's approval (to start it, or to complete it past a person's gate):
-        {plan, id, status, writer}; None: the call runs as ever. On a signed ledger too."""
+        person: their approval to start it or complete it, or, for a completion forced
+        past a person's gate, their consent (an approval of the item after `task`, the
+        waiting task, was opened: `Ledger.gate_consent`). {plan, id, status, writer,
+        gate?}; None: the call runs as ever. On a signed ledger too."""
         try:
             args = check_arguments("plan_update", args)
             status = args.get("status")
             writer = self.writer_arg(args, writer)
             plan = self.plan_or_default(plan_name(args.get("plan")))
+            forced = status == "completed" and bool(args.get("force")) and bool(_reason_arg(args, True))
         except LedgerError:
             return None
         if status not in ("in_progress", "completed"):
             return None
-        return self.locked(lambda: self._person_wait(plan, str(args["id"]), str(status), writer))
+        return self.locked(
+            lambda: self._person_wait(plan, str(args["id"]), str(status), writer, forced, task)
+        )
 
-    def _person_wait(self, plan: str, ref: str, status: str, writer: str) -> dict[str, str] | None:
+    def _person_wait(
+        self, plan: str, ref: str, status: str, writer: str, forced: bool, task: str | None
+    ) -> dict[str, str] | None:
         lg = self.ledger(write=False)
         if plan not in [p["plan"] for p in lg.plans()]:
             return None
@@ -979,9 +992,17 @@ class PlanTools:
             item = lg.get(ref, plan)
         except LedgerError:
             return None
-        if item["id"] not in lg.approvals(plan)["waiting"] or item["status"] == status:
+        if item["status"] == status:
             return None
-        return {"plan": plan, "id": item["id"], "status": status, "writer": writer}
+        wait = {"plan": plan, "id": item["id"], "status": status, "writer": writer}
+        if item["id"] in lg.approvals(plan)["waiting"]:
+            return wait
+        gate = lg.persons_gate(item["id"], plan=plan, writer=writer) if forced else None
+        if gate is None:
+            return None
+        if task is not None and lg.gate_consent(task, item["id"], plan=plan, writer=writer) is not None:
+            return None
+        return wait | {"gate": gate["check"], "gate_by": gate["by"]}
 
     def _open_wait(self, args: Any, writer: str) -> dict[str, Any] | None:
         """A `plan_update` that waits for a person becomes a task with no worker: it
@@ -1000,7 +1021,7 @@ class PlanTools:
                 principal=principal(wait["writer"]),
                 writer=wait["writer"],
                 plan=wait["plan"],
-                message=waiting_line(wait["id"]),
+                message=waiting_line(wait["id"], wait.get("gate")),
                 cwd=str(self.cwd) if self.cwd is not None else os.getcwd(),
                 poll_ms=WAIT_POLL_MS,
             )
@@ -1138,9 +1159,11 @@ class PlanTools:
         self.locked(approve)
 
 
-def waiting_line(item: str) -> str:
-    """A person-wait task's status message: what the person runs."""
-    return f"waiting for a person: todoledger approve {item}"
+def waiting_line(item: str, gate: str | None = None) -> str:
+    """A person-wait task's status message: what the person runs (and, for a completion
+    forced past a person's gate, what their approval lets through)."""
+    line = f"waiting for a person: todoledger approve {item}"
+    return f"{line} (lets it complete past the gate {gate})" if gate else line
 
 
 def sessionless(writer: str) -> bool:

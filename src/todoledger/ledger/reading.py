@@ -37,29 +37,39 @@ def show(u: Unit, plan: str, *, writer: str | None = None) -> dict[str, Any]:
             if rows:
                 u.repo.save_base(plan, writer, {r["id"]: seen_of(r) for r in rows})
             revision = u.repo.revision(plan)
-            verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
-            forced = u.repo.forced(plan)
-            contested = contests(u, plan)
-            approval = _awaiting(u, plan, [(r["id"], r["status"], r["needs_approval"]) for r in rows])
+            derive = _derivation(u, plan, rows, contests(u, plan))
     else:
         with u.store.read():
             rows = u.repo.item_rows(plan)
             revision = u.repo.revision(plan)
-            verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
-            forced = u.repo.forced(plan)
-            contested = contests(u, plan)
-            approval = _awaiting(u, plan, [(r["id"], r["status"], r["needs_approval"]) for r in rows])
-    links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
-    derived = not_ready(graph.derive_links(links, gated), approval)
-    waiting = graph.cancelled_links(links)
-    for row in rows:
-        item_id = row["id"]
-        row["blocked"], row["ready"] = derived[item_id]
-        row["waits_on_cancelled"] = waiting.get(item_id, [])
-        row["verification"] = verified[item_id]
-        row["forced"] = forced.get(item_id, [])
-        row["contested"] = contested.get(item_id, [])
+            derive = _derivation(u, plan, rows, contests(u, plan))
+    derive()
     return {"plan": plan, "revision": revision, "items": rows}
+
+
+def _derivation(
+    u: Unit, plan: str, rows: list[dict[str, Any]], contested: dict[str, Any]
+) -> Callable[[], None]:
+    """What `show` and the recovery view derive for their rows (blocked, ready, waits on
+    cancelled, verification, forced, contested): read now, inside the caller's read;
+    the returned call sets them on the rows, after the read is over."""
+    verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
+    forced = u.repo.forced(plan)
+    approval = _awaiting(u, plan, [(r["id"], r["status"], r["needs_approval"]) for r in rows])
+
+    def derive() -> None:
+        links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
+        derived = not_ready(graph.derive_links(links, gated), approval)
+        waiting = graph.cancelled_links(links)
+        for row in rows:
+            item_id = row["id"]
+            row["blocked"], row["ready"] = derived[item_id]
+            row["waits_on_cancelled"] = waiting.get(item_id, [])
+            row["verification"] = verified[item_id]
+            row["forced"] = forced.get(item_id, [])
+            row["contested"] = contested.get(item_id, [])
+
+    return derive
 
 
 def _awaiting(u: Unit, plan: str, rows: list[tuple[str, str, Any]]) -> set[str]:
@@ -152,19 +162,8 @@ def recovery_view(u: Unit, plan: str, *, scheduled: bool = False) -> PlanView:
         )
         totals = u.repo.status_counts(plan)
         revision = u.repo.revision(plan)
-        verified, gated = readiness.verification(u, plan, [(r["id"], r["status"]) for r in rows])
-        forced = u.repo.forced(plan)
-        approval = _awaiting(u, plan, [(r["id"], r["status"], r["needs_approval"]) for r in rows])
-    links = [(r["id"], r["parent"], r["status"], r["depends_on"]) for r in rows]
-    derived = not_ready(graph.derive_links(links, gated), approval)
-    waiting = graph.cancelled_links(links)
-    for row in rows:
-        item_id = row["id"]
-        row["blocked"], row["ready"] = derived[item_id]
-        row["waits_on_cancelled"] = waiting.get(item_id, [])
-        row["verification"] = verified[item_id]
-        row["forced"] = forced.get(item_id, [])
-        row["contested"] = contested.get(item_id, [])
+        derive = _derivation(u, plan, rows, contested)
+    derive()
     return recounted(build({"plan": plan, "revision": revision, "items": rows}), totals)
 
 

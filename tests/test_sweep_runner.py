@@ -445,6 +445,48 @@ def test_a_live_runner_on_another_host_refuses_until_its_heartbeat_lapses(
     assert got.returncode == 0, got.stdout + got.stderr
 
 
+def test_a_runner_killed_but_not_yet_reaped_does_not_hold_the_sweep(
+    ledger_env: Path | str, scripts: Path, port: int
+) -> None:
+    """A runner killed with SIGKILL whose parent has not reaped it yet (a zombie) is not
+    alive: a task worker whose stdio server died first is reparented to an init that may
+    reap it late, and the new worker that `tasks/get` started was refused by the dead
+    one's lease (found by bench/gpu_sweep/run_task.py on the CPU)."""
+    from todoledger.checks import lifecycle
+
+    with Ledger() as lg:
+        define(lg, port)
+    dead = subprocess.Popen(["sleep", "60"])  # this process's child: a zombie until it is waited for
+    os.kill(dead.pid, signal.SIGKILL)
+    try:
+        deadline = time.monotonic() + 30
+        while not gone(dead.pid):
+            assert time.monotonic() < deadline, "the killed process never ended"
+            time.sleep(0.01)
+        ticks = lifecycle.start_ticks(dead.pid)
+        assert ticks is not None  # still in /proc, as the zombie it is
+        with Ledger() as lg:
+            with lg.store.write():
+                CheckRepo(lg.store).set_runner(
+                    "main",
+                    "s",
+                    host=lifecycle.host(),
+                    pid=dead.pid,
+                    ticks=ticks,
+                    writer="cli:tester",
+                    at="2026-12-06T10:00:00.000Z",
+                    beat=time.time(),
+                )
+            view = lg.sweep_definition("s")["runner"]
+        assert view["alive"] is False and view["how"] == f"pid {dead.pid} has ended (not yet reaped)"
+        got = sweep_run(ledger_env, scripts)
+    finally:
+        dead.wait()
+    assert got.returncode == 0, got.stdout + got.stderr
+    with Ledger() as lg:
+        assert measured(lg) == {"k=16": [16, 16, 2], "k=0": [0, 0, 2]}
+
+
 @pytest.mark.slow
 @pytest.mark.sqlite_only  # the runner makes a ledger of its own: the backend parameter would run it twice
 def test_the_gpu_runner_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -235,8 +236,9 @@ def main() -> int:
     ap.add_argument("--commit", default=os.environ.get("GIT_COMMIT", ""), help="the commit this runs")
     args = ap.parse_args()
     if args.repeat < 2:
-        print(
-            "run_task.py: --repeat must be at least 2 (the worker is killed between two runs of one combination)"
+        sys.stderr.write(
+            "run_task.py: --repeat must be at least 2 (the worker is killed between two runs of one"
+            " combination); nothing was run\n"
         )
         return 2
     out, db = prepare(args.out)
@@ -292,7 +294,9 @@ def main() -> int:
         run.check(False, f"the runner stopped: {type(exc).__name__}: {exc}")
     finally:
         leftovers(run)
-    return finish(run, args, gpu, gpu_text, size, port, clean, mine)
+    code = finish(run, args, gpu, gpu_text, size, port, clean)
+    shutil.rmtree(work, ignore_errors=True)
+    return code
 
 
 def steps(run: Run, args: argparse.Namespace, mine: str) -> None:
@@ -496,7 +500,6 @@ def finish(
     size: str,
     port: int,
     clean: str,
-    mine: str,
 ) -> int:
     table, data = results(run.out, run.env)
     short = short_rows(data, args.repeat)

@@ -2,13 +2,15 @@
 a ready check that counts only the setup's own answer, a teardown that waits
 until the setup is really gone (every thread, and its port free), a clean
 check that is polled, a resume after a SIGKILL of the runner itself, and the
-GPU runner (`bench/gpu_sweep/run.py`) end to end on the CPU."""
+GPU runners (`bench/gpu_sweep/run.py`, and `run_task.py`: the sweep as an MCP
+task) end to end on the CPU."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -445,6 +447,48 @@ def test_a_live_runner_on_another_host_refuses_until_its_heartbeat_lapses(
     assert got.returncode == 0, got.stdout + got.stderr
 
 
+def test_a_runner_killed_but_not_yet_reaped_does_not_hold_the_sweep(
+    ledger_env: Path | str, scripts: Path, port: int
+) -> None:
+    """A runner killed with SIGKILL whose parent has not reaped it yet (a zombie) is not
+    alive: a task worker whose stdio server died first is reparented to an init that may
+    reap it late, and the new worker that `tasks/get` started was refused by the dead
+    one's lease (found by bench/gpu_sweep/run_task.py on the CPU)."""
+    from todoledger.checks import lifecycle
+
+    with Ledger() as lg:
+        define(lg, port)
+    dead = subprocess.Popen(["sleep", "60"])  # this process's child: a zombie until it is waited for
+    os.kill(dead.pid, signal.SIGKILL)
+    try:
+        deadline = time.monotonic() + 30
+        while not gone(dead.pid):
+            assert time.monotonic() < deadline, "the killed process never ended"
+            time.sleep(0.01)
+        ticks = lifecycle.start_ticks(dead.pid)
+        assert ticks is not None  # still in /proc, as the zombie it is
+        with Ledger() as lg:
+            with lg.store.write():
+                CheckRepo(lg.store).set_runner(
+                    "main",
+                    "s",
+                    host=lifecycle.host(),
+                    pid=dead.pid,
+                    ticks=ticks,
+                    writer="cli:tester",
+                    at="2026-12-06T10:00:00.000Z",
+                    beat=time.time(),
+                )
+            view = lg.sweep_definition("s")["runner"]
+        assert view["alive"] is False and view["how"] == f"pid {dead.pid} has ended (not yet reaped)"
+        got = sweep_run(ledger_env, scripts)
+    finally:
+        dead.wait()
+    assert got.returncode == 0, got.stdout + got.stderr
+    with Ledger() as lg:
+        assert measured(lg) == {"k=16": [16, 16, 2], "k=0": [0, 0, 2]}
+
+
 @pytest.mark.slow
 @pytest.mark.sqlite_only  # the runner makes a ledger of its own: the backend parameter would run it twice
 def test_the_gpu_runner_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
@@ -482,4 +526,47 @@ def test_the_gpu_runner_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
     assert "tearing down the setup a killed run left" in summary
     assert "Every combination has its 2 runs, none failed." in summary
     for name in ("results.txt", "results.html", "results.json", "run.log", "show.txt"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+@pytest.mark.sqlite_only  # the runner makes a ledger of its own: the backend parameter would run it twice
+def test_the_gpu_task_runner_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
+    """bench/gpu_sweep/run_task.py with the tiny model: the sweep as an agent's plan_sweep
+    MCP task, its stdio server SIGKILLed and a new one polled, then its worker SIGKILLed
+    in the middle of a combination and resumed by the next tasks/get. The runner checks
+    every step itself (exit 1 if one fails); here, what it wrote."""
+    import torch  # noqa: F401  (.ci/run installs the CPU build: no skip, the runner must not rot)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
+    # Two combinations (k=2, the baseline k=0): three server starts, the slow part on a CPU.
+    # Four runs each: the worker is killed between the baseline's first and last.
+    words = ["--k", "2", "--repeat", "4", "--tokens", "16", "--clean-timeout", "3", "--limit", "300"]
+    got = subprocess.run(
+        [sys.executable, "bench/gpu_sweep/run_task.py", "--out", str(tmp_path), *words],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert got.returncode == 0, got.stdout[-6000:] + got.stderr[-2000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "- result: every step held" in summary and "FAILED" not in summary, summary
+    assert "no nvidia-smi (CPU check; clean check = stand-in leftovers.py)" in summary
+    assert "killed with SIGKILL (exit -9); the worker (pid " in summary
+    assert "with no todoledger mcp running, the worker recorded runs: 1 -> " in summary
+    assert "was killed in the middle of k=0 (" in summary
+    assert "started a new worker: working: `resumed: worker 2 started (its worker (pid " in summary
+    assert "- k=2: 4\n- k=0: 4\n" in summary  # the recorded runs: none more than the repeats
+    assert "outcome: torn down on resume after a kill" in summary
+    assert "- statuses: working -> completed" in summary
+    polled = (tmp_path / "tasks.log").read_text().splitlines()
+    line = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+Z \+ *\d+\.\d\d s  server ([AB])  (working|completed)  .+")
+    found = [line.fullmatch(p) for p in polled]
+    assert all(found), polled
+    assert [m.group(1) for m in found if m] == sorted(m.group(1) for m in found if m)  # A, then B
+    assert {m.group(1) for m in found if m} == {"A", "B"} and polled[-1].endswith(
+        "  completed  plan_sweep finished"
+    )
+    for name in ("results.txt", "results.html", "results.json", "run.log", "ledger.db"):
         assert (tmp_path / name).stat().st_size > 0

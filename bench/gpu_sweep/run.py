@@ -40,40 +40,38 @@ show.txt (every command the sweep ran), run.log and the ledger itself.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-NAME = "gpu_draft"
-PLAN = "gpu"
-OPERATOR = "cli:operator"  # the person whose sweep this is (Python API, explicit person identity)
-# Processes left on the GPU after a teardown; the sweep polls this check (--clean-timeout), so no loop here.
-GPU_CLEAN = (
-    "cmd:apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader)"
-    ' || { echo "nvidia-smi failed"; exit 2; };'
-    ' [ -z "$apps" ] && { echo "no process on the GPU"; exit 0; };'
-    ' echo "left on the GPU (pid, name, memory):" $apps; exit 1'
+from common import (  # type: ignore[import-not-found]
+    NAME,
+    OPERATOR,
+    ROOT,
+    TL,
+    clean_check,
+    clean_now,
+    define,
+    environment,
+    free_port,
+    machine,
+    machine_line,
+    plan_lines,
+    prepare,
+    read_pid,
+    results,
+    say,
+    short_rows,
+    teardowns,
+    todoledger,
+    wait_clean,
 )
-STAND_IN_CLEAN = "cmd:python3 bench/gpu_sweep/leftovers.py"
-
-LOG: list[str] = []  # run.log's path, once --out is known: written line by line, so a killed run keeps it
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
-    if LOG:
-        with open(LOG[0], "a") as fh:
-            fh.write(line + "\n")
 
 
 def main() -> int:
@@ -88,94 +86,47 @@ def main() -> int:
     ap.add_argument("--commit", default=os.environ.get("GIT_COMMIT", ""), help="the commit this runs")
     args = ap.parse_args()
     started = time.monotonic()
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    LOG.append(os.path.join(out, "run.log"))
-    if os.path.exists(LOG[0]):
-        os.remove(LOG[0])
+    out, db = prepare(args.out)
     work = tempfile.mkdtemp(prefix="gpu-sweep-")
-    gpu = shutil.which("nvidia-smi") is not None
+    gpu, gpu_text = machine()
     size = args.size or ("1b" if gpu else "tiny")
-    db = os.path.join(out, "ledger.db")
-    for stale in (db, db + "-wal", db + "-shm"):
-        if os.path.exists(stale):
-            os.remove(stale)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TODOLEDGER_")}
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(ROOT, "src"), env.get("PYTHONPATH")])),
-        TODOLEDGER_DB=db,
-        TODOLEDGER_PLAN=PLAN,
-        PYTHONUNBUFFERED="1",
-    )
-    tl = [sys.executable, "-c", "import sys; from todoledger.cli.entry import main; sys.exit(main())"]
-
-    def todoledger(*words: str) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([*tl, *words], cwd=ROOT, env=env, capture_output=True, text=True)
-        for line in (proc.stdout + proc.stderr).rstrip().splitlines():
-            say(f"    {line}")
-        return proc
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    py = shlex.quote(sys.executable)
-    clean = GPU_CLEAN if gpu else STAND_IN_CLEAN
-    template = clean.replace("{", "{{").replace("}", "}}")  # a sweep's commands place {NAME}: braces doubled
+    env = environment(db)
+    port = free_port()
+    clean = clean_check(gpu, str(port), work)
     say(
         f"# gpu_sweep: {'nvidia-smi found' if gpu else 'no nvidia-smi: the clean check is the stand-in leftovers.py'}"
     )
-    gpu_text = ""
     if gpu:
-        gpu_text = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
         say(f"# GPU: {gpu_text}")
     say(
         f"# model {size}, k = {args.k}, baseline k = 0, {args.repeat} runs after {args.warmup} warm-up,"
         f" {args.tokens} tokens a run, one port ({port}) for every configuration"
     )
     say(f"# the operator defines the sweep through the Python API as {OPERATOR} (a person's own sweep)")
-    sys.path.insert(0, os.path.join(ROOT, "src"))
-    from todoledger.ledger import Ledger
-
-    with Ledger(db) as lg:
-        lg.add_sweep(
-            NAME,
-            plan=PLAN,
-            writer=OPERATOR,
-            template="Assisted decoding: k = {k}",
-            params=[f"k={args.k}"],
-            baseline=["k=0"],
-            setup=f"{py} bench/gpu_sweep/server.py --port {port} --k {{k}} --size {size} --tokens {args.tokens}"
-            f" --leftover-once-in {shlex.quote(work)}",
-            ready=f"http://127.0.0.1:{port}/health",
-            ready_options={"expect": "ok"},
-            ready_timeout=300,
-            clean=template,
-            clean_timeout=args.clean_timeout,
-            run=f"{py} bench/gpu_sweep/client.py {port}",
-            metrics=["tok_s=$.tok_s", "accept_len=$.accept_len", "served_k=$.k"],
-            repeat=args.repeat,
-            warmup=args.warmup,
-            keep="tok_s>baseline*1.1",
-            watch=["bench/gpu_sweep/model.py"],
-            timeout=600,
-        )
-    shown = todoledger("sweep", "show", NAME)
+    define(
+        db,
+        k=args.k,
+        size=size,
+        tokens=args.tokens,
+        port=port,
+        clean=clean,
+        clean_timeout=args.clean_timeout,
+        repeat=args.repeat,
+        warmup=args.warmup,
+        setup_extra=f"--leftover-once-in {shlex.quote(work)}",
+    )
+    shown = todoledger(env, "sweep", "show", NAME)
     with open(os.path.join(out, "show.txt"), "w") as fh:
         fh.write(shown.stdout)
     notes: list[str] = []
     ok = True
-
     # 1. the leftover -------------------------------------------------------------------------
     say(
         f"$ todoledger sweep run {NAME}        # must stop after k=16: its server leaves a process on purpose"
     )
-    first = todoledger("sweep", "run", NAME)
+    first = todoledger(env, "sweep", "run", NAME)
     stop_line = next((ln for ln in first.stderr.splitlines() if " stopped after " in ln), None)
-    leftover = _pid(os.path.join(work, "leftover.pid"))
+    leftover = read_pid(os.path.join(work, "leftover.pid"))
     caught = (
         first.returncode == 1
         and stop_line is not None
@@ -194,14 +145,14 @@ def main() -> int:
             os.kill(leftover, signal.SIGKILL)
         except OSError as exc:
             say(f"# could not end it: {exc}")
-        _wait_clean(clean, env)
+        wait_clean(clean, env, "the leftover was ended")
 
     # 2. and 3. a second runner refused, then the running one killed ----------------------------
     say(
         f"$ todoledger sweep run {NAME}        # resumed; a second run tries to start, then this one is SIGKILLed"
     )
     runner = subprocess.Popen(
-        [*tl, "sweep", "run", NAME],
+        [*TL, "sweep", "run", NAME],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -228,7 +179,7 @@ def main() -> int:
         say(
             f"$ todoledger sweep run {NAME}        # a second runner while pid {runner.pid} runs: must refuse"
         )
-        second = todoledger("sweep", "run", NAME)
+        second = todoledger(env, "sweep", "run", NAME)
         refusal = (second.stderr.strip().splitlines() or [""])[-1]
         refused = (
             second.returncode != 0 and "already being run by pid" in refusal and str(runner.pid) in refusal
@@ -253,66 +204,50 @@ def main() -> int:
 
     # 4. resume after the kill ----------------------------------------------------------------
     say(f"$ todoledger sweep run {NAME}        # resumed after the SIGKILL: tears the left server down first")
-    last = todoledger("sweep", "run", NAME)
+    last = todoledger(env, "sweep", "run", NAME)
     torn = [ln.strip() for ln in last.stdout.splitlines() if "a killed run left" in ln]
     ok &= last.returncode == 0 and bool(torn)
     notes.append(
         f"The resume after the kill exited {last.returncode}: `{torn[0] if torn else 'no left setup torn down'}`."
     )
 
-    results = todoledger("sweep", "results", NAME)
-    with open(os.path.join(out, "results.txt"), "w") as fh:
-        fh.write(results.stdout)
-    found: dict[str, str] = {}
-    for fmt, name in (("html", "results.html"), ("json", "results.json")):
-        got = subprocess.run(
-            [*tl, "sweep", "results", NAME, "--format", fmt],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        found[fmt] = got.stdout
-        with open(os.path.join(out, name), "w") as fh:
-            fh.write(got.stdout)
-    data = json.loads(found["json"])
-    short = [r for r in data["rows"] if (r.get("n") or 0) < args.repeat or r.get("verdict") == "failed"]
+    table, data = results(out, env)
+    short = short_rows(data, args.repeat)
     ok &= not short
     notes.append(
         f"Every combination has its {args.repeat} runs, none failed."
         if not short
-        else f"Rows short of {args.repeat} runs or failed: {[(r['params'], r['metric'], r['n']) for r in short]}"
+        else f"Rows short of {args.repeat} runs or failed: {short}"
     )
-    teardowns = _teardowns(data)
-    left = subprocess.run(["/bin/sh", "-c", clean[4:]], cwd=ROOT, capture_output=True, text=True)
+    left = clean_now(clean)
     notes.append(
         f"After the sweep, the clean check: exit {left.returncode}: {left.stdout.strip().splitlines()[-1:]}"
     )
     elapsed = time.monotonic() - started
-    runs = args.repeat + args.warmup
-    k_count = len(args.k.split(",")) + 1
     summary = [
         "# GPU sweep through todoledger",
         "",
-        f"- machine: {'GPU: ' + gpu_text if gpu else 'no nvidia-smi (CPU check; clean check = stand-in leftovers.py)'}",
-        f"- commit: {args.commit or 'not given'}",
-        f"- model: {size}; k = {args.k} draft tokens (drafted by the model's own first layers), baseline k = 0",
-        f"- {args.repeat} runs per combination after {args.warmup} warm-up run(s), {args.tokens} new tokens a run,"
-        f" one port ({port}) for every combination",
-        f"- the budget (arithmetic, not a measurement): {k_count} combinations x {runs} runs x {args.tokens} tokens"
-        f" = {k_count * runs * args.tokens} tokens; at the 11 tok/s an earlier run measured that is"
-        f" {k_count * runs * args.tokens / 11:.0f} s of generation, plus a server start per setup",
+        machine_line(gpu, gpu_text),
+        *plan_lines(
+            size=size,
+            k=args.k,
+            repeat=args.repeat,
+            warmup=args.warmup,
+            tokens=args.tokens,
+            port=port,
+            commit=args.commit,
+        ),
         f"- wall time of the whole runner: {elapsed:.0f} s",
         *[f"- {n}" for n in notes],
         "",
         "## Teardowns (what each waited for)",
         "",
-        *[f"- {t}" for t in teardowns],
+        *[f"- {t}" for t in teardowns(data)],
         "",
         "## Results",
         "",
         "```",
-        results.stdout.rstrip(),
+        table.rstrip(),
         "```",
     ]
     with open(os.path.join(out, "summary.md"), "w") as fh:
@@ -320,47 +255,6 @@ def main() -> int:
     say("\n".join(summary))
     shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
-
-
-def _teardowns(data: dict[str, object]) -> list[str]:
-    """Each setup's end as the ledger recorded it: how, the port's wait, the clean check."""
-    out = []
-    for s in data.get("setups", []):  # type: ignore[union-attr]
-        down = s.get("teardown") or {}
-        port = down.get("port") or {}
-        clean = s.get("clean") or {}
-        wait = f", port {port['port']} free after {port['waited_s']:.2f} s" if port.get("free") else ""
-        out.append(
-            f"{s.get('item')} (pid {s.get('pid')}): {down.get('group')}{wait};"
-            f" clean: {clean.get('result', 'not run')} ({clean.get('line', '')}); outcome: {s.get('outcome')}"
-        )
-    return out
-
-
-def _pid(path: str) -> int | None:
-    for _ in range(50):
-        try:
-            with open(path) as fh:
-                text = fh.read().strip()
-        except OSError:
-            text = ""
-        if text.isdigit():
-            return int(text)
-        time.sleep(0.1)
-    return None
-
-
-def _wait_clean(clean: str, env: dict[str, str]) -> None:
-    """After the person ends the leftover: wait until the GPU lets it go, before the sweep resumes."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if (
-            subprocess.run(["/bin/sh", "-c", clean[4:]], cwd=ROOT, env=env, capture_output=True).returncode
-            == 0
-        ):
-            return
-        time.sleep(0.5)
-    say("# the clean check still fails 60 s after the leftover was ended")
 
 
 if __name__ == "__main__":

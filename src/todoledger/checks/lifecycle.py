@@ -146,6 +146,15 @@ def members(pgid: int) -> list[int]:
     return sorted(out)
 
 
+def running(pid: int, ticks: str | None) -> bool:
+    """Is process `pid` (started at `ticks`, where known) still running? A zombie (it
+    ended; its parent has not reaped it yet) is not, unless a thread of it runs on."""
+    fields = _stat(pid)
+    if not fields or len(fields) <= 19 or (ticks is not None and fields[19] != ticks):
+        return False
+    return _live(pid, fields)
+
+
 def is_ours(pid: int, ticks: str | None) -> bool:
     """Does the recorded group still exist as the one the setup started?"""
     now = start_ticks(pid)

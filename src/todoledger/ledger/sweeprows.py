@@ -553,6 +553,8 @@ def runner_alive(held: dict[str, Any]) -> tuple[bool, str]:
         if held["ticks"] is not None and ticks is not None:
             if ticks != held["ticks"]:
                 return False, f"pid {pid} is another process now"
+            if not lifecycle.running(pid, ticks):  # killed, and not reaped yet by its parent
+                return False, f"pid {pid} has ended (not yet reaped)"
             return True, "its process is alive on this host"
         if ticks is None and os.path.isdir("/proc/self"):
             return False, f"pid {pid} is gone"

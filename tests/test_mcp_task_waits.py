@@ -85,6 +85,12 @@ def test_a_cancelled_wait_approves_nothing(ledger_env: Path) -> None:
         created = start(client, item)
         seen = [created["status"]]
         assert result(client.rpc("tasks/cancel", {"taskId": created["taskId"]}))["resultType"] == "complete"
+        with Ledger(ledger_env) as lg:  # at once: a wait has no work to stop
+            row = lg.task(created["taskId"], None)
+        assert row is not None and (row["status"], row["message"]) == (
+            "cancelled",
+            "cancelled while waiting for a person",
+        )
         done = poll(client, created["taskId"], FINISHED, seen)
     finally:
         client.close()

@@ -895,3 +895,49 @@ def test_on_a_signed_ledger_the_passphrase_typed_in_the_page_signs_the_approval(
         timeout=60,
     )
     assert checked.returncode == 0, checked.stdout
+
+
+def test_a_task_whose_worker_was_killed_is_shown_stopped_not_running(
+    ledger_env: Path, served: Served, page: Any
+) -> None:
+    """An agent's plan_verify runs as an MCP task in its detached worker; the worker is
+    SIGKILLed and its client is gone, so nothing looks at the task: the board's panel
+    says it stopped and why (as `todoledger tasks` does), never that it runs."""
+    import signal
+
+    from tests.test_mcp_tasks import Stdio, gated_item, processes_with, result, wait_until
+    from todoledger import Ledger
+
+    marker = f"sleep 4{os.getpid() % 1000}.25"  # this test's own check, found by its text
+    gated_item(ledger_env, f"cmd:{marker}")
+    client = Stdio(ledger_env)
+    try:
+        created = result(client.rpc("tools/call", {"name": "plan_verify", "arguments": {}}))
+    finally:
+        client.close()
+    assert created["resultType"] == "task", created
+    wait_until(lambda: processes_with(marker), "the worker's check never started")
+    with Ledger(ledger_env) as lg:
+        row = lg.task(created["taskId"], None)
+    assert row is not None and row["pid"] is not None
+    pid = int(row["pid"])
+    task = page.locator(f'ul.tasks li[data-task="{created["taskId"]}"]')
+    page.goto(f"{served.base}/approvals?plan=main")
+    live(page)
+    assert task.locator(".st").inner_text() == "working"  # while its worker runs
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not processes_with(f"taskworker {created['taskId']}"), "the killed worker lingers")
+    wait_until(lambda: not processes_with(marker), "the killed worker's check lingers")
+    page.reload()
+    live(page)
+    assert task.get_attribute("class") == "stopped"
+    assert task.locator(".st").inner_text() == "stopped"
+    assert task.locator(".task-stopped").inner_text() == (
+        f"(stopped: its worker (pid {pid}) is gone; the agent's next tasks/get resumes it or ends it)"
+    )
+    assert (
+        task.locator(".task-message").inner_text()
+        == "its worker last said: verifying: 1 check (cmd:) running"
+    )
+    assert f"pid {pid} on" not in task.inner_text() and "working" not in task.inner_text()
+    shot(page, "task-stopped")

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -485,3 +486,89 @@ def test_a_plan_page_reuses_its_parts_only_while_what_they_are_made_of_is_the_sa
         lg.update("it001", status="in_progress", writer="cli:tester")
     started = client.get("/plan?plan=main").text
     assert 'button class="status st-in_progress"' in started and "started by" in started
+
+
+def test_a_task_whose_worker_is_gone_is_shown_stopped_with_its_reason_as_text(
+    ledger_env: Path, client: TestClient
+) -> None:
+    """The Approvals page's task panel says what `todoledger tasks` says: a task whose worker
+    was killed (a dead pid on this host), or whose host stopped beating, is stopped, never
+    running, its reason and its worker's last message shown as text; a live worker's task is
+    running, and a wait for a person (no worker, by design) waits, however old."""
+    import signal
+    import sqlite3
+    import time
+
+    from todoledger.checks import lifecycle
+
+    here = lifecycle.host()
+    doomed = subprocess.Popen(["sleep", "60"])  # the worker that is SIGKILLed
+    task: dict[str, str] = {}
+    with Ledger(ledger_env) as lg:
+        gated = lg.add("Deploy the draft model", needs_approval=True, plan="main", writer=PERSON)["id"]
+
+        def made(tool: str, message: str) -> str:
+            row = lg.create_task(
+                tool, {}, principal="agent:claude-code", writer=AGENT, plan="main", message=message
+            )
+            return str(row["id"])
+
+        task["killed"] = made("plan_sweep", f"k={MARKUP}: repeat 2/5 holds")
+        task["far"] = made("plan_verify", "verifying: 1 check (cmd:) running")
+        task["running"] = made("plan_verify", "verifying: 2 checks (cmd:) running")
+        task["wait"] = made("plan_update", f"waiting for a person: todoledger approve {gated}")
+        assert lg.take_task_lease(
+            task["killed"], (None, None), here, doomed.pid, lifecycle.start_ticks(doomed.pid)
+        )
+        assert lg.take_task_lease(task["far"], (None, None), "gpu-" + HOSTILE, 4242, None)
+        assert lg.take_task_lease(
+            task["running"], (None, None), here, os.getpid(), lifecycle.start_ticks(os.getpid())
+        )
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    # The far host's last heartbeat, and the wait's start, ten minutes ago (past every grace).
+    with sqlite3.connect(ledger_env) as db:
+        db.execute("UPDATE tasks SET beat = ? WHERE id = ?", (time.time() - 600, task["far"]))
+        db.execute("UPDATE tasks SET updated_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (task["wait"],))
+
+    html = client.get("/approvals?plan=main").text
+    inert(html, "/approvals")
+
+    def entry(name: str) -> tuple[dict[str, str | None], str]:
+        (found,) = re.findall(rf'<li data-task="{task[name]}"([^>]*)>(.*?)</li>', html, re.S)
+        attrs = Page(f"<li{found[0]}>").tags[0][1]
+        # What a person reads (the page is inert: its tags are the board's own).
+        return attrs, " ".join(unescape(re.sub(r"<[^>]*>", "", found[1])).split())
+
+    gone = "the agent's next tasks/get resumes it or ends it"
+    attrs, killed = entry("killed")
+    assert attrs.get("class") == "stopped"
+    assert killed.startswith(f"{task['killed'][:8]} stopped plan_sweep by agent:claude-code since ")
+    assert f"(stopped: its worker (pid {doomed.pid}) is gone; {gone})" in killed
+    assert f"its worker last said: k={MARKUP}: repeat 2/5 holds" in killed
+    assert "working" not in killed and f"pid {doomed.pid} on" not in killed  # never running
+    attrs, far = entry("far")
+    assert attrs.get("class") == "stopped" and "working" not in far
+    said = re.search(r"\(stopped: no heartbeat from its worker on gpu-(.*) for (\d+) s; ", far)
+    assert said is not None and said[1].startswith(MARKUP) and int(said[2]) >= 600, far
+    assert "its worker last said: verifying: 1 check (cmd:) running" in far
+    attrs, running = entry("running")
+    assert attrs.get("class") is None and "stopped" not in running
+    assert "working" in running and f"(pid {os.getpid()} on {here})" in running
+    attrs, wait = entry("wait")
+    assert attrs.get("class") is None and "stopped" not in wait
+    assert "working" in wait and f"waiting for a person: todoledger approve {gated}" in wait
+    # `todoledger tasks` says the same of each.
+    listed = subprocess.run(
+        [sys.executable, "-m", "todoledger", "tasks", "--json"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(ledger_env),
+        timeout=60,
+    )
+    stopped = {r["id"]: r["stopped"] for r in json.loads(listed.stdout)}
+    assert stopped[task["killed"]] == f"its worker (pid {doomed.pid}) is gone"
+    assert stopped[task["far"]] is not None and stopped[task["far"]].startswith(
+        "no heartbeat from its worker on gpu-"
+    )
+    assert stopped[task["running"]] is None and stopped[task["wait"]] is None

@@ -12,79 +12,16 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from tests.conftest import TESTER, subprocess_env, todoledger_bin
-from tests.test_mcp_tasks import POLL_LIMIT, Stdio, processes_with, result, wait_until
-from tests.test_sweep_lifecycle import CLIENT, SERVER, alive, events, listening
+from tests.mcp_task_kit import bench_requests, receipts, served_sweep
+from tests.mcp_task_kit import poll_progress as poll
+from tests.mcp_task_kit import port_fixture as port_fixture  # the fixture `port`
+from tests.mcp_task_kit import scripts_fixture as scripts_fixture  # the fixture `scripts`
+from tests.test_mcp_tasks import Stdio, processes_with, result, wait_until
+from tests.test_sweep_lifecycle import alive, events, listening
 from todoledger import Ledger
-
-FINISHED = {"completed", "failed", "cancelled"}
-
-
-@pytest.fixture
-def scripts(tmp_path: Path) -> Path:
-    """The stand-in server and benchmark client, in the folder the sweeps are added in (the test's cwd)."""
-    (tmp_path / "server.py").write_text(SERVER)
-    (tmp_path / "client.py").write_text(CLIENT)
-    (tmp_path / "echo.py").write_text("import sys\nprint('{\"v\": %s}' % sys.argv[1])\n")
-    return tmp_path
-
-
-@pytest.fixture
-def port() -> int:
-    from tests.test_mcp import free_port
-
-    return int(free_port())
-
-
-def served_sweep(db: Path | str, port: int, *, writer: str = TESTER, **kw: Any) -> dict[str, Any]:
-    """A sweep with a lifecycle: a stand-in server per combination, a ready check, a clean check."""
-    args: dict[str, Any] = {
-        "template": "Benchmark k={k}",
-        "params": ["k=16,8"],
-        "setup": f"python3 server.py {port} {{k}} 0.3",
-        "ready": f"http://127.0.0.1:{port}/health",
-        "ready_options": {"expect": "ok"},
-        "ready_timeout": 60,
-        "clean": f"port:127.0.0.1:{port}",
-        "run": f"python3 client.py {port} 0.3",
-        "metrics": ["tok_s=$.tok_s"],
-        "repeat": 2,
-    } | kw
-    with Ledger(db) as lg:
-        return lg.add_sweep("s", writer=writer, **args)
-
-
-def poll(client: Stdio, task_id: str, seen: list[str], messages: list[str]) -> dict[str, Any]:
-    """tasks/get until the task ends; each status and status message seen is appended."""
-    deadline = time.monotonic() + POLL_LIMIT
-    while True:
-        got = result(client.rpc("tasks/get", {"taskId": task_id}))
-        if not seen or seen[-1] != got["status"]:
-            seen.append(got["status"])
-        message = got.get("statusMessage", "")
-        if not messages or messages[-1] != message:
-            messages.append(message)
-        if got["status"] in FINISHED:
-            return got
-        assert time.monotonic() < deadline, f"task still {got['status']}: {message}"
-        time.sleep(0.1)
-
-
-def receipts(db: Path | str) -> list[tuple[str, str, str]]:
-    """(item, check, at) of every receipt recorded: a run recorded twice would show twice."""
-    with Ledger(db) as lg:
-        return sorted((r["item"], r["check"], r["at"]) for r in lg.receipts())
-
-
-def bench_requests(folder: Path) -> int:
-    """The benchmark requests the stand-in servers answered."""
-    return sum(1 for e in events(folder) if e["event"] == "bench")
 
 
 def test_plan_sweep_is_a_task_whose_progress_and_result_a_new_server_reads(

@@ -11,31 +11,12 @@ from __future__ import annotations
 
 import concurrent.futures
 from pathlib import Path
-from typing import Any
 
+from tests.mcp_task_kit import CLIENT_YES, FINISHED, approvals, needing_approval, start
 from tests.test_board_browser import ARGS, CHROMIUM, WAIT_MS, Served, live, playwright_sync, shot
 from tests.test_cli import run, run_json
 from tests.test_mcp_tasks import Stdio, poll, result
 from todoledger import Ledger
-
-FINISHED = {"completed", "failed", "cancelled"}
-# What an agent's client would send to approve (the elicitation answer's shape): never a person's.
-CLIENT_YES = {"todoledger_approval": {"action": "accept", "content": {"approve": True}}}
-
-
-def needing_approval(db: Path, content: str = "Train on 4 GPUs with 37K samples") -> str:
-    run(db, "add", content, "--needs-approval", person=True)
-    (item,) = [r["id"] for r in run_json(db, "show")["items"] if r["content"] == content]
-    return str(item)
-
-
-def approvals(db: Path, item: str) -> list[str]:
-    return [e["writer"] for e in run_json(db, "history", item) if e["field"] == "approved"]
-
-
-def start(client: Stdio, item: str, *, tasks: bool = True) -> dict[str, Any]:
-    call = {"name": "plan_update", "arguments": {"id": item, "status": "in_progress"}}
-    return result(client.rpc("tools/call", call, tasks=tasks))
 
 
 def test_a_start_waiting_for_approval_is_a_task_a_persons_cli_approval_completes(ledger_env: Path) -> None:
@@ -104,6 +85,12 @@ def test_a_cancelled_wait_approves_nothing(ledger_env: Path) -> None:
         created = start(client, item)
         seen = [created["status"]]
         assert result(client.rpc("tasks/cancel", {"taskId": created["taskId"]}))["resultType"] == "complete"
+        with Ledger(ledger_env) as lg:  # at once: a wait has no work to stop
+            row = lg.task(created["taskId"], None)
+        assert row is not None and (row["status"], row["message"]) == (
+            "cancelled",
+            "cancelled while waiting for a person",
+        )
         done = poll(client, created["taskId"], FINISHED, seen)
     finally:
         client.close()

@@ -381,7 +381,8 @@ BOT = "bot-token-0123456789abcdef"
 OTHER = "other-token-0123456789abcd"
 
 
-def serve(db: Path | str, tokens: Path) -> tuple[subprocess.Popen[bytes], str]:
+def launch(db: Path | str, tokens: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`todoledger serve --tokens` as the person, started (not waited for: see `ready`)."""
     port = free_port()
     proc = subprocess.Popen(
         [todoledger_bin(), "serve", "--port", str(port), "--tokens", str(tokens), "--allow-checks"],
@@ -389,7 +390,11 @@ def serve(db: Path | str, tokens: Path) -> tuple[subprocess.Popen[bytes], str]:
         stderr=subprocess.DEVNULL,
         env=person_env(db),
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def ready(proc: subprocess.Popen[bytes], url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """The server once it answers."""
     deadline = time.monotonic() + POLL_LIMIT
     while True:
         try:
@@ -407,8 +412,10 @@ def tokens(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def two_servers(ledger_env: Path | str, tokens: Path) -> Iterator[tuple[str, str]]:
-    procs = [serve(ledger_env, tokens) for _ in range(2)]
+    procs = [launch(ledger_env, tokens) for _ in range(2)]  # both start at once
     try:
+        for proc, url in procs:
+            ready(proc, url)
         yield procs[0][1], procs[1][1]
     finally:
         for proc, _ in procs:

@@ -283,7 +283,7 @@ def plans(as_json: bool) -> None:
 def tasks(every: bool, as_json: bool) -> None:
     """List the MCP tasks running and waiting (long tool calls an agent's client runs in
     the background), with their status messages."""
-    from todoledger.ledger.tasks import lapsed
+    from todoledger.ledger.tasks import lapsed, stopped_line
 
     with reader() as lg:
         rows = lg.tasks(finished=every) if lg.exists else []
@@ -301,15 +301,15 @@ def tasks(every: bool, as_json: bool) -> None:
         return
     for r in shown:
         if r["stopped"] is not None:
-            worker = f"stopped: {r['stopped']}; the agent's next tasks/get resumes it"
+            worker = stopped_line(r["stopped"])
         else:
             worker = f"pid {r['pid']} on {r['host']}" if r["pid"] is not None else "no worker"
         say(
             f"{r['id']}  {r['status']:<14} {r['tool']}  plan {r['plan']}  {r['principal']}"
             f"  since {r['created_at']}  ({worker})"
         )
-        if r["message"]:
-            say(f"    {r['message']}")
+        if r["message"]:  # a stopped worker's last words ("... running") are no longer true
+            say(f"    {'its worker last said: ' if r['stopped'] is not None else ''}{r['message']}")
 
 
 LEASE = click.option(

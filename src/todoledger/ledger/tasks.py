@@ -53,6 +53,8 @@ BEAT = 2.0  # seconds between two heartbeats of a worker
 LAPSE = 30.0  # seconds without a heartbeat after which a worker on another host counts as gone
 START_GRACE = 30.0  # seconds a new task waits for its first worker to take the lease
 NOT_FOUND = "task not found"
+# The tools whose tasks wait for a person (mcp/taskwaits.py): no worker, by design, however long.
+WAITS = frozenset({"plan_update"})
 
 
 def tasks_repo(u: Unit) -> TaskRepo:
@@ -206,7 +208,7 @@ def beat(u: Unit, task_id: str, plan: str, host: str, pid: int) -> dict[str, Any
 
 def request_cancel(u: Unit, task_id: str, principal: str | None, writer: str) -> dict[str, Any]:
     """Set the cancel flag (the worker ends its work through its own teardown); a task
-    with no live worker is cancelled here. The row after it."""
+    with no live worker, or one that waits for a person, is cancelled here. The row after it."""
     row = require(u, task_id, principal)
     if row["status"] in TERMINAL:
         return row
@@ -214,12 +216,13 @@ def request_cancel(u: Unit, task_id: str, principal: str | None, writer: str) ->
     with u.locked(row["plan"]):
         repo.update(task_id, cancel=True)
     row = repo.get(task_id) or row
-    if lapsed(row) is not None:
-        return (
-            transition(u, task_id, "cancelled", message="cancelled before its worker ran", writer=writer)
-            or row
-        )
-    return row
+    if waits_for_a_person(row):
+        message = "cancelled while waiting for a person"
+    elif lapsed(row) is not None:
+        message = "cancelled before its worker ran"
+    else:
+        return row
+    return transition(u, task_id, "cancelled", message=message, writer=writer) or row
 
 
 def answer_inputs(u: Unit, task_id: str, principal: str | None, responses: dict[str, Any]) -> list[str]:
@@ -334,15 +337,22 @@ def expire(u: Unit) -> int:
     return len(gone)
 
 
+def waits_for_a_person(row: dict[str, Any]) -> bool:
+    """The task waits for a person's approval: it has no worker, and needs none
+    (each `tasks/get` looks again, mcp/taskwaits.py); while a server applies the
+    update it holds the lease (its pid), as a worker would."""
+    return row["tool"] in WAITS and row["pid"] is None
+
+
 def lapsed(row: dict[str, Any]) -> str | None:
     """Why the task's worker is gone (a few words), or None while it runs (or it is
-    finished). On this host its pid and start time decide; elsewhere a heartbeat in
-    the last `LAPSE` seconds."""
+    finished, or waits for a person). On this host its pid and start time decide;
+    elsewhere a heartbeat in the last `LAPSE` seconds."""
     import time
 
     from todoledger.checks import lifecycle
 
-    if row["status"] in TERMINAL:
+    if row["status"] in TERMINAL or waits_for_a_person(row):
         return None
     if row["pid"] is None:  # its worker takes the lease itself once it runs (taskworker.run)
         if (_ms(now()) - _ms(row["updated_at"])) / 1000 < START_GRACE:  # the ledger's clock, as the row's
@@ -357,6 +367,13 @@ def lapsed(row: dict[str, Any]) -> str | None:
     if age > LAPSE:
         return f"no heartbeat from its worker on {row['host']} for {age:.0f} s"
     return None
+
+
+def stopped_line(why: str) -> str:
+    """What a person is told of a task whose worker is gone (`lapsed`: `why`): stopped,
+    never running. Nothing resumes it but its client's next `tasks/get` (no daemon),
+    which starts a new worker, or fails or cancels it (mcp/taskworker.py `resume`)."""
+    return f"stopped: {why}; the agent's next tasks/get resumes it or ends it"
 
 
 def wire_ttl(row: dict[str, Any]) -> int | None:

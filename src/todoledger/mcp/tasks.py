@@ -162,25 +162,25 @@ class TasksExtension(Extension):
         return principal(self.identify(ctx, None)[1])
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
+        from todoledger.ledger.tasks import waits_for_a_person
         from todoledger.mcp import taskwaits
 
         who = self._principal(ctx)
         row = await anyio.to_thread.run_sync(self._look, params.task_id, who)
         if row is None:
             raise MCPError(code=INVALID_PARAMS, message=NOT_FOUND)
-        if row["tool"] in taskwaits.WAITS and row["pid"] is None:  # no daemon: this get looks again
+        if waits_for_a_person(row):  # no daemon: this get looks again
             row = await anyio.to_thread.run_sync(taskwaits.settle, self.plan_tools, row)
         return wire(row)
 
     def _look(self, task_id: str, who: str) -> dict[str, Any] | None:
         from todoledger.ledger.tasks import lapsed
-        from todoledger.mcp import taskwaits, taskworker
+        from todoledger.mcp import taskworker
 
         def look() -> dict[str, Any] | None:
             lg = self.plan_tools.ledger(write=True)
             row = lg.task(task_id, who)
-            waits = row is not None and row["tool"] in taskwaits.WAITS and row["pid"] is None
-            why = lapsed(row) if row is not None and not waits else None
+            why = lapsed(row) if row is not None else None  # None too for a wait for a person
             if row is not None and why is not None:  # no daemon: the next get resumes or fails it
                 row = taskworker.resume(lg, row, why)
             return row

@@ -2,8 +2,9 @@
 person's approval, or to complete it past a person's gate, made by a client that
 declared the tasks extension (mcp/tasks.py, `PlanTools.person_wait`).
 
-Such a task has no worker and no daemon: it stays `working` with "waiting for a
-person: todoledger approve ID", and each `tasks/get` looks again (`settle`). Once a
+Such a task (`ledger.tasks.waits_for_a_person`) has no worker and no daemon: it
+stays `working` with "waiting for a person: todoledger approve ID", so it never
+counts as lapsed, and each `tasks/get` looks again (`settle`). Once a
 person approved the item (`todoledger approve`, the board), the get that sees it
 applies the update as the task's recorded writer, and the task completes with the
 CallToolResult the call would have had (a refusal included, `isError: true`). Of two
@@ -13,7 +14,8 @@ An answer through the agent's own client never approves: a declared `plan_update
 is never asked by elicitation (the task is opened first), and a `tasks/update` on a
 wait is ignored (it has no input request; SEP-2663 ignores keys not outstanding).
 Only a person's approval, recorded by the ledger's own rules (on a signed ledger,
-the person's signature), ends the wait. A cancel ends it at the next get.
+the person's signature), ends the wait. A cancel ends it at once
+(`ledger.tasks.request_cancel`), and approves nothing.
 
 A completion forced past a person's gate waits for that item's approval by a
 person made after the task was opened (`Ledger.gate_consent`: not an earlier one,
@@ -33,8 +35,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from todoledger.mcp.tools import PlanTools
-
-WAITS = frozenset({"plan_update"})  # the tools whose tasks wait for a person, with no worker
 
 
 def settle(tools: PlanTools, row: dict[str, Any]) -> dict[str, Any]:

@@ -381,7 +381,10 @@ class Board:
 
     async def page_approvals(self, request: Request) -> Response:
         def body(lg: Ledger, plan: str) -> tuple[str, pages.Html]:
-            tasks = [t for t in lg.tasks() if t["plan"] == plan] if lg.exists else []
+            from todoledger.ledger.tasks import lapsed
+
+            # A task whose worker is gone is stopped, as `todoledger tasks` says: never running.
+            tasks = [t | {"stopped": lapsed(t)} for t in lg.tasks() if t["plan"] == plan] if lg.exists else []
             return f"Approvals {plan}", pages.approvals(_view(lg, plan), lg.approvals(plan), tasks)
 
         return await self._page(request, "approvals", body)

@@ -577,13 +577,18 @@ def item(
 
 # approvals -------------------------------------------------------------------
 def approvals(view: PlanView, state: Mapping[str, Any], tasks: Sequence[Mapping[str, Any]] = ()) -> Html:
-    """`tasks`: the plan's running and waiting MCP tasks (ledger/tasks.py rows); their
-    status messages carry agents' text (a sweep's parameters, a refusal): text only."""
+    """`tasks`: the plan's running and waiting MCP tasks (ledger/tasks.py rows), each
+    with `stopped`: why its worker is gone (`ledger.tasks.lapsed`), else None. A stopped
+    task is shown stopped, never running. Their status messages carry agents' text (a
+    sweep's parameters, a refusal): text only."""
+    from todoledger.ledger.tasks import stopped_line
+
     by_id = {x.id: x for x in view.items}
     waiting = [
         (by_id[item_id], state["items"][item_id]["diff"]) for item_id in state["waiting"] if item_id in by_id
     ]
-    return render("approvals.html", view=view, standing=state["plan"], waiting=waiting, tasks=tasks)
+    shown = [{**t, "stopped": stopped_line(t["stopped"]) if t.get("stopped") else None} for t in tasks]
+    return render("approvals.html", view=view, standing=state["plan"], waiting=waiting, tasks=shown)
 
 
 # sessions --------------------------------------------------------------------

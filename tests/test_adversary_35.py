@@ -19,6 +19,7 @@ from todoledger import Ledger
 from todoledger.core.model import LedgerError
 
 FINISHED = {"completed", "failed", "cancelled"}
+AGENT = "mcp:claude-code:adv35"
 
 
 def persons_gated(db: Path | str, *, needs_approval: bool = False) -> str:
@@ -79,8 +80,6 @@ def test_a_yes_to_start_the_item_in_the_clients_prompt_does_not_force_its_comple
 
 
 # -- a signed ledger ------------------------------------------------------------------------------
-
-AGENT = "mcp:claude-code:adv35"
 
 
 @pytest.fixture
@@ -172,6 +171,82 @@ def test_check_reports_an_agents_completion_forced_past_a_persons_gate_without_h
             }
             w.annotate(item, "forced", None, forced)
             w.set(item, "status", "pending", "completed")
+            w.annotate(item, "forced", None, {"past": "lease", "holder": "cli:ann", "token": 1, "until": at})
     found = check(ledger_env)
     assert found.returncode == 1, found.stdout
     assert f"main/{item}: event" in found.stdout and "(forced, op" in found.stdout, found.stdout
+    assert "completes it past a person's gate without a person's signature" in found.stdout
+    assert "overrides another's lease without a person's signature" in found.stdout
+
+
+def test_a_consent_lets_through_the_tasks_own_update_once_and_no_other(ledger_env: Path) -> None:
+    """The person let task T through as shown. The agent, through the Python API as itself,
+    uses T for another update (a new wording with it), then for a second completion
+    after reopening the item: both refused. `approve --task` names only a task waiting on
+    that item."""
+    item = persons_gated(ledger_env)
+    other = str(Ledger(ledger_env).add("Another item", writer=AGENT)["id"])
+    args = {"id": item, "status": "completed", "force": True, "reason": "fine"}
+    with Ledger(ledger_env) as lg:
+        task_id = str(
+            lg.create_task(
+                "plan_update", args, principal="agent:claude-code", writer=AGENT, plan="main", message="waits"
+            )["id"]
+        )
+    wrong = run(ledger_env, "approve", other, "--task", task_id[:8], person=True, check=False)
+    assert wrong.returncode == 1 and "is no task waiting" in wrong.stderr and "Traceback" not in wrong.stderr
+    assert not [e for e in run_json(ledger_env, "history", other) if e["field"] == "approved"]
+    run(ledger_env, "approve", item, "--task", task_id[:8], person=True)
+    with Ledger(ledger_env) as lg:
+        with pytest.raises(LedgerError, match="with its own arguments"):
+            lg.update(
+                item,
+                status="completed",
+                force=True,
+                force_reason="fine",
+                content="Done",
+                task=task_id,
+                writer=AGENT,
+            )
+        with pytest.raises(LedgerError, match="with its own arguments"):
+            lg.update(item, status="completed", force=True, force_reason="other", task=task_id, writer=AGENT)
+        done = lg.update(
+            item, status="completed", force=True, force_reason="fine", task=task_id, writer=AGENT
+        )
+        assert done["status"] == "completed" and done["content"] == "Benchmark 16 draft tokens"
+        lg.update(item, status="pending", writer=AGENT)
+        with pytest.raises(LedgerError, match="a person must run it"):
+            lg.update(item, status="completed", force=True, force_reason="fine", task=task_id, writer=AGENT)
+        assert lg.get(item)["status"] == "pending"
+        assert len([e for e in lg.history(item=item) if e["field"] == "forced"]) == 1
+
+
+def test_ann_signs_the_consent_to_the_task_she_was_shown_and_check_finds_it_sound(
+    ledger_env: Path | str, tmp_path: Path, config: Path
+) -> None:
+    """The way through on a signed ledger: ann's signed approval naming the task. The
+    override is the agent's, unsigned, and `check` accepts it for her signed consent."""
+    item = signed_gate(ledger_env, tmp_path)
+    agent = Stdio(ledger_env)
+    try:
+        created = result(agent.rpc("tools/call", force_call(item)))
+        task_id = created["taskId"]
+        assert f"todoledger approve {item} --task {task_id[:8]}" in created["statusMessage"], created
+        listed = tl(ledger_env, "approve").stdout
+        assert "past cli:ann's gate chk-" in listed and f"--task {task_id[:8]} lets it through" in listed, (
+            listed
+        )
+        signed = tl(
+            ledger_env, "approve", item, "--task", task_id[:8], typed=secret_file(tmp_path, PASSPHRASE)
+        )
+        assert signed.returncode == 0 and f"this lets task {task_id[:8]}" in signed.stdout, signed.stderr
+        got = settled(agent, task_id)
+    finally:
+        agent.close()
+    assert got["status"] == "completed" and got["result"]["isError"] is False, got
+    with Ledger() as lg:
+        assert lg.get(item)["status"] == "completed"
+        (forced,) = [e["new"] for e in lg.history(item=item) if e["field"] == "forced"]
+    assert (forced["approved_by"], forced["task"]) == ("cli:ann", task_id)
+    found = check(ledger_env)
+    assert found.returncode == 0, found.stdout

@@ -193,10 +193,14 @@ def test_a_consent_lets_through_the_tasks_own_update_once_and_no_other(ledger_en
                 "plan_update", args, principal="agent:claude-code", writer=AGENT, plan="main", message="waits"
             )["id"]
         )
-    wrong = run(ledger_env, "approve", other, "--task", task_id[:8], person=True, check=False)
+    wrong = run(ledger_env, "approve", other, "--task", task_id, person=True, check=False)
     assert wrong.returncode == 1 and "is no task waiting" in wrong.stderr and "Traceback" not in wrong.stderr
     assert not [e for e in run_json(ledger_env, "history", other) if e["field"] == "approved"]
-    run(ledger_env, "approve", item, "--task", task_id[:8], person=True)
+    # A prefix could name a task the agent made later to share it (its own id, through the API).
+    short = run(ledger_env, "approve", item, "--task", task_id[:8], person=True, check=False)
+    assert short.returncode == 1 and "is not a whole task id" in short.stderr, short.stderr
+    assert not [e for e in run_json(ledger_env, "history", item) if e["field"] == "approved"]
+    run(ledger_env, "approve", item, "--task", task_id, person=True)
     with Ledger(ledger_env) as lg:
         with pytest.raises(LedgerError, match="with its own arguments"):
             lg.update(
@@ -231,14 +235,10 @@ def test_ann_signs_the_consent_to_the_task_she_was_shown_and_check_finds_it_soun
     try:
         created = result(agent.rpc("tools/call", force_call(item)))
         task_id = created["taskId"]
-        assert f"todoledger approve {item} --task {task_id[:8]}" in created["statusMessage"], created
+        assert f"todoledger approve {item} --task {task_id} " in created["statusMessage"], created
         listed = tl(ledger_env, "approve").stdout
-        assert "past cli:ann's gate chk-" in listed and f"--task {task_id[:8]} lets it through" in listed, (
-            listed
-        )
-        signed = tl(
-            ledger_env, "approve", item, "--task", task_id[:8], typed=secret_file(tmp_path, PASSPHRASE)
-        )
+        assert "past cli:ann's gate chk-" in listed and f"--task {task_id} lets it through" in listed, listed
+        signed = tl(ledger_env, "approve", item, "--task", task_id, typed=secret_file(tmp_path, PASSPHRASE))
         assert signed.returncode == 0 and f"this lets task {task_id[:8]}" in signed.stdout, signed.stderr
         got = settled(agent, task_id)
     finally:

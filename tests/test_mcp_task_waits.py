@@ -202,7 +202,7 @@ def test_a_completion_forced_past_a_persons_gate_waits_for_their_approval_given_
         assert created["resultType"] == "task" and created["status"] == "working", created
         task_id = created["taskId"]
         assert created["statusMessage"].startswith(
-            f"waiting for a person: todoledger approve {item} --task {task_id[:8]} (lets it"
+            f"waiting for a person: todoledger approve {item} --task {task_id} (lets it"
         )
         seen = [created["status"]]
         assert result(client.rpc("tasks/update", {"taskId": task_id, "inputResponses": CLIENT_YES}))
@@ -213,12 +213,12 @@ def test_a_completion_forced_past_a_persons_gate_waits_for_their_approval_given_
         assert run_json(ledger_env, "show")["items"][0]["status"] == "pending"
         listed = run(ledger_env, "approve", person=True).stdout  # what the person reads first
         assert f"task {task_id[:8]} of mcp:claude-code:" in listed and "'the numbers look fine'" in listed
-        assert f"todoledger approve {item} --task {task_id[:8]} lets it through" in listed, listed
+        assert f"todoledger approve {item} --task {task_id} lets it through" in listed, listed
         said = run(ledger_env, "approve", item, person=True).stdout  # an approval naming no task
         assert f"task {task_id[:8]} of mcp:claude-code:" in said and "still waits" in said, said
         got = result(client.rpc("tasks/get", {"taskId": task_id}))
         assert got["status"] == "working" and run_json(ledger_env, "show")["items"][0]["status"] == "pending"
-        said = run(ledger_env, "approve", item, "--task", task_id[:8], person=True).stdout  # as shown
+        said = run(ledger_env, "approve", item, "--task", task_id, person=True).stdout  # as shown
         assert f"this lets task {task_id[:8]} of mcp:claude-code:" in said, said
         done = poll(client, task_id, FINISHED, seen)
     finally:

@@ -113,8 +113,8 @@ def set_fields(
     multiple=True,
     metavar="TASK",
     help="With ID: also let this agent's waiting task complete the item past a person's gate, as"
-    " `todoledger approve` listed it (its id or first characters; repeatable). Without it, no such"
-    " task is let through.",
+    " `todoledger approve` listed it (its whole id; repeatable). Without it, no such task is let"
+    " through.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @passphrase_option
@@ -151,7 +151,7 @@ def approve(
         for w in waits:
             if w["task"] not in let:
                 say(
-                    f"  {_forcing(w)} still waits: todoledger approve {w['item']} --task {w['task'][:8]} lets it through"
+                    f"  {_forcing(w)} still waits: todoledger approve {w['item']} --task {w['task']} lets it through"
                 )
         return
     if plan is not None and not listing:
@@ -185,7 +185,7 @@ def approve(
     for w in forcing:
         say(
             f"waits for a person: {_label(rows.get(w['item']), w['item'])}: {_forcing(w)}"
-            f" (todoledger approve {w['item']} --task {w['task'][:8]} lets it through)"
+            f" (todoledger approve {w['item']} --task {w['task']} lets it through)"
         )
     if not state["waiting"] and not forcing:
         say("no item waits for a person")

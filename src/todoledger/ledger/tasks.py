@@ -90,6 +90,8 @@ def create(
 ) -> dict[str, Any]:
     """A new working task, committed (row and event) before this returns. `task_id`:
     one `new_task_id` made for it beforehand (its message names it)."""
+    if task_id is not None and (len(task_id) != 32 or task_id.strip("0123456789abcdef")):
+        raise ValueError(f"not a task id: {task_id!r}")
     expire(u)
     at = now()
     row: dict[str, Any] = {
@@ -363,18 +365,21 @@ def gate_waits(u: Unit, plan: str, item_id: str | None = None) -> list[dict[str,
 
 def consented(u: Unit, plan: str, item_id: str, refs: list[str]) -> list[dict[str, Any]]:
     """The waiting tasks a person names to let through with their approval of `item_id`
-    (`todoledger approve ID --task TASK`: a task's id or a unique prefix of it), as
-    `consent_entry` keeps them; one line refuses a task that does not wait on this item."""
+    (`todoledger approve ID --task TASK`, the task's whole id as listed: a prefix could
+    name a task made later to share it), as `consent_entry` keeps them; one line
+    refuses a task that does not wait on this item."""
     waits = gate_waits(u, plan, item_id)
     out: list[dict[str, Any]] = []
     for ref in refs:
-        ref = str(ref).strip()
-        found = [w for w in waits if ref and w["task"].startswith(ref)]
-        if len(found) != 1:
-            why = "is ambiguous" if found else "is no task waiting to complete it past a person's gate"
-            raise LedgerError(
-                f"task {ref!r} {why} on {item_id} (todoledger approve lists the waits); nothing was done"
+        ref = str(ref).strip().lower()
+        found = [w for w in waits if w["task"] == ref]
+        if not found:
+            why = (
+                "is not a whole task id (todoledger approve lists it)"
+                if len(ref) != 32
+                else "is no task waiting to complete it past a person's gate (todoledger approve lists them)"
             )
+            raise LedgerError(f"task {ref!r} {why} on {item_id}; nothing was done")
         with u.store.read():
             row = tasks_repo(u).get(found[0]["task"])
         if row is None or not _forcing(row, plan):

@@ -1159,7 +1159,7 @@ def waiting_line(item: str, gate: str | None = None, task: str | None = None) ->
     """A person-wait task's status message: what the person runs (for a completion
     forced past a person's gate, the approval that names the task and lets it through)."""
     if gate and task:
-        return f"waiting for a person: todoledger approve {item} --task {task[:8]} (lets it complete past the gate {gate})"
+        return f"waiting for a person: todoledger approve {item} --task {task} (lets it complete past the gate {gate})"
     return f"waiting for a person: todoledger approve {item}"
 
 

@@ -14,7 +14,7 @@ import pytest
 from tests.test_cli import run, run_json
 from tests.test_mcp_approval_prompt import Person, client
 from tests.test_mcp_tasks import Stdio, result
-from tests.test_signed_ledger import PASSPHRASE, check, secret_file, sign_ledger, tl
+from tests.test_signed_ledger import PASSPHRASE, as_person, check, secret_file, sign_ledger, tl
 from todoledger import Ledger
 from todoledger.core.model import LedgerError
 
@@ -250,3 +250,27 @@ def test_ann_signs_the_consent_to_the_task_she_was_shown_and_check_finds_it_soun
     assert (forced["approved_by"], forced["task"]) == ("cli:ann", task_id)
     found = check(ledger_env)
     assert found.returncode == 0, found.stdout
+
+
+def test_a_consent_given_before_the_ledger_was_signed_lets_nothing_through_after(
+    ledger_env: Path | str, tmp_path: Path, config: Path
+) -> None:
+    """On an unsigned ledger a person's route is the proof (an agent's own Python API can
+    write one as `cli:you`). Once a key signs the ledger, an unsigned consent from before
+    is no person's signature: the forced completion waits for a signed one."""
+    item = persons_gated(ledger_env)
+    args = {"id": item, "status": "completed", "force": True, "reason": "fine"}
+    with Ledger() as lg:
+        task_id = str(
+            lg.create_task(
+                "plan_update", args, principal="agent:claude-code", writer=AGENT, plan="main", message="waits"
+            )["id"]
+        )
+    run(ledger_env, "approve", item, "--task", task_id, person=True)
+    # The ledger has agents' history: person init asks for its name.
+    typed = secret_file(tmp_path, PASSPHRASE, str(ledger_env))
+    assert tl(ledger_env, "person", "init", "ann", typed=typed, **as_person(ledger_env)).returncode == 0
+    with Ledger() as lg:
+        with pytest.raises(LedgerError, match="signature"):
+            lg.update(item, status="completed", force=True, force_reason="fine", task=task_id, writer=AGENT)
+        assert lg.get(item)["status"] == "pending"

@@ -322,7 +322,39 @@ def gate_consent(u: Unit, task_id: str, plan: str, item_id: str, writer: str) ->
     named = last.new.get("lets_through") if isinstance(last.new, dict) else None
     if not isinstance(named, list) or consent_entry(row) not in named:
         return None  # an approval of something else: it showed the person no such task
+    if not _signed_if_signed(u, plan, item_id, last):
+        return None
     return {"approved_by": str(last.writer), "approved_at": str(last.at), "task": task_id}
+
+
+def _signed_if_signed(u: Unit, plan: str, item_id: str, approval: Any) -> bool:
+    """On a signed ledger, a consent is the person's signature: the approval was made
+    since the ledger was signed, and its op holds a signature by a registered key over
+    exactly this approval (an unsigned one from before, which a route alone made, or
+    one written around todoledger, is no consent). On an unsigned ledger: True."""
+    from todoledger.ledger.signed import canonical, content_hash, registry
+    from todoledger.personkeys import verify
+
+    with u.store.read():
+        reg = registry(u)
+        if not reg["keys"]:
+            return True
+        if reg["signed_since"] is None or approval.seq < reg["signed_since"]:
+            return False
+        sigs = [e.new for e in u.repo.events(plan, item=item_id, op=approval.op) if e.field == "signed"]
+    for sig in sigs:
+        stated = sig.get("statement") if isinstance(sig, dict) else None
+        key = reg["keys"].get(str(sig.get("key"))) if isinstance(sig, dict) else None
+        if (
+            isinstance(stated, dict)
+            and key is not None
+            and (stated.get("action"), stated.get("target"), stated.get("plan")) == ("approve", item_id, plan)
+            and stated.get("ledger") == reg["ledger"]
+            and stated.get("content") == content_hash(approval.new)
+            and verify(str(key["key"]), str(sig.get("sig")), canonical(stated))
+        ):
+            return True
+    return False
 
 
 def gate_waits(u: Unit, plan: str, item_id: str | None = None) -> list[dict[str, Any]]:

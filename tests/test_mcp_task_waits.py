@@ -170,8 +170,9 @@ def test_a_completion_forced_past_a_persons_gate_waits_for_their_approval_given_
 ) -> None:
     """An agent's forced completion past a person's gate: refused without the extension;
     with it, a task that waits for that person. Neither an approval given before the task,
-    nor one of the whole plan, nor the client's answer lets it through; the person's
-    approval of the item after it does, and the override records whose it was."""
+    nor one of the whole plan, nor the client's answer, nor an approval of the item that
+    does not name the task lets it through; the person's approval of the item naming the
+    task they were shown (`approve ID --task TASK`) does, and the override records whose."""
     run(ledger_env, "add", "Benchmark 16 draft tokens", person=True)
     (item,) = [r["id"] for r in run_json(ledger_env, "show")["items"]]
     run(ledger_env, "gate", "add", item, "cmd:exit 1", person=True)  # the person's gate, failing
@@ -186,11 +187,11 @@ def test_a_completion_forced_past_a_persons_gate_waits_for_their_approval_given_
         assert plain["isError"] is True and "a person must run it" in plain["content"][0]["text"], plain
         created = result(client.rpc("tools/call", call))
         assert created["resultType"] == "task" and created["status"] == "working", created
+        task_id = created["taskId"]
         assert created["statusMessage"].startswith(
-            f"waiting for a person: todoledger approve {item} (lets it"
+            f"waiting for a person: todoledger approve {item} --task {task_id} (lets it"
         )
         seen = [created["status"]]
-        task_id = created["taskId"]
         assert result(client.rpc("tasks/update", {"taskId": task_id, "inputResponses": CLIENT_YES}))
         run(ledger_env, "approve", "--plan", "main", person=True)  # the whole plan: not this completion
         got = result(client.rpc("tasks/get", {"taskId": task_id}))
@@ -199,7 +200,12 @@ def test_a_completion_forced_past_a_persons_gate_waits_for_their_approval_given_
         assert run_json(ledger_env, "show")["items"][0]["status"] == "pending"
         listed = run(ledger_env, "approve", person=True).stdout  # what the person reads first
         assert f"task {task_id[:8]} of mcp:claude-code:" in listed and "'the numbers look fine'" in listed
-        said = run(ledger_env, "approve", item, person=True).stdout  # the person, after reading it
+        assert f"todoledger approve {item} --task {task_id} lets it through" in listed, listed
+        said = run(ledger_env, "approve", item, person=True).stdout  # an approval naming no task
+        assert f"task {task_id[:8]} of mcp:claude-code:" in said and "still waits" in said, said
+        got = result(client.rpc("tasks/get", {"taskId": task_id}))
+        assert got["status"] == "working" and run_json(ledger_env, "show")["items"][0]["status"] == "pending"
+        said = run(ledger_env, "approve", item, "--task", task_id, person=True).stdout  # as shown
         assert f"this lets task {task_id[:8]} of mcp:claude-code:" in said, said
         done = poll(client, task_id, FINISHED, seen)
     finally:

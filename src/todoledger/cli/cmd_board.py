@@ -107,24 +107,52 @@ def set_fields(
     callback=writer_option,
     help="Never a person: a person approves from a terminal, the board or TODOLEDGER_TOKEN.",
 )
+@click.option(
+    "--task",
+    "tasks",
+    multiple=True,
+    metavar="TASK",
+    help="With ID: also let this agent's waiting task complete the item past a person's gate, as"
+    " `todoledger approve` listed it (its whole id; repeatable). Without it, no such task is let"
+    " through.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @passphrase_option
-def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None, as_json: bool) -> None:
+def approve(
+    ref: str | None,
+    plan: str | None,
+    listing: bool,
+    writer: str | None,
+    tasks: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Approve an item (an agent may then start it); `--plan` approves the plan
-    as it stands; with neither, list what waits for a person, with the diff."""
+    as it stands; with neither, list what waits for a person, with the diff.
+    An agent's completion forced past a person's gate goes through only with
+    `--task`, naming the waiting task that the list showed."""
     name = plan or None
+    if tasks and (not ref or listing):
+        raise click.UsageError("--task names a task that an item's approval lets through: give the item's ID")
     if ref and not listing:
         with ledger() as lg:
-            row = lg.approve(ref, plan=name, writer=writer)
+            row = lg.approve(ref, plan=name, writer=writer, tasks=list(tasks) or None)
             waits = lg.gate_waits(name, row["id"])
+        let = {e["task"] for e in row["lets_through"]}
         if as_json:
-            emit(row | {"lets_through": waits})
+            emit(row | {"still_waiting": [w for w in waits if w["task"] not in let]})
             return
         say(f"approved {row['id']} {row['content']!r} by {row['by']}")
-        for w in waits:  # what this approval consents to: said after, as before (todoledger approve)
+        for e in row["lets_through"]:  # what this approval consents to, as named
+            args = e["arguments"]
             say(
-                f"  this lets task {w['task'][:8]} of {w['writer']} complete it past your gate: {w['reason']!r}"
+                f"  this lets task {e['task'][:8]} of {e['writer']} complete it past a person's gate,"
+                f" on its reason {args.get('reason')!r}{_also(args)}"
             )
+        for w in waits:
+            if w["task"] not in let:
+                say(
+                    f"  {_forcing(w)} still waits: todoledger approve {w['item']} --task {w['task']} lets it through"
+                )
         return
     if plan is not None and not listing:
         with ledger() as lg:
@@ -156,12 +184,27 @@ def approve(ref: str | None, plan: str | None, listing: bool, writer: str | None
             say(f"    {d['field']}: approved {d['approved']!r}, now {d['now']!r}")
     for w in forcing:
         say(
-            f"waits for a person: {_label(rows.get(w['item']), w['item'])}: task {w['task'][:8]} of {w['writer']}"
-            f" would complete it past a person's gate, on its reason {w['reason']!r}"
-            f" (todoledger approve {w['item']} lets it through)"
+            f"waits for a person: {_label(rows.get(w['item']), w['item'])}: {_forcing(w)}"
+            f" (todoledger approve {w['item']} --task {w['task']} lets it through)"
         )
     if not state["waiting"] and not forcing:
         say("no item waits for a person")
+
+
+def _forcing(wait: dict[str, Any]) -> str:
+    """A waiting forced completion, as the person is shown it before they let it through."""
+    return (
+        f"task {wait['task'][:8]} of {wait['writer']} would complete it past {wait['gate_by']}'s gate"
+        f" {wait['gate']}, on its reason {wait['reason']!r}{_also(wait['changes'])}"
+    )
+
+
+def _also(args: dict[str, Any]) -> str:
+    """What else a forced completion's task would change with it (shown as it is)."""
+    from todoledger.ledger.tasks import NOT_CHANGES
+
+    changes = {k: v for k, v in sorted(args.items()) if k not in NOT_CHANGES and v is not None}
+    return "; it also sets " + ", ".join(f"{k}={v!r}" for k, v in changes.items()) if changes else ""
 
 
 @click.group()

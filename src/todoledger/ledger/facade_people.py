@@ -16,11 +16,29 @@ if TYPE_CHECKING:
 class PeopleMethods(Facade):
     """Approvals, writers, durations."""
 
-    def approve(self, ref: str, *, plan: str | None = None, writer: str | None = None) -> dict[str, Any]:
-        """A person approves an item as it is now: an agent may then start it."""
+    def approve(
+        self,
+        ref: str,
+        *,
+        plan: str | None = None,
+        writer: str | None = None,
+        tasks: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """A person approves an item as it is now: an agent may then start it. `tasks`:
+        the waiting MCP tasks (ids or prefixes) it lets complete the item past a
+        person's gate, as `gate_waits` showed them; none unless named."""
         from todoledger.ledger import people
+        from todoledger.ledger import tasks as task_rows
 
-        return people.approve(self._unit, *self._who(plan, writer), ref)
+        plan, writer = self._who(plan, writer)
+        named = list(tasks or [])
+        return people.approve(
+            self._unit,
+            plan,
+            writer,
+            ref,
+            (lambda item_id: task_rows.consented(self._unit, plan, item_id, named)) if named else None,
+        )
 
     def approve_plan(self, plan: str | None = None, *, writer: str | None = None) -> dict[str, Any]:
         """A person approves the plan as it stands, with a hash; any later change is flagged."""

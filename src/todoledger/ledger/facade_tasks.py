@@ -24,12 +24,14 @@ class TaskMethods(Facade):
         message: str,
         cwd: str | None = None,
         poll_ms: int | None = None,
+        task_id: str | None = None,
     ) -> dict[str, Any]:
         """A new working task, row and event committed before this returns."""
         from todoledger.ledger import tasks
 
         return tasks.create(
             self._unit,
+            task_id=task_id,
             tool=tool,
             arguments=arguments,
             principal=principal,
@@ -45,10 +47,10 @@ class TaskMethods(Facade):
     ) -> dict[str, str] | None:
         """The person's gate `writer` may not force past on its own: {check, by}, or None
         (what a forced completion's MCP task waits on: a person's consent)."""
-        from todoledger.ledger import items
+        from todoledger.ledger import readiness
 
         plan, writer = self._who(plan, writer)
-        return items.persons_gate(self._unit, plan, ref, writer)
+        return readiness.persons_gate(self._unit, plan, ref, writer)
 
     def gate_consent(self, task_id: str, ref: str, *, plan: str, writer: str) -> dict[str, str] | None:
         """A person's consent to the task's forced completion of `ref`, if given."""
@@ -122,8 +124,8 @@ class TaskMethods(Facade):
         return tasks.answer_inputs(self._unit, task_id, principal, responses)
 
     def gate_waits(self, plan: str | None = None, ref: str | None = None) -> list[dict[str, Any]]:
-        """The MCP tasks waiting for a person's approval to force an item's completion
-        past a person's gate: {task, item, writer, reason} (`ref`: that item's)."""
+        """The MCP tasks waiting for a person's consent to force an item's completion
+        past a person's gate (`tasks.gate_waits`; `ref`: that item's)."""
         from todoledger.ledger import tasks
 
         name = self._plan(plan)

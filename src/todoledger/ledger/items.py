@@ -20,7 +20,7 @@ from todoledger.ledger.values import PROGRESS, validate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from todoledger.ledger.receipts import GatePassed
@@ -39,6 +39,7 @@ def update(
     force: bool = False,
     token: int | None = None,
     consent: dict[str, str] | None = None,
+    recheck: Callable[[], Any] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     """Change one item's fields (content, status, priority, active_form,
@@ -50,7 +51,8 @@ def update(
     forces it (recorded as a `forced` event past the lease). `consent`: a person's
     consent to force this completion past their gate, as `tasks.gate_consent`
     found it for the MCP task that waited for it (the façade looks; without it, a
-    force past a person's gate is refused as ever); kept with the override."""
+    force past a person's gate is refused as ever); kept with the override, once
+    `recheck` finds it again inside the transaction."""
     status = fields.get("status")
     # Why a person forced it: recorded with whatever the force overrides.
     why = {"reason": fields["force_reason"]} if fields.get("force_reason") else {}
@@ -67,6 +69,8 @@ def update(
     gate = _gate(u, plan, ref, writer, fields, force, consent)
     with u.transaction(plan):
         item = u.require(plan, ref)
+        if gate is not None and gate.forced is not None and consent is not None:
+            _consent_holds(item.id, consent, recheck)
         if token is not None:
             u.fence(item, writer, token, at)
         overridden = u.leased(item, writer, at, force=force)
@@ -275,26 +279,16 @@ def _gate(
     return passed
 
 
-def persons_gate(u: Unit, plan: str, ref: str, writer: str) -> dict[str, str] | None:
-    """The person's gate that `writer` may not force past on its own (a gate whose
-    check a person wrote, for any writer but a person on an unsigned ledger, where
-    the person's route is enough): {check, by}; None: forcing needs no person."""
-    from todoledger.core.approval import is_person
-    from todoledger.ledger.signed import registry
-
-    with u.store.read():
-        signed = bool(registry(u)["keys"])
-    if is_person(writer) and not signed:
-        return None
-    from todoledger.core.verification import ROLES
-    from todoledger.ledger.gates import check_repo
-
-    with u.store.read():
-        item = u.require(plan, ref)
-        theirs = [
-            r for r in check_repo(u).checks(plan, [item.id]) if r.role in ROLES and is_person(r.created_by)
-        ]
-    return {"check": theirs[0].id, "by": theirs[0].created_by} if theirs else None
+def _consent_holds(item_id: str, consent: dict[str, str], recheck: Callable[[], Any] | None) -> None:
+    """Inside the completing transaction: the person's consent still stands as it was
+    found before the gates ran (`recheck`, the façade's `tasks.gate_consent` again: not
+    used meanwhile by another update of the same task, the item not changed nor
+    approved again since)."""
+    if recheck is None or recheck() != consent:
+        raise LedgerError(
+            f"{item_id} not completed: the consent to task {consent['task'][:8]} changed or was used"
+            " while its gates ran; nothing was done"
+        )
 
 
 def _refuse_force_past_person(
@@ -302,11 +296,11 @@ def _refuse_force_past_person(
 ) -> dict[str, str] | None:
     """Only a person forces past a gate whose check a person wrote: on a signed ledger
     with the person's signature, made now. Or a person consented: approved the item
-    after an MCP task of this writer waiting to force its completion was opened
+    naming this writer's MCP task that waits to force its completion
     (`tasks.gate_consent`); the consent is returned, kept with the `forced` event."""
     from todoledger.ledger.signed import force
 
-    theirs = persons_gate(u, plan, ref, writer)
+    theirs = readiness.persons_gate(u, plan, ref, writer)
     if theirs is None:
         return None
     with u.store.read():

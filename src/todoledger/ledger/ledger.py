@@ -504,6 +504,7 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods, TaskMeth
         progress past unmet prerequisites is refused unless `force`, which is recorded.
         `task`: the MCP task whose wait a person's approval ended (a completion forced
         past a person's gate; see `persons_gate`)."""
+        from todoledger.core.model import LedgerError
         from todoledger.ledger import items, tasks
 
         plan, writer = self._who(plan, writer)
@@ -512,6 +513,16 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods, TaskMeth
             with self._unit.store.read():
                 item_id = self._unit.require(plan, ref).id
             consent = tasks.gate_consent(self._unit, task, plan, item_id, writer)
+            asked = tasks.get(self._unit, task, None)
+            given = {k: v for k, v in fields.items() if v is not None}
+            if consent is not None and (
+                not force or asked is None or tasks.update_fields(asked["arguments"]) != given
+            ):
+                # The person let through the task's update as it was shown, not another one.
+                raise LedgerError(
+                    f"task {task[:8]} was let through to complete {item_id} with its own arguments,"
+                    " not these; nothing was done"
+                )
         return items.update(
             self._unit,
             plan,
@@ -522,6 +533,9 @@ class Ledger(HistoryMethods, PeopleMethods, LeaseMethods, CheckMethods, TaskMeth
             force=force,
             token=token,
             consent=consent,
+            recheck=None
+            if consent is None or task is None
+            else lambda: tasks.gate_consent(self._unit, task, plan, item_id, writer),
             **fields,
         )
 

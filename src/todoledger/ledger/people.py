@@ -9,28 +9,58 @@ from todoledger.ledger.values import epoch, rows_open
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from todoledger.ledger.unit import Unit
 
 
-def approve(u: Unit, plan: str, writer: str, ref: str) -> dict[str, Any]:
-    """A person approves an item as it is now: an agent may then start it."""
+def approve(
+    u: Unit,
+    plan: str,
+    writer: str,
+    ref: str,
+    lets_through: Callable[[str], list[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """A person approves an item as it is now: an agent may then start it.
+    `lets_through(item_id)`: the waiting MCP tasks the person names to complete it
+    past a person's gate, after they were shown them (`todoledger approve ID --task
+    TASK`; `ledger.tasks.consented`), kept in the approval with their arguments and
+    under its signature on a signed ledger (`ledger.tasks.gate_consent`). An
+    approval that names none lets none through."""
     from todoledger.core.approval import item_snapshot
     from todoledger.ledger.signed import person, sign
+    from todoledger.store.tasks import TaskRepo
 
     writer = person(u, "approve", writer)
+    entries: list[dict[str, Any]] = []
+    if lets_through is not None:
+        with u.store.read():
+            item_id = u.require(plan, ref).id
+        entries = lets_through(item_id)
     at = now()
     with u.transaction():
         item = u.require(plan, ref)
         snapshot = item_snapshot(item.as_dict())
+        if entries:
+            for entry in entries:  # still waiting as shown: the same task, the same arguments
+                row = TaskRepo(u.store).get(entry["task"])
+                same = row is not None and {
+                    "task": row["id"],
+                    "writer": row["writer"],
+                    "arguments": row["arguments"],
+                }
+                if row is None or row["status"] != "working" or same != entry:
+                    raise LedgerError(
+                        f"task {entry['task'][:8]} changed while you approved; nothing was done"
+                    )
+            snapshot["lets_through"] = entries
         sign(u, "approve", plan, item.id, snapshot)
         w = u.op(plan, writer, at, "approve", summary=f"approved {item.id}")
         w.annotate(item.id, "approved", None, snapshot)
         u.repo.touch_plan(plan, at)
     standing: dict[str, Any] = approvals(u, plan)["items"].get(item.id, {})
-    return standing | {"id": item.id, "content": item.content}
+    return standing | {"id": item.id, "content": item.content, "lets_through": entries}
 
 
 def approve_plan(u: Unit, plan: str, writer: str) -> dict[str, Any]:

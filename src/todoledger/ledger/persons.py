@@ -265,6 +265,7 @@ def audit(u: Unit) -> list[str]:
     for e in person_events:
         if e.field == "trust":
             trusts.setdefault(e.op, []).append(e.new)
+    problems += _agents_forced(person_events, writers, valid_ops, spans)
     for e in person_events:
         if e.op in valid_ops and not _covers(statements[e.op], e, trusts.get(e.op, [])):
             problems.append(
@@ -290,6 +291,61 @@ def audit(u: Unit) -> list[str]:
             f"{e.plan}/{e.item or '-'}: event {e.seq} ({e.field}, op {e.op} by {writer}) is a person-only"
             " action without a person's signature on a signed ledger"
         )
+    return problems
+
+
+def _agents_forced(
+    events: list[Any], writers: dict[int, tuple[str, str]], valid_ops: set[int], spans: list[tuple[int, bool]]
+) -> list[str]:
+    """An agent's `forced` events that only a person's word allows, on a signed ledger:
+    past another's lease (a person's signed override only), or a completion past a gate
+    whose check a person wrote, which needs the person's signed approval of that item
+    naming the agent's task (`ledger.tasks.gate_consent`) as the last approval before it."""
+    from todoledger.core.approval import is_person
+    from todoledger.core.verification import ROLES
+
+    problems: list[str] = []
+    persons_gates: dict[str, set[str]] = {}  # item -> the gates a person wrote on it, so far
+    approved: dict[tuple[str, str], Any] = {}  # (plan, item) -> its last `approved` event, so far
+    for e in sorted(events, key=lambda ev: ev.seq):
+        writer = writers.get(e.op, (e.writer, ""))[0]
+        new = e.new if isinstance(e.new, dict) else {}
+        if e.field == "check" and e.item:
+            gone = e.old if isinstance(e.old, dict) else {}
+            if new and is_person(writer) and new.get("role", "gate") in ROLES:
+                persons_gates.setdefault(e.item, set()).add(str(new.get("id")))
+            elif gone:
+                persons_gates.get(e.item, set()).discard(str(gone.get("id")))
+            continue
+        if e.field == "approved" and e.item:
+            approved[(e.plan, e.item)] = e
+            continue
+        if e.field != "forced" or is_person(writer) or e.op in valid_ops or not _signed_at(spans, e.seq):
+            continue
+        where = f"{e.plan}/{e.item or '-'}: event {e.seq} (forced, op {e.op} by {writer})"
+        if new.get("past") == "lease":
+            problems.append(
+                f"{where} overrides another's lease without a person's signature on a signed ledger"
+            )
+            continue
+        if new.get("past") != "gates" or not persons_gates.get(str(e.item)):
+            continue  # an agent's own override of what it may override
+        consent = approved.get((e.plan, str(e.item)))
+        named = (
+            consent.new.get("lets_through") if consent is not None and isinstance(consent.new, dict) else None
+        )
+        by = writers.get(consent.op, (consent.writer, ""))[0] if consent is not None else None
+        if (
+            consent is None
+            or consent.op not in valid_ops
+            or not isinstance(named, list)
+            or not any(isinstance(n, dict) and n.get("task") == new.get("task") for n in named)
+            or new.get("approved_by") != by
+        ):
+            problems.append(
+                f"{where} completes it past a person's gate without a person's signature or their signed"
+                " consent to its task on a signed ledger"
+            )
     return problems
 
 

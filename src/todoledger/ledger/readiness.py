@@ -232,3 +232,25 @@ def check_waits(u: Unit, item_id: str, *, new_leaf: bool = False) -> None:
     `new_leaf`: only the item's own dependencies are new (its start is the one
     fact a cycle can pass)."""
     graph.check_waits(item_id, u.repo.blockers, u.repo.parent_of, u.repo.children, start_only=new_leaf)
+
+
+def persons_gate(u: Unit, plan: str, ref: str, writer: str) -> dict[str, str] | None:
+    """The person's gate that `writer` may not force past on its own (a gate whose
+    check a person wrote, for any writer but a person on an unsigned ledger, where
+    the person's route is enough): {check, by}; None: forcing needs no person."""
+    from todoledger.core.approval import is_person
+    from todoledger.ledger.signed import registry
+
+    with u.store.read():
+        signed = bool(registry(u)["keys"])
+    if is_person(writer) and not signed:
+        return None
+    from todoledger.core.verification import ROLES
+    from todoledger.ledger.gates import check_repo
+
+    with u.store.read():
+        item = u.require(plan, ref)
+        theirs = [
+            r for r in check_repo(u).checks(plan, [item.id]) if r.role in ROLES and is_person(r.created_by)
+        ]
+    return {"check": theirs[0].id, "by": theirs[0].created_by} if theirs else None

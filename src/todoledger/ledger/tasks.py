@@ -88,12 +88,16 @@ def create(
     cwd: str | None,
     poll_ms: int = POLL_MS,
     ttl_ms: int = KEEP_MS,
+    task_id: str | None = None,
 ) -> dict[str, Any]:
-    """A new working task, committed (row and event) before this returns."""
+    """A new working task, committed (row and event) before this returns. `task_id`:
+    one `new_task_id` made for it beforehand (its message names it)."""
+    if task_id is not None and (len(task_id) != 32 or task_id.strip("0123456789abcdef")):
+        raise ValueError(f"not a task id: {task_id!r}")
     expire(u)
     at = now()
     row: dict[str, Any] = {
-        "id": new_task_id(),
+        "id": task_id or new_task_id(),
         "tool": tool,
         "arguments": arguments,
         "principal": principal,
@@ -241,57 +245,134 @@ def answer_inputs(u: Unit, task_id: str, principal: str | None, responses: dict[
     return taken
 
 
+# A `plan_update`'s arguments as the ledger's update fields (mcp/tools.py maps them so):
+# what a forced completion's task asks for, which the ledger holds its update to.
+PLAN_UPDATE_FIELDS = (
+    ("status", "status"),
+    ("priority", "priority"),
+    ("content", "content"),
+    ("evidence", "evidence"),
+    ("notes", "notes"),
+    ("parent", "parent"),
+    ("add_blocker", "depends_on"),
+    ("remove_blocker", "undepend"),
+    ("estimate", "estimate"),
+    ("needs_approval", "needs_approval"),
+    ("uses", "uses"),
+    ("force_reason", "reason"),
+)
+# What a waiting task's arguments say beyond the forced completion itself: shown to the
+# person with it (`todoledger approve`), as part of what they consent to.
+NOT_CHANGES = frozenset({"id", "status", "force", "reason", "plan", "writer", "secret", "token"})
+
+
+def update_fields(args: dict[str, Any]) -> dict[str, Any]:
+    """The update fields a forced completion's `plan_update` arguments ask for."""
+    return {name: args[arg] for name, arg in PLAN_UPDATE_FIELDS if args.get(arg) is not None}
+
+
+def _forcing(row: dict[str, Any] | None, plan: str) -> bool:
+    """Is this row a working `plan_update` task of `plan` forcing a completion?"""
+    if row is None or (row["tool"], row["status"], row["plan"]) != ("plan_update", "working", plan):
+        return False
+    args = row["arguments"] or {}
+    return isinstance(args, dict) and args.get("status") == "completed" and bool(args.get("force"))
+
+
+def consent_entry(row: dict[str, Any]) -> dict[str, Any]:
+    """What a person consents to when their approval lets a task through: the task,
+    its writer and its arguments exactly (kept in the approval, under its signature)."""
+    return {"task": row["id"], "writer": row["writer"], "arguments": row["arguments"]}
+
+
 def gate_consent(u: Unit, task_id: str, plan: str, item_id: str, writer: str) -> dict[str, str] | None:
     """A person's consent that this writer's waiting MCP task complete `item_id` past
     a person's gate: the task is this writer's working `plan_update` of that item,
-    forced to completed, and a person approved the item, as it is now, after the
-    task was opened (so after its forced completion and reason were shown to
-    people: `todoledger tasks`, the board). On a signed ledger that approval is
-    signed. {approved_by, approved_at, task}; None: no consent (yet)."""
+    forced to completed, and the item's standing approval (by a person, of the item
+    as it is now; on a signed ledger, signed) names this task with the arguments it
+    has now (`todoledger approve ID --task TASK`, shown the task first). An approval
+    given for anything else (to start the item, through the client's prompt or the
+    board, of the whole plan, or before the task) names no task, so lets none through.
+    Used once: an override already recorded for this task is not made again.
+    {approved_by, approved_at, task}; None: no consent (yet)."""
     from todoledger.core.approval import is_person, item_approvals
 
     with u.store.read():
-        row = tasks_repo(u).get(task_id)
-        if row is None or (row["tool"], row["status"], row["writer"], row["plan"]) != (
-            "plan_update",
-            "working",
-            writer,
-            plan,
-        ):
-            return None
-        args = row["arguments"] or {}
-        if args.get("status") != "completed" or not args.get("force"):
+        row = tasks_repo(u).get(task_id) if isinstance(task_id, str) and task_id else None
+        if row is None or not _forcing(row, plan) or row["writer"] != writer:
             return None
         try:
-            item = u.require(plan, str(args.get("id")))
+            item = u.require(plan, str(row["arguments"].get("id")))
         except LedgerError:
             return None
         if item.id != item_id:
             return None
         events = u.repo.approval_events(plan)
+        used = [
+            e
+            for e in u.repo.events(plan, item=item_id)
+            if e.field == "forced" and isinstance(e.new, dict) and e.new.get("task") == task_id
+        ]
+    if used:
+        return None
     # The item's own approval, not the whole plan's: a person approving the plan has
     # not looked at this forced completion.
     mine = [e for e in events if e.field == "approved" and e.item == item_id]
     standing = item_approvals([item.as_dict()], [e.as_dict() for e in events])[item_id]
     last = mine[-1] if mine else None
-    if last is None or not standing.approved or standing.at != last.at:
-        return None  # never approved since, or changed after, or a plan approval came later
-    if not is_person(last.writer) or last.at < row["created_at"]:
+    if last is None or not standing.approved or standing.at != last.at or not is_person(last.writer):
+        return None  # never approved, or changed after, or a plan approval came later
+    named = last.new.get("lets_through") if isinstance(last.new, dict) else None
+    if not isinstance(named, list) or consent_entry(row) not in named:
+        return None  # an approval of something else: it showed the person no such task
+    if not _signed_if_signed(u, plan, item_id, last):
         return None
     return {"approved_by": str(last.writer), "approved_at": str(last.at), "task": task_id}
 
 
+def _signed_if_signed(u: Unit, plan: str, item_id: str, approval: Any) -> bool:
+    """On a signed ledger, a consent is the person's signature: the approval was made
+    since the ledger was signed, and its op holds a signature by a registered key over
+    exactly this approval (an unsigned one from before, which a route alone made, or
+    one written around todoledger, is no consent). On an unsigned ledger: True."""
+    from todoledger.ledger.signed import canonical, content_hash, registry
+    from todoledger.personkeys import verify
+
+    with u.store.read():
+        reg = registry(u)
+        if not reg["keys"]:
+            return True
+        if reg["signed_since"] is None or approval.seq < reg["signed_since"]:
+            return False
+        sigs = [e.new for e in u.repo.events(plan, item=item_id, op=approval.op) if e.field == "signed"]
+    for sig in sigs:
+        stated = sig.get("statement") if isinstance(sig, dict) else None
+        key = reg["keys"].get(str(sig.get("key"))) if isinstance(sig, dict) else None
+        if (
+            isinstance(stated, dict)
+            and key is not None
+            and (stated.get("action"), stated.get("target"), stated.get("plan")) == ("approve", item_id, plan)
+            and stated.get("ledger") == reg["ledger"]
+            and stated.get("content") == content_hash(approval.new)
+            and verify(str(key["key"]), str(sig.get("sig")), canonical(stated))
+        ):
+            return True
+    return False
+
+
 def gate_waits(u: Unit, plan: str, item_id: str | None = None) -> list[dict[str, Any]]:
     """The working MCP tasks of `plan` that wait to force an item's completion past a
-    person's gate (what a person's approval of that item lets through, `gate_consent`):
-    {task, item, writer, reason}, oldest first; `item_id`: that item's alone."""
+    person's gate (what a person's approval of that item naming the task lets through,
+    `gate_consent`): {task, item, writer, reason, changes, gate, gate_by}, oldest first;
+    `changes`: the other arguments it carries (what else it would change); `item_id`:
+    that item's alone. A task that forces past no person's gate is not one."""
+    from todoledger.ledger.readiness import persons_gate
+
     out: list[dict[str, Any]] = []
     for row in listing(u, ("working",)):
-        args = row["arguments"] or {}
-        if row["plan"] != plan or row["tool"] != "plan_update" or row["pid"] is not None:
+        if not _forcing(row, plan) or row["pid"] is not None:
             continue
-        if args.get("status") != "completed" or not args.get("force"):
-            continue
+        args = row["arguments"]
         try:
             with u.store.read():
                 found = u.require(plan, str(args.get("id")))
@@ -299,9 +380,47 @@ def gate_waits(u: Unit, plan: str, item_id: str | None = None) -> list[dict[str,
             continue
         if item_id is not None and found.id != item_id:
             continue
+        gate = persons_gate(u, plan, found.id, row["writer"])
+        if gate is None:
+            continue
+        changes = {k: v for k, v in sorted(args.items()) if k not in NOT_CHANGES and v is not None}
         out.append(
-            {"task": row["id"], "item": found.id, "writer": row["writer"], "reason": args.get("reason")}
+            {
+                "task": row["id"],
+                "item": found.id,
+                "writer": row["writer"],
+                "reason": args.get("reason"),
+                "changes": changes,
+                "gate": gate["check"],
+                "gate_by": gate["by"],
+            }
         )
+    return out
+
+
+def consented(u: Unit, plan: str, item_id: str, refs: list[str]) -> list[dict[str, Any]]:
+    """The waiting tasks a person names to let through with their approval of `item_id`
+    (`todoledger approve ID --task TASK`, the task's whole id as listed: a prefix could
+    name a task made later to share it), as `consent_entry` keeps them; one line
+    refuses a task that does not wait on this item."""
+    waits = gate_waits(u, plan, item_id)
+    out: list[dict[str, Any]] = []
+    for ref in refs:
+        ref = str(ref).strip().lower()
+        found = [w for w in waits if w["task"] == ref]
+        if not found:
+            why = (
+                "is not a whole task id (todoledger approve lists it)"
+                if len(ref) != 32
+                else "is no task waiting to complete it past a person's gate (todoledger approve lists them)"
+            )
+            raise LedgerError(f"task {ref!r} {why} on {item_id}; nothing was done")
+        with u.store.read():
+            row = tasks_repo(u).get(found[0]["task"])
+        if row is None or not _forcing(row, plan):
+            raise LedgerError(f"task {ref!r} no longer waits on {item_id}; nothing was done")
+        if consent_entry(row) not in out:
+            out.append(consent_entry(row))
     return out
 
 

@@ -18,9 +18,11 @@ the person's signature), ends the wait. A cancel ends it at once
 (`ledger.tasks.request_cancel`), and approves nothing.
 
 A completion forced past a person's gate waits for that item's approval by a
-person made after the task was opened (`Ledger.gate_consent`: not an earlier one,
-not the whole plan's); the update is then applied with `task=`, and the ledger
-itself checks that consent again before it lets the override through.
+person that names the task (`todoledger approve ID --task TASK`, after `todoledger
+approve` showed it; `Ledger.gate_consent`): no other approval (to start it, through
+the client's prompt or the board, of the whole plan, an earlier one) lets it
+through. The update is then applied with `task=`, and the ledger itself checks that
+consent again, holds the update to the task's own arguments, and uses it once.
 
 TTL: as every task's (ledger/tasks.py): `ttlMs` is null while it waits, however
 many days, and 24 h after it ended once finished.

@@ -648,24 +648,15 @@ class PlanTools:
     # plan_update -----------------------------------------------------------
     def plan_update(self, args: dict[str, Any], writer: str, *, task: str | None = None) -> dict[str, Any]:
         """`task`: the MCP task whose wait a person's approval ended (mcp/taskwaits.py)."""
+        from todoledger.ledger.tasks import PLAN_UPDATE_FIELDS
+
         args = check_arguments("plan_update", args)
         explicit = plan_name(args.get("plan"))
         _blank(args, "id", "content")
         ref: str = args["id"]
+        # The ledger holds a forced completion that a person let through to these same fields.
         fields: dict[str, Any] = {
-            name: args.get(arg)
-            for name, arg in (
-                ("status", "status"),
-                ("priority", "priority"),
-                ("content", "content"),
-                ("evidence", "evidence"),
-                ("notes", "notes"),
-                ("parent", "parent"),
-                ("add_blocker", "depends_on"),
-                ("remove_blocker", "undepend"),
-                ("estimate", "estimate"),
-                ("needs_approval", "needs_approval"),
-            )
+            name: args.get(arg) for name, arg in PLAN_UPDATE_FIELDS if name not in ("uses", "force_reason")
         }
         fields["uses"] = _uses_arg(args)
         force = bool(args.get("force"))
@@ -965,9 +956,9 @@ class PlanTools:
     def person_wait(self, args: Any, writer: str, task: str | None = None) -> dict[str, str] | None:
         """The item this `plan_update` would be refused for because it waits for a
         person: their approval to start it or complete it, or, for a completion forced
-        past a person's gate, their consent (an approval of the item after `task`, the
-        waiting task, was opened: `Ledger.gate_consent`). {plan, id, status, writer,
-        gate?}; None: the call runs as ever. On a signed ledger too."""
+        past a person's gate, their consent (an approval of the item that names `task`,
+        the waiting task: `Ledger.gate_consent`). {plan, id, status, writer, gate?};
+        None: the call runs as ever. On a signed ledger too."""
         try:
             args = check_arguments("plan_update", args)
             status = args.get("status")
@@ -995,24 +986,28 @@ class PlanTools:
         if item["status"] == status:
             return None
         wait = {"plan": plan, "id": item["id"], "status": status, "writer": writer}
+        # A completion forced past a person's gate waits for their consent to this task, whether
+        # or not the item also needs their approval: an approval to start it is not that consent.
+        gate = lg.persons_gate(item["id"], plan=plan, writer=writer) if forced else None
+        if gate is not None:
+            if task is not None and lg.gate_consent(task, item["id"], plan=plan, writer=writer) is not None:
+                return None
+            return wait | {"gate": gate["check"], "gate_by": gate["by"]}
         if item["id"] in lg.approvals(plan)["waiting"]:
             return wait
-        gate = lg.persons_gate(item["id"], plan=plan, writer=writer) if forced else None
-        if gate is None:
-            return None
-        if task is not None and lg.gate_consent(task, item["id"], plan=plan, writer=writer) is not None:
-            return None
-        return wait | {"gate": gate["check"], "gate_by": gate["by"]}
+        return None
 
     def _open_wait(self, args: Any, writer: str) -> dict[str, Any] | None:
         """A `plan_update` that waits for a person becomes a task with no worker: it
         stays `working` ("waiting for a person: todoledger approve ID"), and the
         `tasks/get` after a person approved applies the update (mcp/taskwaits.py)."""
         from todoledger.core.approval import principal
+        from todoledger.ledger.tasks import new_task_id
 
         wait = self.person_wait(args, writer)
         if wait is None:
             return None
+        task_id = new_task_id()
 
         def open_it() -> dict[str, Any]:
             return self.ledger(write=True).create_task(
@@ -1021,9 +1016,10 @@ class PlanTools:
                 principal=principal(wait["writer"]),
                 writer=wait["writer"],
                 plan=wait["plan"],
-                message=waiting_line(wait["id"], wait.get("gate")),
+                message=waiting_line(wait["id"], wait.get("gate"), task_id),
                 cwd=str(self.cwd) if self.cwd is not None else os.getcwd(),
                 poll_ms=WAIT_POLL_MS,
+                task_id=task_id,
             )
 
         try:
@@ -1159,11 +1155,12 @@ class PlanTools:
         self.locked(approve)
 
 
-def waiting_line(item: str, gate: str | None = None) -> str:
-    """A person-wait task's status message: what the person runs (and, for a completion
-    forced past a person's gate, what their approval lets through)."""
-    line = f"waiting for a person: todoledger approve {item}"
-    return f"{line} (lets it complete past the gate {gate})" if gate else line
+def waiting_line(item: str, gate: str | None = None, task: str | None = None) -> str:
+    """A person-wait task's status message: what the person runs (for a completion
+    forced past a person's gate, the approval that names the task and lets it through)."""
+    if gate and task:
+        return f"waiting for a person: todoledger approve {item} --task {task} (lets it complete past the gate {gate})"
+    return f"waiting for a person: todoledger approve {item}"
 
 
 def sessionless(writer: str) -> bool:

@@ -195,8 +195,11 @@ def test_an_agent_tokens_consent_is_refused_and_a_plain_approve_consents_to_noth
     assert _act(base, ANN, {"action": "approve", "id": item}).status_code == 200
     assert consent_of(ledger_env, item, task) is None
     # A consent to something other than what the page showed: one line, nothing done.
-    stale = _act(base, ANN, body | {"shown": "0" * 32})
-    assert stale.status_code == 400 and "is not as the page showed it" in stale.json()["error"], stale.text
+    for wrong in ("0" * 32, "é", 7):
+        stale = _act(base, ANN, body | {"shown": wrong})
+        assert stale.status_code == 400 and "is not as the page showed it" in stale.json()["error"], (
+            stale.text
+        )
     assert consent_of(ledger_env, item, task) is None
     given = _act(base, ANN, body)
     assert given.status_code == 200, given.text

@@ -779,7 +779,7 @@ def _as_shown(lg: Ledger, plan: str, ref: str, task: str, shown: Any) -> None:
     waits = [w for w in lg.gate_waits(plan, ref) if w["task"] == task]
     if not waits:
         return  # `approve` refuses it in its own words: no such wait on this item
-    if not isinstance(shown, str) or not hmac.compare_digest(shown, _digest(waits[0])):
+    if not isinstance(shown, str) or not hmac.compare_digest(shown.encode(), _digest(waits[0]).encode()):
         raise LedgerError(
             f"task {task[:8]} is not as the page showed it (reload the page and read it again);"
             " nothing was done"

@@ -19,9 +19,9 @@ the person's signature), ends the wait. A cancel ends it at once
 
 A completion forced past a person's gate waits for that item's approval by a
 person that names the task (`todoledger approve ID --task TASK`, after `todoledger
-approve` showed it; `Ledger.gate_consent`): no other approval (to start it, through
-the client's prompt or the board, of the whole plan, an earlier one) lets it
-through. The update is then applied with `task=`, and the ledger itself checks that
+approve` showed it, or the consent button beside it on the board's Approvals page;
+`Ledger.gate_consent`): no other approval (to start it, through the client's prompt
+or the board's approve button, of the whole plan, an earlier one) lets it through. The update is then applied with `task=`, and the ledger itself checks that
 consent again, holds the update to the task's own arguments, and uses it once.
 
 TTL: as every task's (ledger/tasks.py): `ttlMs` is null while it waits, however

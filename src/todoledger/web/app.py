@@ -55,8 +55,17 @@ if TYPE_CHECKING:
 TOKEN_COOKIE = "todoledger_token"  # the name mcp/http.py's Guard reads
 MAX_ACTION_BYTES = 64 * 1024
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,40}")
+_TASK_ID = re.compile(r"[0-9a-f]{32}")
 # What only a person does from the board: an agent's token is refused these at once.
-PERSON_ONLY_ACTIONS = ("approve", "approve_plan")
+# `approve_task`: the item's approval naming an agent's waiting MCP task, which lets it
+# complete the item past a person's gate (`todoledger approve ID --task TASK`).
+PERSON_ONLY_ACTIONS = ("approve", "approve_plan", "approve_task")
+# What each of them is, in a refusal's words.
+PERSON_ONLY_WHAT = {
+    "approve": "approve",
+    "approve_plan": "approve the plan",
+    "approve_task": "let an agent's task complete an item past a person's gate",
+}
 STATIC = {
     "board.js": "text/javascript; charset=utf-8",
     "board.css": "text/css; charset=utf-8",
@@ -385,7 +394,8 @@ class Board:
 
             # A task whose worker is gone is stopped, as `todoledger tasks` says: never running.
             tasks = [t | {"stopped": lapsed(t)} for t in lg.tasks() if t["plan"] == plan] if lg.exists else []
-            return f"Approvals {plan}", pages.approvals(_view(lg, plan), lg.approvals(plan), tasks)
+            forcing = forcing_waits(lg, plan) if tasks else []
+            return f"Approvals {plan}", pages.approvals(_view(lg, plan), lg.approvals(plan), tasks, forcing)
 
         return await self._page(request, "approvals", body)
 
@@ -471,7 +481,7 @@ class Board:
             return JSONResponse({"error": 'the request needs an "action"'}, status_code=400)
         writer, person = writer_of(request, body.get("who"), self.name)
         if not person and body["action"] in PERSON_ONLY_ACTIONS:
-            what = "approve the plan" if body["action"] == "approve_plan" else "approve"
+            what = PERSON_ONLY_WHAT[body["action"]]
             who = (
                 f"{writer}: this server was started by {self.starter}, not a person"
                 if request.headers.get(ROLE_HEADER) == STARTER_ROLE
@@ -641,6 +651,9 @@ def steer(lg: Ledger, body: dict[str, Any], writer: str, signer: Any = None) -> 
             command = (
                 f"todoledger approve {ref} --plan {plan}" if ref else f"todoledger approve --plan {plan}"
             )
+            task = body.get("task")
+            if body["action"] == "approve_task" and isinstance(task, str) and _TASK_ID.fullmatch(task):
+                command += f" --task {task}"
             # A bearer token is no signature.
             raise NeedsSignature(
                 "this ledger is signed: an approval is a person's signature, and a board's token makes none;"
@@ -710,10 +723,67 @@ def _steer(lg: Ledger, body: dict[str, Any], writer: str) -> dict[str, Any]:
     elif action == "restore":
         lg.restore(ref, **kw)
     elif action == "approve":
-        lg.approve(ref, **kw)
+        lg.approve(ref, **kw)  # names no task: lets no forced completion through
+    elif action == "approve_task":
+        task = _text(body, "task")
+        _as_shown(lg, plan, ref, task, body.get("shown"))
+        row = lg.approve(ref, tasks=[task], **kw)  # as `todoledger approve ID --task TASK`
+        return {"item": row["id"], "lets_through": [e["task"] for e in row["lets_through"]]}
     else:
         raise LedgerError(f"unknown action {action!r}")
     return {"item": ref}
+
+
+def forcing_waits(lg: Ledger, plan: str) -> list[dict[str, Any]]:
+    """The agents' MCP tasks of `plan` that wait for a person's consent to complete an
+    item past a person's gate, as `todoledger approve` lists them (`Ledger.gate_waits`),
+    each with what the Approvals page shows beside it: the item's wording, the gate's
+    check text and last result, the consent a person already gave (`Ledger.gate_consent`;
+    the task completes at its client's next `tasks/get`), and `shown`, a digest of what
+    the page shows, which the consent button sends back (`_as_shown`)."""
+    waits = lg.gate_waits(plan)
+    if not waits:
+        return []
+    rows = {r["id"]: r for r in lg.items(plan)}
+    checks = {c.id: c for c in lg.checks(plan=plan)}
+    out = []
+    for w in waits:
+        check = checks.get(w["gate"])
+        last = [r for r in lg.receipts(w["item"], plan=plan) if r["check"] == w["gate"]]
+        item = rows.get(w["item"])
+        out.append(
+            w
+            | {
+                "content": item["content"] if item else "",
+                "spec": check.check.text() if check else "",
+                "result": str(last[-1]["result"]) if last else "never ran",
+                "consent": lg.gate_consent(w["task"], w["item"], plan=plan, writer=w["writer"]),
+                "shown": _digest(w),
+            }
+        )
+    return out
+
+
+def _digest(wait: dict[str, Any]) -> str:
+    """What the page showed of a waiting forced completion, as one short digest."""
+    facts = {k: wait[k] for k in ("task", "item", "writer", "reason", "changes", "gate", "gate_by")}
+    text = json.dumps(facts, sort_keys=True, ensure_ascii=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _as_shown(lg: Ledger, plan: str, ref: str, task: str, shown: Any) -> None:
+    """The consent button gives the person's consent to the task as the page showed it:
+    one line refuses it where the task waits on that item no longer, or now says
+    otherwise (its reason, what else it changes, whose gate), and nothing is done. That
+    the task may complete the item is still the ledger's rule alone (`Ledger.approve`)."""
+    waits = [w for w in lg.gate_waits(plan, ref) if w["task"] == task]
+    if not waits:
+        return  # `approve` refuses it in its own words: no such wait on this item
+    if not isinstance(shown, str) or not hmac.compare_digest(shown.encode(), _digest(waits[0]).encode()):
+        raise LedgerError(
+            f"task {task[:8]} is not as the page showed it (reload the page and read it again);"
+            " nothing was done"
+        )
 
 
 def _moved(lg: Ledger, plan: str, ref: str, up: bool) -> float:

@@ -576,11 +576,19 @@ def item(
 
 
 # approvals -------------------------------------------------------------------
-def approvals(view: PlanView, state: Mapping[str, Any], tasks: Sequence[Mapping[str, Any]] = ()) -> Html:
+def approvals(
+    view: PlanView,
+    state: Mapping[str, Any],
+    tasks: Sequence[Mapping[str, Any]] = (),
+    forcing: Sequence[Mapping[str, Any]] = (),
+) -> Html:
     """`tasks`: the plan's running and waiting MCP tasks (ledger/tasks.py rows), each
     with `stopped`: why its worker is gone (`ledger.tasks.lapsed`), else None. A stopped
     task is shown stopped, never running. Their status messages carry agents' text (a
-    sweep's parameters, a refusal): text only."""
+    sweep's parameters, a refusal): text only. `forcing`: those that wait for a person's
+    consent to complete an item past a person's gate (web/app.py `forcing_waits`), each
+    shown with what it would do (the item, whose gate, its check, the agent's reason,
+    what else it changes: agents' text, as text) and the button that consents to it."""
     from todoledger.ledger.tasks import stopped_line
 
     by_id = {x.id: x for x in view.items}
@@ -588,7 +596,10 @@ def approvals(view: PlanView, state: Mapping[str, Any], tasks: Sequence[Mapping[
         (by_id[item_id], state["items"][item_id]["diff"]) for item_id in state["waiting"] if item_id in by_id
     ]
     shown = [{**t, "stopped": stopped_line(t["stopped"]) if t.get("stopped") else None} for t in tasks]
-    return render("approvals.html", view=view, standing=state["plan"], waiting=waiting, tasks=shown)
+    forces = {str(w["task"]): w for w in forcing}
+    return render(
+        "approvals.html", view=view, standing=state["plan"], waiting=waiting, tasks=shown, forcing=forces
+    )
 
 
 # sessions --------------------------------------------------------------------

@@ -256,7 +256,10 @@
     const kind = button.dataset.act;
     if (kind === "status" || kind === "priority") { chooser(button, kind, id); return; }
     button.disabled = true;
-    await act({ action: kind, id, value: button.dataset.value || "" });
+    const body = { action: kind, id, value: button.dataset.value || "" };
+    // A consent names the task and what the page showed of it (the server refuses it if that changed).
+    if (button.dataset.task) { body.task = button.dataset.task; body.shown = button.dataset.shown || ""; }
+    await act(body);
   });
 
   document.addEventListener("submit", async (ev) => {

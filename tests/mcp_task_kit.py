@@ -5,6 +5,7 @@ A client is a `Stdio` or an `Http` of tests/test_mcp_tasks.py: anything with `rp
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,24 @@ def poll_progress(client: Any, task_id: str, seen: list[str], messages: list[str
             return got
         assert time.monotonic() < deadline, f"task still {got['status']}: {message}"
         time.sleep(0.1)
+
+
+def assert_two_combinations_done(done: dict[str, Any], seen: list[str], messages: list[str]) -> None:
+    """The stand-in sweep of `served_sweep` (k=16 and k=8, 2 repeats each) completed as a
+    task: its states, its progress as the status message run by run, its result."""
+    assert done["status"] == "completed", done
+    assert seen == ["working", "completed"], seen
+    assert any(
+        re.fullmatch(r"k=(16|8): repeat [12]/2 holds \(combination [12] of 2\)", m) for m in messages
+    ), messages
+    data = done["result"]["structuredContent"]
+    assert (data["sweep"], data["runs"], data["failed"], data["setups"], data["stopped"]) == (
+        "s",
+        4,
+        0,
+        2,
+        None,
+    )
 
 
 def receipts(db: Path | str) -> list[tuple[str, str, str]]:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 from pathlib import Path
 
 from tests.conftest import TESTER, subprocess_env, todoledger_bin
-from tests.mcp_task_kit import bench_requests, receipts, served_sweep
+from tests.mcp_task_kit import assert_two_combinations_done, bench_requests, receipts, served_sweep
 from tests.mcp_task_kit import poll_progress as poll
 from tests.mcp_task_kit import port_fixture as port_fixture  # the fixture `port`
 from tests.mcp_task_kit import scripts_fixture as scripts_fixture  # the fixture `scripts`
@@ -39,20 +38,7 @@ def test_plan_sweep_is_a_task_whose_progress_and_result_a_new_server_reads(
         done = poll(second, created["taskId"], seen, messages)
     finally:
         second.close()
-    assert done["status"] == "completed", done
-    assert seen == ["working", "completed"], seen
-    # Its progress was the status message, run by run ("k=8: repeat 2/2 holds ...").
-    assert any(
-        re.fullmatch(r"k=(16|8): repeat [12]/2 holds \(combination [12] of 2\)", m) for m in messages
-    ), messages
-    data = done["result"]["structuredContent"]
-    assert (data["sweep"], data["runs"], data["failed"], data["setups"], data["stopped"]) == (
-        "s",
-        4,
-        0,
-        2,
-        None,
-    )
+    assert_two_combinations_done(done, seen, messages)  # its progress, run by run, and its result
     assert done["result"]["isError"] is False
     assert not listening(port) and bench_requests(scripts) == 4
     with Ledger(ledger_env) as lg:

@@ -10,11 +10,18 @@ at the CLI. The agent is the token `agent:ci`; `agent:other` is another principa
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from tests.mcp_task_kit import CLIENT_YES, FINISHED, approvals, needing_approval, poll_progress, served_sweep
+from tests.mcp_task_kit import (
+    CLIENT_YES,
+    FINISHED,
+    approvals,
+    assert_two_combinations_done,
+    needing_approval,
+    poll_progress,
+    served_sweep,
+)
 from tests.mcp_task_kit import port_fixture as port_fixture  # the fixture `port`
 from tests.mcp_task_kit import scripts_fixture as scripts_fixture  # the fixture `scripts`
 from tests.mcp_task_kit import start as start_item
@@ -51,20 +58,7 @@ def test_over_http_a_sweep_task_is_read_on_another_server_and_a_cancel_there_end
     seen, messages = [created["status"]], [created["statusMessage"]]
     refused_everywhere(two_servers, created["taskId"])  # its cancel among them: the sweep runs on
     done = poll_progress(Http(other, BOT), created["taskId"], seen, messages)
-    assert done["status"] == "completed", done
-    assert seen == ["working", "completed"], seen
-    # Its progress, read on the other server: the status message, run by run.
-    assert any(
-        re.fullmatch(r"k=(16|8): repeat [12]/2 holds \(combination [12] of 2\)", m) for m in messages
-    ), messages
-    data = done["result"]["structuredContent"]
-    assert (data["sweep"], data["runs"], data["failed"], data["setups"], data["stopped"]) == (
-        "s",
-        4,
-        0,
-        2,
-        None,
-    )
+    assert_two_combinations_done(done, seen, messages)  # its progress, run by run, and its result
     refused_everywhere(two_servers, created["taskId"])  # finished, it is still only agent:ci's
     with Ledger(ledger_env) as lg:
         row = lg.task(created["taskId"], None)
